@@ -1,0 +1,23 @@
+// The subcommands of the fednode executable. Each lives in its own cli/cmd_*.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fednode::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+// Runs a command, turning exceptions into one clear line on stderr and exit code 1
+// (2 for command-line mistakes).
+int run_guarded(const Command& c, const std::vector<std::string>& args);
+
+int cmd_simulate(const std::vector<std::string>& args);
+
+}  // namespace fednode::cli

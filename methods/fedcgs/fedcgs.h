@@ -1,0 +1,11 @@
+#pragma once
+
+#include "methods/method.h"
+
+#include <memory>
+
+namespace fednode {
+
+std::unique_ptr<Method> make_fedcgs(const FedCgsOptions& options);
+
+}  // namespace fednode

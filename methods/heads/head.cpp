@@ -1,0 +1,198 @@
+#include "methods/heads/head.h"
+
+#include <cstring>
+#include <fstream>
+#include <istream>
+#include <ostream>
+
+namespace fednode {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'N', 'H', 'E', 'A', 'D', '1', '\0'};
+// Heads are small; anything larger than this in a file is corruption, not a model.
+constexpr uint64_t kMaxHeadScalars = uint64_t{1} << 28;
+
+void write_u64(std::ostream& out, uint64_t v) { out.write(reinterpret_cast<const char*>(&v), 8); }
+
+uint64_t read_u64(std::istream& in, const std::string& where) {
+  uint64_t v = 0;
+  if (!in.read(reinterpret_cast<char*>(&v), 8)) throw InputError(where + ": truncated head file");
+  return v;
+}
+
+void write_string(std::ostream& out, const std::string& s) {
+  write_u64(out, s.size());
+  out.write(s.data(), static_cast<std::streamsize>(s.size()));
+}
+
+std::string read_string(std::istream& in, const std::string& where) {
+  const uint64_t n = read_u64(in, where);
+  if (n > 64) throw InputError(where + ": head kind string of " + std::to_string(n) + " bytes");
+  std::string s(n, '\0');
+  if (!in.read(s.data(), static_cast<std::streamsize>(n))) throw InputError(where + ": truncated head file");
+  return s;
+}
+
+void write_matrix(std::ostream& out, const MatrixF& m) {
+  write_u64(out, static_cast<uint64_t>(m.rows()));
+  write_u64(out, static_cast<uint64_t>(m.cols()));
+  out.write(reinterpret_cast<const char*>(m.data()), static_cast<std::streamsize>(m.size() * 4));
+}
+
+MatrixF read_matrix(std::istream& in, const std::string& where) {
+  const uint64_t rows = read_u64(in, where), cols = read_u64(in, where);
+  if (rows == 0 || cols == 0 || rows > kMaxHeadScalars || cols > kMaxHeadScalars ||
+      rows * cols > kMaxHeadScalars)
+    throw InputError(where + ": implausible head matrix shape " + std::to_string(rows) + "x" +
+                     std::to_string(cols));
+  MatrixF m(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+  if (!in.read(reinterpret_cast<char*>(m.data()), static_cast<std::streamsize>(m.size() * 4)))
+    throw InputError(where + ": truncated head file");
+  if (!m.allFinite()) throw InputError(where + ": head holds NaN or Inf");
+  return m;
+}
+
+void write_vector(std::ostream& out, const VectorF& v) {
+  write_matrix(out, MatrixF(v.transpose()));
+}
+
+VectorF read_vector(std::istream& in, const std::string& where) {
+  MatrixF m = read_matrix(in, where);
+  if (m.rows() != 1) throw InputError(where + ": expected a bias vector");
+  return m.row(0).transpose();
+}
+
+void l2_normalize_rows(MatrixF& m) {
+  // Same epsilon as torch.nn.functional.normalize, so a C++ forward pass matches PyTorch's.
+  const VectorF norms = m.rowwise().norm().cwiseMax(1e-12f);
+  m.array().colwise() /= norms.array();
+}
+
+}  // namespace
+
+Labels Head::predict(const MatrixF& X) const {
+  const MatrixF s = scores(X);
+  Labels out(static_cast<size_t>(s.rows()));
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    Eigen::Index best = 0;
+    s.row(i).maxCoeff(&best);
+    out[static_cast<size_t>(i)] = static_cast<int32_t>(best);
+  }
+  return out;
+}
+
+double Head::accuracy(const Features& test) const {
+  if (test.size() == 0) return 0.0;
+  const Labels p = predict(test.X);
+  int64_t correct = 0;
+  for (size_t i = 0; i < p.size(); ++i) correct += p[i] == test.y[i];
+  return static_cast<double>(correct) / static_cast<double>(p.size());
+}
+
+std::vector<ClassAccuracy> Head::per_class_accuracy(const Features& test) const {
+  std::vector<ClassAccuracy> out(static_cast<size_t>(std::max(num_classes(), test.num_classes)));
+  const Labels p = predict(test.X);
+  for (size_t i = 0; i < p.size(); ++i) {
+    auto& c = out.at(static_cast<size_t>(test.y[i]));
+    ++c.total;
+    c.correct += p[i] == test.y[i];
+  }
+  return out;
+}
+
+void Head::save(std::ostream& out) const {
+  out.write(kMagic, sizeof(kMagic));
+  write_string(out, kind());
+  save_body(out);
+}
+
+void Head::save(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError("cannot open '" + path + "' for writing");
+  save(out);
+  if (!out) throw InputError("failed writing head to '" + path + "'");
+}
+
+std::unique_ptr<Head> Head::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open head file '" + path + "'");
+  return load(in, path);
+}
+
+std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {
+  char magic[sizeof(kMagic)];
+  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)
+    throw InputError(where + ": not a fednode head file (bad magic)");
+  const std::string kind = read_string(in, where);
+  if (kind == "linear" || kind == "lda") {
+    MatrixF W = read_matrix(in, where);
+    VectorF b = read_vector(in, where);
+    if (b.size() != W.rows()) throw InputError(where + ": bias size does not match weights");
+    return std::make_unique<LinearHead>(kind, std::move(W), std::move(b));
+  }
+  if (kind == "adapter") {
+    std::vector<AdapterHead::Layer> layers(3);
+    for (auto& layer : layers) {
+      layer.W = read_matrix(in, where);
+      layer.b = read_vector(in, where);
+    }
+    return std::make_unique<AdapterHead>(std::move(layers));
+  }
+  throw InputError(where + ": unknown head kind '" + kind + "'");
+}
+
+LinearHead::LinearHead(std::string kind, MatrixF W, VectorF b)
+    : kind_(std::move(kind)), W_(std::move(W)), b_(std::move(b)) {
+  if (b_.size() != W_.rows()) throw std::invalid_argument("LinearHead: bias size != number of classes");
+}
+
+MatrixF LinearHead::scores(const MatrixF& X) const {
+  if (X.cols() != W_.cols())
+    throw InputError("head expects " + std::to_string(W_.cols()) + " features, got " +
+                     std::to_string(X.cols()));
+  MatrixF s = X * W_.transpose();
+  s.rowwise() += b_.transpose();
+  return s;
+}
+
+void LinearHead::save_body(std::ostream& out) const {
+  write_matrix(out, W_);
+  write_vector(out, b_);
+}
+
+AdapterHead::AdapterHead(std::vector<Layer> layers) : layers_(std::move(layers)) {
+  if (layers_.size() != 3) throw std::invalid_argument("AdapterHead: expected 3 layers");
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i].b.size() != layers_[i].W.rows())
+      throw InputError("adapter layer " + std::to_string(i) + ": bias does not match weights");
+    if (i > 0 && layers_[i].W.cols() != layers_[i - 1].W.rows())
+      throw InputError("adapter layer " + std::to_string(i) + ": input size does not match layer " +
+                       std::to_string(i - 1));
+  }
+}
+
+MatrixF AdapterHead::scores(const MatrixF& X) const {
+  if (X.cols() != dim())
+    throw InputError("adapter expects " + std::to_string(dim()) + " features, got " +
+                     std::to_string(X.cols()));
+  MatrixF h = X;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    MatrixF next = h * layers_[i].W.transpose();
+    next.rowwise() += layers_[i].b.transpose();
+    if (i + 1 < layers_.size()) {
+      next = next.cwiseMax(0.0f);
+      l2_normalize_rows(next);
+    }
+    h = std::move(next);
+  }
+  return h;
+}
+
+void AdapterHead::save_body(std::ostream& out) const {
+  for (const auto& layer : layers_) {
+    write_matrix(out, layer.W);
+    write_vector(out, layer.b);
+  }
+}
+
+}  // namespace fednode

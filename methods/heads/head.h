@@ -1,0 +1,84 @@
+// Head: a trained classifier on top of frozen features. Inference is plain Eigen so that
+// predicting needs no LibTorch; only training (train_*.h) does.
+#pragma once
+
+#include "methods/types.h"
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+struct ClassAccuracy {
+  int64_t total = 0;    // test samples of this class
+  int64_t correct = 0;
+  double value() const { return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0; }
+};
+
+class Head {
+ public:
+  virtual ~Head() = default;
+  virtual std::string kind() const = 0;  // "linear", "lda", "adapter"
+  virtual int num_classes() const = 0;
+  virtual int dim() const = 0;
+  // n x C class scores (logits); argmax is the prediction.
+  virtual MatrixF scores(const MatrixF& X) const = 0;
+
+  Labels predict(const MatrixF& X) const;
+  double accuracy(const Features& test) const;
+  std::vector<ClassAccuracy> per_class_accuracy(const Features& test) const;
+
+  // Binary format "FNHEAD1\0", documented in docs/heads.md.
+  void save(const std::string& path) const;
+  void save(std::ostream& out) const;
+  static std::unique_ptr<Head> load(const std::string& path);
+  static std::unique_ptr<Head> load(std::istream& in, const std::string& where);
+
+ protected:
+  virtual void save_body(std::ostream& out) const = 0;
+};
+
+// scores = X W^T + b. Used by the LibTorch-trained linear head and the closed-form LDA head.
+class LinearHead : public Head {
+ public:
+  LinearHead(std::string kind, MatrixF W, VectorF b);
+  std::string kind() const override { return kind_; }
+  int num_classes() const override { return static_cast<int>(W_.rows()); }
+  int dim() const override { return static_cast<int>(W_.cols()); }
+  MatrixF scores(const MatrixF& X) const override;
+  const MatrixF& weights() const { return W_; }
+  const VectorF& bias() const { return b_; }
+
+ protected:
+  void save_body(std::ostream& out) const override;
+
+ private:
+  std::string kind_;
+  MatrixF W_;  // C x d
+  VectorF b_;  // C
+};
+
+// FedTC's server-side adapter: FC(d,h1)-ReLU-L2norm-FC(h1,h2)-ReLU-L2norm-FC(h2,C).
+class AdapterHead : public Head {
+ public:
+  struct Layer {
+    MatrixF W;  // out x in
+    VectorF b;  // out
+  };
+  explicit AdapterHead(std::vector<Layer> layers);  // exactly 3 layers
+  std::string kind() const override { return "adapter"; }
+  int num_classes() const override { return static_cast<int>(layers_.back().W.rows()); }
+  int dim() const override { return static_cast<int>(layers_.front().W.cols()); }
+  MatrixF scores(const MatrixF& X) const override;
+  const std::vector<Layer>& layers() const { return layers_; }
+
+ protected:
+  void save_body(std::ostream& out) const override;
+
+ private:
+  std::vector<Layer> layers_;
+};
+
+}  // namespace fednode

@@ -1,0 +1,100 @@
+// Knowledge: what travels between nodes. One variant per method, each carrying the set of
+// node ids whose data it summarises and the backbone fingerprint it was computed with.
+#pragma once
+
+#include "methods/types.h"
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fednode {
+
+enum class CovarianceType { Full, Diag, Spherical };
+const char* to_string(CovarianceType t);
+CovarianceType parse_covariance_type(const std::string& s);  // throws InputError
+
+// A Gaussian mixture in double precision. Covariance storage by type:
+//   Full:      covariances is K*d rows of d  (component k occupies rows [k*d, (k+1)*d))
+//   Diag:      covariances is K x d          (variances)
+//   Spherical: covariances is K x 1          (one variance per component)
+struct GaussianMixture {
+  CovarianceType type = CovarianceType::Diag;
+  VectorD weights;    // K, sums to 1
+  MatrixD means;      // K x d
+  MatrixD covariances;
+
+  int components() const { return static_cast<int>(weights.size()); }
+  int dim() const { return static_cast<int>(means.cols()); }
+  // Number of scalars a transfer of this mixture carries (FedPFT Eq. 10-12).
+  int64_t parameter_count() const;
+  void validate(const std::string& what) const;  // shapes, finiteness, weights, positive variances
+};
+
+// FedPFT: per class a mixture and the number of real samples it stands for.
+struct ClassMixture {
+  int label = 0;
+  int64_t count = 0;
+  GaussianMixture mixture;
+};
+
+struct GmmKnowledge {
+  std::vector<ClassMixture> classes;  // only classes with data, sorted by label
+};
+
+// FedCGS: additive statistics, accumulated in double precision.
+struct StatsKnowledge {
+  MatrixD A;                    // C x d, per-class sums of features
+  std::vector<int64_t> N;       // C, per-class counts
+  MatrixD B;                    // d x d, sum of f f^T over all samples (symmetric)
+};
+
+// FedTC: per class a set of prototype vectors (batch means of cleaned features).
+struct ClassPrototypes {
+  int label = 0;
+  int64_t count = 0;            // real samples behind these prototypes
+  MatrixF prototypes;           // P x d
+};
+
+struct PrototypeKnowledge {
+  std::vector<ClassPrototypes> classes;  // sorted by label
+};
+
+using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge>;
+
+struct Knowledge {
+  Contributors contributors;
+  std::string backbone_fingerprint;
+  int dim = 0;
+  int num_classes = 0;
+  KnowledgePayload payload;
+
+  const char* method_name() const;  // "fedpft", "fedcgs", "fedtc"
+  // Size of the payload as it travels (float32 or float16 tensors, float64 statistics),
+  // excluding framing; used for the bytes-sent columns of reports.
+  int64_t payload_bytes(bool half_precision) const;
+};
+
+// Contributor rules (DESIGN.md "Rules that keep merging honest").
+bool disjoint(const Contributors& a, const Contributors& b);
+bool is_subset(const Contributors& a, const Contributors& b);  // a ⊆ b
+Contributors united(const Contributors& a, const Contributors& b);
+
+// Given pieces of knowledge, chooses which may be combined without counting anyone twice:
+// pieces that are subsets of another are dropped (this makes receiving the same piece twice a
+// no-op), then a disjoint family is chosen greedily, largest contributor set first, ties broken
+// by the smallest contributor ids so that the choice is deterministic. Pieces that partially
+// overlap the chosen ones are returned in `left_out`, never summed.
+struct CombinePlan {
+  std::vector<size_t> chosen;    // indices into the input, disjoint contributor sets
+  std::vector<size_t> left_out;  // partial overlaps, kept apart
+};
+CombinePlan plan_combination(const std::vector<const Contributors*>& pieces);
+
+// Throws InputError if `k` cannot be merged with knowledge of the given method, dimension,
+// class count and backbone.
+void check_compatible(const Knowledge& k, const std::string& method, int dim, int num_classes,
+                      const std::string& backbone_fingerprint, const std::string& where);
+
+}  // namespace fednode

@@ -1,0 +1,23 @@
+#include "methods/method.h"
+
+namespace fednode {
+
+Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,
+                                 const NodeContext& ctx, const std::string& method) {
+  for (size_t i = 0; i < received.size(); ++i)
+    check_compatible(received[i], method, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint,
+                     "received knowledge #" + std::to_string(i));
+  std::vector<const Contributors*> sets;
+  for (const auto& k : received) sets.push_back(&k.contributors);
+  const CombinePlan plan = plan_combination(sets);
+  Selection s;
+  for (size_t idx : plan.chosen) {
+    s.pieces.push_back(&received[idx]);
+    s.contributors.insert(received[idx].contributors.begin(), received[idx].contributors.end());
+  }
+  s.use_local = local != nullptr && local->size() > 0 && s.contributors.count(ctx.node) == 0;
+  if (s.use_local) s.contributors.insert(ctx.node);
+  return s;
+}
+
+}  // namespace fednode

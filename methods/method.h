@@ -1,0 +1,94 @@
+// Method: the one interface every one-shot FL method implements (DESIGN.md "The flow of one node").
+//   summarize(local)            -> Knowledge about the local data alone
+//   merge(received, local)      -> Knowledge to forward: the received pieces combined with local data
+//   fit_head(received, local)   -> this node's Head
+// `received` may hold duplicates, subsets and partial overlaps; methods combine only the pieces
+// chosen by plan_combination (knowledge.h), and the local data only if the node itself is not
+// already a contributor of a chosen piece.
+#pragma once
+
+#include "methods/heads/head.h"
+#include "methods/heads/train.h"
+#include "methods/knowledge.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+struct GmmOptions {
+  int components = 10;                         // K
+  CovarianceType covariance = CovarianceType::Diag;
+  double reg_covar = 1e-6;                     // added to variances, as scikit-learn
+  double tol = 1e-3;                           // on the change of mean log-likelihood per sample
+  int max_iter = 100;
+  int n_init = 1;
+  enum class Init { KMeans, KMeansPlusPlus } init = Init::KMeans;
+};
+
+struct FedPftOptions {
+  GmmOptions gmm;
+  bool half_precision = true;   // transfer means/covariances/weights as float16 (the paper's setting)
+  // DP-FedPFT (Theorem 4.1): forces K=1 and full covariance, clips features to ||f|| <= 1.
+  bool dp = false;
+  double dp_epsilon = 1.0;
+  double dp_delta = 1e-5;
+  LinearTrainOptions head;
+};
+
+enum class LdaCovariance { Total, Within };
+
+struct FedCgsOptions {
+  LdaCovariance covariance = LdaCovariance::Within;
+  double shrinkage = 0.0;       // Sigma <- (1-s) Sigma + s * (tr(Sigma)/d) I
+};
+
+struct FedTcOptions {
+  double keep_ratio = 0.99;     // alpha: fraction of a class kept after cosine outlier filtering
+  int batch_size = 5;           // B: samples averaged into one prototype
+  AdapterTrainOptions head;
+};
+
+struct MethodOptions {
+  std::string method = "fedpft";  // fedpft | fedcgs | fedtc
+  FedPftOptions fedpft;
+  FedCgsOptions fedcgs;
+  FedTcOptions fedtc;
+};
+
+// Who is running the method, for seeding and contributor bookkeeping.
+struct NodeContext {
+  NodeId node = 0;
+  uint64_t seed = 0;
+  std::string backbone_fingerprint;
+  int num_classes = 0;
+  int dim = 0;
+  // Progress for long steps (EM per class, head epochs); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  virtual std::string name() const = 0;
+  virtual Knowledge summarize(const Features& local, const NodeContext& ctx) const = 0;
+  virtual Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+                          const NodeContext& ctx) const = 0;
+  virtual std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+                                         const NodeContext& ctx) const = 0;
+};
+
+std::unique_ptr<Method> make_method(const MethodOptions& options);
+
+// The pieces of `received` a node may combine, and whether its own data is still new to them.
+struct Selection {
+  std::vector<const Knowledge*> pieces;  // disjoint contributor sets
+  bool use_local = false;                // the node is not among their contributors
+  Contributors contributors;             // union of everything combined, local included
+};
+Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,
+                                 const NodeContext& ctx, const std::string& method);
+
+}  // namespace fednode

@@ -1,0 +1,48 @@
+// The vocabulary every folder shares: feature matrices, labels, node ids, contributor sets.
+// Kept free of LibTorch so that including it is cheap.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+// Row-major so that one sample is one contiguous row, as in .npy files and on the wire.
+using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using VectorF = Eigen::VectorXf;
+using VectorD = Eigen::VectorXd;
+using Labels = std::vector<int32_t>;
+
+using NodeId = uint32_t;
+using Contributors = std::set<NodeId>;
+
+// A labelled matrix of backbone outputs. Never leaves a node.
+struct Features {
+  MatrixF X;             // n x d
+  Labels y;              // n, each in [0, num_classes)
+  int num_classes = 0;
+
+  int64_t size() const { return static_cast<int64_t>(X.rows()); }
+  int dim() const { return static_cast<int>(X.cols()); }
+
+  // Throws std::invalid_argument naming the first inconsistency.
+  void validate(const std::string& what) const;
+
+  // Rows whose label is `c`, in their original order.
+  MatrixF rows_of_class(int c) const;
+  std::vector<int64_t> class_counts() const;
+  Features subset(const std::vector<int64_t>& rows) const;
+};
+
+// Thrown for bad user input (files, options, bytes): the message names what and where.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace fednode

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build, test and reference dependency from Debian bookworm.
+# Idempotent: packages already present are skipped by apt; runs as root or with sudo.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config git
+  libtorch-dev            # head training, FedTC adapter, TorchScript backbones
+  libeigen3-dev           # the math: EM, statistics, LDA heads
+  libopenblas-dev         # BLAS behind Eigen's syrk/gemm and the Gram benchmark
+  libzmq3-dev cppzmq-dev  # transport
+  libmsgpack-cxx-dev      # wire format
+  libsodium-dev           # identities and authenticated encryption
+  libgtest-dev            # unit and integration tests
+  zlib1g-dev              # gzip IDX files
+  libpng-dev libjpeg62-turbo-dev  # image folders
+  dataset-fashion-mnist   # the built-in dataset
+  python3 python3-numpy python3-sklearn python3-torch  # reference measurements only
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: every dependency is installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
