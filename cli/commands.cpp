@@ -1,0 +1,33 @@
+#include "cli/commands.h"
+
+#include "cli/args.h"
+#include "methods/types.h"
+
+#include <exception>
+#include <iostream>
+
+namespace fednode::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
+  };
+  return table;
+}
+
+int run_guarded(const Command& c, const std::vector<std::string>& args) {
+  try {
+    return c.run(args);
+  } catch (const UsageError& e) {
+    std::cerr << "fednode " << c.name << ": " << e.what() << " (see 'fednode " << c.name << " --help')\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "fednode " << c.name << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "fednode " << c.name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace fednode::cli

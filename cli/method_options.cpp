@@ -1,0 +1,95 @@
+#include "cli/method_options.h"
+
+namespace fednode::cli {
+
+const std::set<std::string>& method_option_names() {
+  static const std::set<std::string> names = {
+      "method",       "components",   "covariance",        "reg-covar",     "tol",
+      "max-iter",     "n-init",       "gmm-init",          "transfer-precision",
+      "dp-epsilon",   "dp-delta",     "head-lr",           "head-epochs",   "head-batch-size",
+      "head-weight-decay", "threads", "lda-covariance",    "shrinkage",     "keep-ratio",
+      "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs", "adapter-batch-size",
+      "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2"};
+  return names;
+}
+
+const std::set<std::string>& method_flag_names() {
+  static const std::set<std::string> names = {"dp", "head-standardize"};
+  return names;
+}
+
+MethodOptions parse_method_options(const Args& a) {
+  MethodOptions m;
+  m.method = a.str("method", m.method);
+  if (m.method != "fedpft" && m.method != "fedcgs" && m.method != "fedtc")
+    throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + m.method + "'");
+
+  auto& p = m.fedpft;
+  p.gmm.components = static_cast<int>(a.integer("components", p.gmm.components, 1, 1000));
+  p.gmm.covariance = parse_covariance_type(a.str("covariance", to_string(p.gmm.covariance)));
+  p.gmm.reg_covar = a.real("reg-covar", p.gmm.reg_covar, 0.0, 1e6);
+  p.gmm.tol = a.real("tol", p.gmm.tol, 0.0, 1e6);
+  p.gmm.max_iter = static_cast<int>(a.integer("max-iter", p.gmm.max_iter, 1, 100000));
+  p.gmm.n_init = static_cast<int>(a.integer("n-init", p.gmm.n_init, 1, 1000));
+  const std::string init = a.str("gmm-init", "kmeans");
+  if (init == "kmeans") p.gmm.init = GmmOptions::Init::KMeans;
+  else if (init == "kmeans++") p.gmm.init = GmmOptions::Init::KMeansPlusPlus;
+  else throw UsageError("--gmm-init must be kmeans or kmeans++, got '" + init + "'");
+  const std::string precision = a.str("transfer-precision", "float16");
+  if (precision == "float16") p.half_precision = true;
+  else if (precision == "float32") p.half_precision = false;
+  else throw UsageError("--transfer-precision must be float16 or float32, got '" + precision + "'");
+  p.dp = a.flag("dp");
+  p.dp_epsilon = a.real("dp-epsilon", p.dp_epsilon, 1e-9, 1e9);
+  p.dp_delta = a.real("dp-delta", p.dp_delta, 1e-300, 1.0 - 1e-12);
+
+  auto& h = p.head;
+  h.lr = a.real("head-lr", h.lr, 1e-12, 10.0);
+  h.epochs = static_cast<int>(a.integer("head-epochs", h.epochs, 1, 100000));
+  h.batch_size = static_cast<int>(a.integer("head-batch-size", h.batch_size, 1, 1 << 24));
+  h.weight_decay = a.real("head-weight-decay", h.weight_decay, 0.0, 10.0);
+  if (a.flag("head-standardize")) h.standardize = true;
+  h.threads = static_cast<int>(a.integer("threads", h.threads, 0, 1024));
+
+  auto& c = m.fedcgs;
+  const std::string cov = a.str("lda-covariance", c.covariance == LdaCovariance::Total ? "total" : "within");
+  if (cov == "total") c.covariance = LdaCovariance::Total;
+  else if (cov == "within") c.covariance = LdaCovariance::Within;
+  else throw UsageError("--lda-covariance must be total or within, got '" + cov + "'");
+  c.shrinkage = a.real("shrinkage", c.shrinkage, 0.0, 1.0);
+
+  auto& t = m.fedtc;
+  t.keep_ratio = a.real("keep-ratio", t.keep_ratio, 1e-6, 1.0);
+  t.batch_size = static_cast<int>(a.integer("prototype-batch", t.batch_size, 1, 1 << 20));
+  t.head.lr = a.real("adapter-lr", t.head.lr, 1e-12, 10.0);
+  t.head.momentum = a.real("adapter-momentum", t.head.momentum, 0.0, 1.0);
+  t.head.epochs = static_cast<int>(a.integer("adapter-epochs", t.head.epochs, 1, 100000));
+  t.head.batch_size = static_cast<int>(a.integer("adapter-batch-size", t.head.batch_size, 1, 1 << 24));
+  t.head.weight_decay = a.real("adapter-weight-decay", t.head.weight_decay, 0.0, 10.0);
+  t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 1 << 16));
+  t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 1 << 16));
+  t.head.threads = h.threads;
+  return m;
+}
+
+const char* method_options_help() {
+  return "method:\n"
+         "  --method fedpft|fedcgs|fedtc      (default fedpft)\n"
+         "FedPFT:\n"
+         "  --components K                    mixture components per class (10)\n"
+         "  --covariance full|diag|spherical  (diag)\n"
+         "  --reg-covar R --tol T --max-iter M --n-init I --gmm-init kmeans|kmeans++\n"
+         "  --transfer-precision float16|float32   (float16, as the paper)\n"
+         "  --dp --dp-epsilon E --dp-delta D  DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
+         "linear head (FedPFT and the baselines):\n"
+         "  --head-lr --head-epochs --head-batch-size --head-weight-decay --head-standardize\n"
+         "  --threads T                       LibTorch threads (0: leave as is)\n"
+         "FedCGS:\n"
+         "  --lda-covariance total|within     --shrinkage S in [0, 1]\n"
+         "FedTC:\n"
+         "  --keep-ratio A (0.99) --prototype-batch B (5)\n"
+         "  --adapter-lr --adapter-momentum --adapter-epochs --adapter-batch-size\n"
+         "  --adapter-weight-decay --adapter-hidden1 --adapter-hidden2\n";
+}
+
+}  // namespace fednode::cli

@@ -1,0 +1,356 @@
+#include "node/simulator.h"
+
+#include "methods/fedcgs/fedcgs.h"
+#include "node/json.h"
+#include "node/step.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+bool half_precision_transfer(const MethodOptions& m) {
+  return m.method == "fedpft" && m.fedpft.half_precision;
+}
+
+// Message sizes as they travel: the knowledge payload in its transfer precision.
+int64_t message_bytes(const Knowledge& k, const MethodOptions& m) {
+  return k.payload_bytes(half_precision_transfer(m));
+}
+
+}  // namespace
+
+SimTopology parse_sim_topology(const std::string& s) {
+  if (s == "linear") return SimTopology::Linear;
+  if (s == "ring") return SimTopology::Ring;
+  if (s == "star") return SimTopology::Star;
+  throw InputError("unknown topology '" + s + "' (expected linear, ring or star)");
+}
+
+const char* to_string(SimTopology t) {
+  switch (t) {
+    case SimTopology::Linear: return "linear";
+    case SimTopology::Ring: return "ring";
+    case SimTopology::Star: return "star";
+  }
+  return "?";
+}
+
+SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options) {
+  const auto t_start = Clock::now();
+  train.validate("training features");
+  test.validate("test features");
+  if (train.dim() != test.dim())
+    throw InputError("training features have dimension " + std::to_string(train.dim()) +
+                     ", test features " + std::to_string(test.dim()));
+  const int C = std::max(train.num_classes, test.num_classes);
+  const int N = options.partition.nodes;
+  if (N < 1) throw InputError("the federation needs at least one node");
+  if (options.topology == SimTopology::Star && N < 2)
+    throw InputError("a star needs a hub and at least one leaf (--nodes >= 2)");
+  auto say = [&](const std::string& msg) {
+    if (options.progress) options.progress(msg);
+  };
+
+  Features all = train;
+  all.num_classes = C;
+  Features test_all = test;
+  test_all.num_classes = C;
+
+  SimulationReport report;
+  report.options = options;
+  report.train_samples = all.size();
+  report.test_samples = test_all.size();
+  report.dim = all.dim();
+  report.num_classes = C;
+
+  const Partition partition = make_partition(all.y, C, options.partition);
+  const auto counts = partition_counts(partition, all.y, C);
+  std::vector<Features> local(N);
+  report.nodes.resize(N);
+  for (int i = 0; i < N; ++i) {
+    local[i] = all.subset(partition[i]);
+    auto& r = report.nodes[i];
+    r.id = static_cast<NodeId>(i);
+    r.samples = local[i].size();
+    r.class_counts = counts[i];
+    for (int c = 0; c < C; ++c)
+      if (counts[i][c] > 0) r.classes_held.push_back(c);
+  }
+  for (int c = 0; c < C; ++c) {
+    int64_t held = 0;
+    for (int i = 0; i < N; ++i) held += counts[i][c];
+    if (held == 0) report.absent_classes.push_back(c);
+  }
+
+  const auto method = make_method(options.method);
+  auto context = [&](int i) {
+    NodeContext ctx;
+    ctx.node = static_cast<NodeId>(i);
+    ctx.seed = options.seed;
+    ctx.backbone_fingerprint = options.backbone_fingerprint;
+    ctx.num_classes = C;
+    ctx.dim = all.dim();
+    ctx.progress = options.progress;
+    return ctx;
+  };
+  auto finish_node = [&](int i, const Head& head, const Contributors& contributors, double seconds) {
+    auto& r = report.nodes[i];
+    r.accuracy = head.accuracy(test_all);
+    r.per_class = head.per_class_accuracy(test_all);
+    r.contributors = contributors;
+    r.seconds += seconds;
+    std::ostringstream msg;
+    msg << "node " << i << ": accuracy " << std::fixed << std::setprecision(4) << r.accuracy
+        << " with " << contributors.size() << " contributor(s)";
+    say(msg.str());
+  };
+  auto send = [&](int from, int to, int64_t bytes) {
+    report.nodes[from].bytes_sent += bytes;
+    report.nodes[to].bytes_received += bytes;
+  };
+
+  switch (options.topology) {
+    case SimTopology::Linear:
+    case SimTopology::Ring: {
+      // First pass: n0 -> n1 -> ... -> n(N-1), knowledge accumulating along the chain.
+      std::vector<Knowledge> inbox;
+      std::optional<Knowledge> complete;
+      for (int i = 0; i < N; ++i) {
+        say("node " + std::to_string(i) + ": merging and fitting its head (" + method->name() + ")");
+        const auto t0 = Clock::now();
+        const bool forwards = i + 1 < N || options.topology == SimTopology::Ring;
+        StepOutput out = run_step(*method, inbox, local[i], context(i), forwards, true);
+        Contributors heard = out.outgoing ? out.outgoing->contributors : Contributors{};
+        if (!out.outgoing) {
+          heard.insert(static_cast<NodeId>(i));
+          for (const auto& k : inbox) heard.insert(k.contributors.begin(), k.contributors.end());
+        }
+        finish_node(i, *out.head, heard, since(t0));
+        inbox.clear();
+        if (out.outgoing) {
+          const int next = (i + 1) % N;
+          if (N > 1) send(i, next, message_bytes(*out.outgoing, options.method));
+          if (i + 1 < N) inbox.push_back(std::move(*out.outgoing));
+          else complete = std::move(out.outgoing);
+        }
+      }
+      // Second pass (ring): the complete knowledge travels n(N-1) -> n0 -> ... -> n(N-2), and each
+      // node refits its head on it; its own data is already inside, so it is not added again.
+      if (options.topology == SimTopology::Ring && complete && N > 1) {
+        const int64_t bytes = message_bytes(*complete, options.method);
+        for (int i = 0; i + 1 < N; ++i) {
+          say("node " + std::to_string(i) + ": refitting on the complete knowledge (second pass)");
+          const auto t0 = Clock::now();
+          StepOutput out = run_step(*method, {*complete}, local[i], context(i), false, true);
+          finish_node(i, *out.head, complete->contributors, since(t0));
+          if (i + 1 < N - 1) send(i, i + 1, bytes);
+        }
+      }
+      break;
+    }
+    case SimTopology::Star: {
+      // Node 0 is the hub: leaves summarise and send, the hub fits the head and sends it back.
+      std::vector<Knowledge> inbox;
+      for (int i = 1; i < N; ++i) {
+        say("leaf " + std::to_string(i) + ": summarising (" + method->name() + ")");
+        const auto t0 = Clock::now();
+        StepOutput out = run_step(*method, {}, local[i], context(i), true, false);
+        report.nodes[i].seconds += since(t0);
+        send(i, 0, message_bytes(*out.outgoing, options.method));
+        inbox.push_back(std::move(*out.outgoing));
+      }
+      say("hub: fitting the head on " + std::to_string(inbox.size()) + " leaves' knowledge");
+      const auto t0 = Clock::now();
+      StepOutput hub = run_step(*method, inbox, local[0], context(0), false, true);
+      Contributors everyone;
+      for (int i = 0; i < N; ++i) everyone.insert(static_cast<NodeId>(i));
+      finish_node(0, *hub.head, everyone, since(t0));
+      const int64_t bytes = head_bytes(*hub.head);
+      for (int i = 1; i < N; ++i) {
+        send(0, i, bytes);
+        report.nodes[i].accuracy = report.nodes[0].accuracy;
+        report.nodes[i].per_class = report.nodes[0].per_class;
+        report.nodes[i].contributors = everyone;
+      }
+      break;
+    }
+  }
+
+  if (options.baselines) {
+    say("baselines: centralised LDA");
+    FedCgsOptions lda_options = options.method.fedcgs;
+    report.centralized_lda = fit_lda_head(compute_stats(all), lda_options)->accuracy(test_all);
+    say("baselines: centralised linear head on all real features");
+    LinearTrainOptions head = options.method.fedpft.head;
+    head.seed = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::HeadInit), 0xCE27});
+    report.centralized_linear = train_linear_head(all, head)->accuracy(test_all);
+    for (int i = 0; i < N; ++i) {
+      say("baselines: local-only head of node " + std::to_string(i));
+      if (local[i].size() == 0) continue;
+      LinearTrainOptions h = head;
+      h.seed = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::HeadInit), static_cast<uint64_t>(i)});
+      report.nodes[i].local_only_accuracy = train_linear_head(local[i], h)->accuracy(test_all);
+    }
+    report.has_baselines = true;
+  }
+  report.wall_seconds = since(t_start);
+  return report;
+}
+
+void write_report_json(const SimulationReport& r, std::ostream& out) {
+  const auto& o = r.options;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("fednode_report").value(1);
+  w.key("parameters").begin_object();
+  w.key("method").value(o.method.method);
+  w.key("topology").value(to_string(o.topology));
+  w.key("nodes").value(o.partition.nodes);
+  w.key("partition").value(to_string(o.partition.scheme));
+  w.key("dirichlet_alpha").value(o.partition.dirichlet_alpha);
+  w.key("min_samples").value(o.partition.min_samples);
+  w.key("classes_per_node").value(o.partition.classes_per_node);
+  w.key("dataset").value(o.dataset_description);
+  w.key("backbone_fingerprint").value(o.backbone_fingerprint);
+  if (o.method.method == "fedpft") {
+    const auto& p = o.method.fedpft;
+    w.key("fedpft").begin_object();
+    w.key("components").value(p.gmm.components);
+    w.key("covariance").value(to_string(p.gmm.covariance));
+    w.key("reg_covar").value(p.gmm.reg_covar);
+    w.key("tol").value(p.gmm.tol);
+    w.key("max_iter").value(p.gmm.max_iter);
+    w.key("n_init").value(p.gmm.n_init);
+    w.key("init").value(p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++");
+    w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
+    w.key("dp").value(p.dp);
+    if (p.dp) {
+      w.key("dp_epsilon").value(p.dp_epsilon);
+      w.key("dp_delta").value(p.dp_delta);
+    }
+    w.end_object();
+  }
+  if (o.method.method == "fedcgs") {
+    w.key("fedcgs").begin_object();
+    w.key("covariance").value(o.method.fedcgs.covariance == LdaCovariance::Total ? "total" : "within");
+    w.key("shrinkage").value(o.method.fedcgs.shrinkage);
+    w.end_object();
+  }
+  if (o.method.method == "fedtc") {
+    const auto& t = o.method.fedtc;
+    w.key("fedtc").begin_object();
+    w.key("keep_ratio").value(t.keep_ratio);
+    w.key("prototype_batch").value(t.batch_size);
+    w.key("adapter").begin_object();
+    w.key("hidden").array(std::vector<int>{t.head.hidden1, t.head.hidden2});
+    w.key("lr").value(t.head.lr);
+    w.key("momentum").value(t.head.momentum);
+    w.key("epochs").value(t.head.epochs);
+    w.key("batch_size").value(t.head.batch_size);
+    w.key("weight_decay").value(t.head.weight_decay);
+    w.end_object();
+    w.end_object();
+  }
+  const auto& h = o.method.fedpft.head;
+  w.key("linear_head").begin_object();
+  w.key("lr").value(h.lr);
+  w.key("epochs").value(h.epochs);
+  w.key("batch_size").value(h.batch_size);
+  w.key("weight_decay").value(h.weight_decay);
+  w.key("standardize").value(h.standardize);
+  w.end_object();
+  w.end_object();
+  w.key("seed").value(o.seed);
+  w.key("data").begin_object();
+  w.key("train_samples").value(r.train_samples);
+  w.key("test_samples").value(r.test_samples);
+  w.key("dim").value(r.dim);
+  w.key("num_classes").value(r.num_classes);
+  w.key("absent_classes").array(r.absent_classes);
+  w.end_object();
+  w.key("nodes").begin_array();
+  for (const auto& n : r.nodes) {
+    w.begin_object();
+    w.key("id").value(n.id);
+    w.key("samples").value(n.samples);
+    w.key("classes").array(n.classes_held);
+    w.key("class_counts").array(n.class_counts);
+    w.key("contributors").array_of(n.contributors);
+    w.key("accuracy").value(n.accuracy);
+    std::vector<double> per_class;
+    for (const auto& c : n.per_class) per_class.push_back(c.total ? c.value() : NAN);
+    w.key("per_class_accuracy").array(per_class);
+    if (r.has_baselines) w.key("local_only_accuracy").value(n.local_only_accuracy);
+    w.key("bytes_sent").value(n.bytes_sent);
+    w.key("bytes_received").value(n.bytes_received);
+    w.key("seconds").value(n.seconds);
+    w.end_object();
+  }
+  w.end_array();
+  if (r.has_baselines) {
+    w.key("centralized").begin_object();
+    w.key("linear").value(r.centralized_linear);
+    w.key("lda").value(r.centralized_lda);
+    w.end_object();
+    std::vector<double> local_only;
+    double mean = 0;
+    for (const auto& n : r.nodes) {
+      local_only.push_back(n.local_only_accuracy);
+      mean += n.local_only_accuracy / static_cast<double>(r.nodes.size());
+    }
+    w.key("local_only").begin_object();
+    w.key("per_node").array(local_only);
+    w.key("mean").value(mean);
+    w.end_object();
+  } else {
+    w.key("centralized").null();
+    w.key("local_only").null();
+  }
+  w.key("wall_time_seconds").value(r.wall_seconds);
+  w.end_object();
+}
+
+void print_report_table(const SimulationReport& r, std::ostream& out) {
+  const auto& o = r.options;
+  out << o.method.method << " over a " << to_string(o.topology) << " of " << r.nodes.size()
+      << " nodes, partition " << to_string(o.partition.scheme);
+  if (o.partition.scheme == PartitionScheme::Dirichlet) out << " (alpha " << o.partition.dirichlet_alpha << ")";
+  out << ", seed " << o.seed << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-5s %8s %8s %13s %9s %11s %12s\n", "node", "samples", "classes",
+                "contributors", "accuracy", "local-only", "bytes sent");
+  out << line;
+  for (const auto& n : r.nodes) {
+    std::snprintf(line, sizeof line, "%-5u %8lld %8zu %13zu %9.4f %11s %12lld\n", n.id,
+                  static_cast<long long>(n.samples), n.classes_held.size(), n.contributors.size(),
+                  n.accuracy,
+                  r.has_baselines && n.local_only_accuracy >= 0
+                      ? (std::to_string(n.local_only_accuracy).substr(0, 6)).c_str()
+                      : "-",
+                  static_cast<long long>(n.bytes_sent));
+    out << line;
+  }
+  if (r.has_baselines) {
+    std::snprintf(line, sizeof line, "centralised: linear %.4f, lda %.4f\n", r.centralized_linear,
+                  r.centralized_lda);
+    out << line;
+  }
+  if (!r.absent_classes.empty()) {
+    out << "classes held by no node:";
+    for (int c : r.absent_classes) out << ' ' << c;
+    out << '\n';
+  }
+  std::snprintf(line, sizeof line, "wall time %.1f s\n", r.wall_seconds);
+  out << line;
+}
+
+}  // namespace fednode

@@ -1,0 +1,62 @@
+// The whole federation in one process: N nodes over a linear, ring or star topology, each running
+// node/step.h exactly as a networked node would, with messages handed over in memory.
+#pragma once
+
+#include "features/partition.h"
+#include "methods/method.h"
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+enum class SimTopology { Linear, Ring, Star };
+SimTopology parse_sim_topology(const std::string& s);
+const char* to_string(SimTopology t);
+
+struct SimulationOptions {
+  MethodOptions method;
+  SimTopology topology = SimTopology::Linear;
+  PartitionOptions partition;  // partition.nodes is the number of nodes
+  uint64_t seed = 0;
+  bool baselines = true;       // centralised and local-only heads
+  std::string backbone_fingerprint = "pixels";
+  std::string dataset_description;  // for the report
+  std::function<void(const std::string&)> progress;  // may be empty
+};
+
+struct SimNodeResult {
+  NodeId id = 0;
+  int64_t samples = 0;
+  std::vector<int64_t> class_counts;
+  std::vector<int> classes_held;
+  Contributors contributors;          // whose data the node's head was trained on
+  double accuracy = 0;
+  std::vector<ClassAccuracy> per_class;
+  double local_only_accuracy = -1;    // < 0: not computed
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double seconds = 0;
+};
+
+struct SimulationReport {
+  SimulationOptions options;
+  int64_t train_samples = 0, test_samples = 0;
+  int dim = 0, num_classes = 0;
+  std::vector<SimNodeResult> nodes;
+  bool has_baselines = false;
+  double centralized_linear = -1, centralized_lda = -1;
+  std::vector<int> absent_classes;    // classes no node holds
+  double wall_seconds = 0;
+};
+
+SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options);
+
+// The JSON report (schema in docs/report.md).
+void write_report_json(const SimulationReport& report, std::ostream& out);
+// A short table for humans.
+void print_report_table(const SimulationReport& report, std::ostream& out);
+
+}  // namespace fednode
