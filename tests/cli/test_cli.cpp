@@ -1,0 +1,111 @@
+// The fednode executable as a user runs it: real process, real files, exit codes and messages.
+#include "features/npy.h"
+#include "methods/rng.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace fednode {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Run run_cli(const std::string& args) {
+  const std::string cmd = std::string(FEDNODE_CLI) + " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fednode_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    write_split("train", 200, 11);
+    write_split("test", 80, 12);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write_split(const std::string& name, int n, uint64_t seed) {
+    Rng rng(seed);
+    const int classes = 3, d = 6;
+    MatrixF X(n, d);
+    Labels y(n);
+    for (int i = 0; i < n; ++i) {
+      y[i] = i % classes;
+      for (int j = 0; j < d; ++j) X(i, j) = static_cast<float>((j % classes == y[i] ? 4.0 : 0.0) + rng.normal());
+    }
+    write_npy_features((dir_ / (name + "_X.npy")).string(), X);
+    write_npy_labels((dir_ / (name + "_y.npy")).string(), y);
+  }
+
+  std::string data_args() const {
+    return "--train-features " + (dir_ / "train_X.npy").string() + " --train-labels " +
+           (dir_ / "train_y.npy").string() + " --test-features " + (dir_ / "test_X.npy").string() +
+           " --test-labels " + (dir_ / "test_y.npy").string();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, SimulateWritesAReport) {
+  const fs::path report = dir_ / "report.json";
+  const Run r = run_cli("simulate " + data_args() +
+                        " --method fedcgs --topology star --nodes 4 --partition dirichlet"
+                        " --dirichlet-alpha 0.5 --min-samples 5 --seed 3 --quiet --report " +
+                        report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(report);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_NE(s.str().find("\"centralized\""), std::string::npos);
+  EXPECT_NE(s.str().find("\"nodes\""), std::string::npos);
+}
+
+TEST_F(Cli, UnknownOptionIsAUsageError) {
+  const Run r = run_cli("simulate " + data_args() + " --nodse 3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--nodse"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, MissingFileIsNamed) {
+  const Run r = run_cli("simulate --train-features /nonexistent/X.npy --train-labels a --test-features b"
+                        " --test-labels c");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/X.npy"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CorruptNpyIsRejectedClearly) {
+  std::ofstream((dir_ / "train_X.npy").string(), std::ios::trunc) << "\x93NUMPY garbage";
+  const Run r = run_cli("simulate " + data_args() + " --quiet");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("train_X.npy"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BadValuesAreUsageErrors) {
+  EXPECT_EQ(run_cli("simulate " + data_args() + " --nodes zero").code, 2);
+  EXPECT_EQ(run_cli("simulate " + data_args() + " --method fedavg").code, 2);
+  EXPECT_EQ(run_cli("simulate " + data_args() + " --topology mesh --quiet").code, 1);
+  EXPECT_EQ(run_cli("frobnicate").code, 2);
+}
+
+}  // namespace
+}  // namespace fednode

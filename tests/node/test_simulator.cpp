@@ -1,0 +1,120 @@
+// The in-process federation over every method and topology, on small synthetic features.
+#include "methods/rng.h"
+#include "node/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+// Well-separated Gaussian classes in d dimensions: every method should learn them.
+Features blobs(int n_per_class, int classes, int d, uint64_t seed) {
+  Rng rng(seed);
+  MatrixF centers(classes, d);
+  for (int c = 0; c < classes; ++c)
+    for (int j = 0; j < d; ++j) centers(c, j) = static_cast<float>(3.0 * rng.normal());
+  Features f;
+  f.num_classes = classes;
+  f.X.resize(n_per_class * classes, d);
+  for (int c = 0; c < classes; ++c)
+    for (int i = 0; i < n_per_class; ++i) {
+      const int row = c * n_per_class + i;
+      for (int j = 0; j < d; ++j) f.X(row, j) = centers(c, j) + static_cast<float>(rng.normal());
+      f.y.push_back(c);
+    }
+  return f;
+}
+
+SimulationOptions small_options(const std::string& method, SimTopology topology, int nodes) {
+  SimulationOptions o;
+  o.method.method = method;
+  o.method.fedpft.gmm.components = 2;
+  o.method.fedpft.head.epochs = 30;
+  o.method.fedpft.head.lr = 1e-2;
+  o.method.fedtc.head.epochs = 60;
+  o.topology = topology;
+  o.partition.nodes = nodes;
+  o.partition.scheme = PartitionScheme::Dirichlet;
+  o.partition.dirichlet_alpha = 0.5;
+  o.partition.min_samples = 5;
+  o.seed = 7;
+  o.partition.seed = 7;
+  return o;
+}
+
+class SimulatorTest : public ::testing::TestWithParam<std::tuple<std::string, SimTopology>> {};
+
+TEST_P(SimulatorTest, EveryNodeLearnsAndEveryContributorIsCounted) {
+  const auto [method, topology] = GetParam();
+  const Features train = blobs(60, 4, 8, 1), test = blobs(25, 4, 8, 2);
+  const int N = 4;
+  const SimulationReport r = simulate(train, test, small_options(method, topology, N));
+  ASSERT_EQ(r.nodes.size(), static_cast<size_t>(N));
+  int64_t held = 0;
+  for (const auto& n : r.nodes) held += n.samples;
+  EXPECT_EQ(held, train.size());
+  // The last node of a chain, every node of a ring and of a star end with everyone's knowledge.
+  for (int i = 0; i < N; ++i) {
+    const auto& n = r.nodes[i];
+    const size_t expected = topology == SimTopology::Linear ? static_cast<size_t>(i + 1) : N;
+    EXPECT_EQ(n.contributors.size(), expected) << "node " << i;
+    EXPECT_GT(n.accuracy, 0.9) << method << " node " << i;
+  }
+  EXPECT_TRUE(r.has_baselines);
+  EXPECT_GT(r.centralized_lda, 0.9);
+  EXPECT_GT(r.centralized_linear, 0.9);
+  EXPECT_GT(r.nodes.back().bytes_received + r.nodes.front().bytes_received, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MethodsAndTopologies, SimulatorTest,
+    ::testing::Combine(::testing::Values("fedpft", "fedcgs", "fedtc"),
+                       ::testing::Values(SimTopology::Linear, SimTopology::Ring, SimTopology::Star)));
+
+TEST(Simulator, FedCgsEqualsCentralisedLdaOnEveryTopology) {
+  const Features train = blobs(50, 5, 6, 3), test = blobs(40, 5, 6, 4);
+  for (auto topology : {SimTopology::Linear, SimTopology::Ring, SimTopology::Star})
+    for (auto cov : {LdaCovariance::Total, LdaCovariance::Within}) {
+      auto o = small_options("fedcgs", topology, 5);
+      o.method.fedcgs.covariance = cov;
+      const SimulationReport r = simulate(train, test, o);
+      // Star and ring: every node; linear: the last node holds everything.
+      EXPECT_EQ(r.nodes.back().accuracy, r.centralized_lda) << to_string(topology);
+      if (topology != SimTopology::Linear)
+        for (const auto& n : r.nodes) EXPECT_EQ(n.accuracy, r.centralized_lda);
+    }
+}
+
+TEST(Simulator, SameSeedSameReport) {
+  const Features train = blobs(40, 3, 5, 5), test = blobs(20, 3, 5, 6);
+  auto o = small_options("fedpft", SimTopology::Linear, 3);
+  o.baselines = false;
+  const auto a = simulate(train, test, o), b = simulate(train, test, o);
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    EXPECT_EQ(a.nodes[i].accuracy, b.nodes[i].accuracy);
+    EXPECT_EQ(a.nodes[i].bytes_sent, b.nodes[i].bytes_sent);
+  }
+}
+
+TEST(Simulator, ReportIsCompleteJson) {
+  const Features train = blobs(30, 3, 4, 8), test = blobs(10, 3, 4, 9);
+  auto o = small_options("fedcgs", SimTopology::Star, 3);
+  std::ostringstream s;
+  write_report_json(simulate(train, test, o), s);
+  const std::string json = s.str();
+  for (const char* key : {"\"nodes\"", "\"centralized\"", "\"linear\"", "\"lda\"", "\"local_only\"",
+                          "\"bytes_sent\"", "\"wall_time_seconds\"", "\"seed\"", "\"parameters\""})
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+}
+
+TEST(Simulator, RejectsMismatchedDimensionsAndTinyStars) {
+  const Features train = blobs(10, 2, 4, 1), test = blobs(10, 2, 5, 2);
+  EXPECT_THROW(simulate(train, test, small_options("fedcgs", SimTopology::Linear, 2)), InputError);
+  const Features test_ok = blobs(10, 2, 4, 2);
+  EXPECT_THROW(simulate(train, test_ok, small_options("fedcgs", SimTopology::Star, 1)), InputError);
+}
+
+}  // namespace
+}  // namespace fednode
