@@ -85,16 +85,8 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     test = load_npy_dataset(a.required("test-features"), a.required("test-labels"), classes);
     const int C = std::max(train.num_classes, test.num_classes);
     train.num_classes = test.num_classes = C;
-    if (train_limit >= 0 && train_limit < train.size()) {
-      std::vector<int64_t> rows(static_cast<size_t>(train_limit));
-      for (int64_t i = 0; i < train_limit; ++i) rows[static_cast<size_t>(i)] = i;
-      train = train.subset(rows);
-    }
-    if (test_limit >= 0 && test_limit < test.size()) {
-      std::vector<int64_t> rows(static_cast<size_t>(test_limit));
-      for (int64_t i = 0; i < test_limit; ++i) rows[static_cast<size_t>(i)] = i;
-      test = test.subset(rows);
-    }
+    train = train.first(train_limit);
+    test = test.first(test_limit);
     o.dataset_description = a.required("train-features");
   }
 

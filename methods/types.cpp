@@ -47,4 +47,13 @@ Features Features::subset(const std::vector<int64_t>& rows) const {
   return out;
 }
 
+Features Features::first(int64_t n) const {
+  if (n < 0 || n >= size()) return *this;
+  Features out;
+  out.num_classes = num_classes;
+  out.X = X.topRows(n);
+  out.y.assign(y.begin(), y.begin() + n);
+  return out;
+}
+
 }  // namespace fednode

@@ -38,6 +38,8 @@ struct Features {
   MatrixF rows_of_class(int c) const;
   std::vector<int64_t> class_counts() const;
   Features subset(const std::vector<int64_t>& rows) const;
+  // The first n rows (all of them when n < 0 or n >= size()).
+  Features first(int64_t n) const;
 };
 
 // Thrown for bad user input (files, options, bytes): the message names what and where.
