@@ -239,6 +239,13 @@ class NpyReader {
 
   // Reads the data element by element in file order, handing each one, converted to T,
   // to sink(index). The conversion goes through a bounded buffer.
+  // The data as stored, for callers whose memory layout already matches the file.
+  void read_raw(void* dst, uint64_t bytes) {
+    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
+    if (static_cast<uint64_t>(in_.gcount()) != bytes)
+      throw InputError(path_ + ": truncated data (the file shrank while reading)");
+  }
+
   template <class T, class Sink>
   void for_each(Sink sink) {
     const Dtype& d = header_.dtype;
@@ -487,17 +494,29 @@ MatrixF read_npy_features(const std::string& path) {
   // was finite in the file (a float64 beyond float32's range) or NaN/Inf already.
   int64_t bad = -1;
   bool narrowed_overflow = false;
-  // Fortran order stores column after column; map each element to its (row, column) directly.
-  reader.for_each<double>([&](int64_t k, double v) {
-    const int64_t i = h.fortran ? k % n : k / d;
-    const int64_t j = h.fortran ? k / n : k % d;
-    const float f = static_cast<float>(v);
-    X(i, j) = f;
-    if (!std::isfinite(f) && (bad < 0 || i * d + j < bad)) {
-      bad = i * d + j;
-      narrowed_overflow = std::isfinite(v);
-    }
-  });
+  const bool native_f4 = h.dtype.size == 4 && h.dtype.little == host_is_little();
+  if (native_f4 && (!h.fortran || d == 1 || n == 1)) {
+    // The common case (numpy's default for float32): the file is our row-major layout.
+    reader.read_raw(X.data(), static_cast<uint64_t>(X.size()) * 4);
+    const float* p = X.data();
+    for (int64_t k = 0; k < X.size(); ++k)
+      if (!std::isfinite(p[k])) {
+        bad = k;
+        break;
+      }
+  } else {
+    // Fortran order stores column after column; map each element to its (row, column).
+    reader.for_each<double>([&](int64_t k, double v) {
+      const int64_t i = h.fortran ? k % n : k / d;
+      const int64_t j = h.fortran ? k / n : k % d;
+      const float f = static_cast<float>(v);
+      X(i, j) = f;
+      if (!std::isfinite(f) && (bad < 0 || i * d + j < bad)) {
+        bad = i * d + j;
+        narrowed_overflow = std::isfinite(v);
+      }
+    });
+  }
   if (bad >= 0) {
     const std::string where =
         "row " + std::to_string(bad / d) + ", column " + std::to_string(bad % d);
@@ -539,10 +558,12 @@ Labels read_npy_labels(const std::string& path) {
 
 void write_npy_features(const std::string& path, const MatrixF& X, NpyFloat dtype) {
   const bool half = dtype == NpyFloat::Float16;
-  std::vector<unsigned char> data;
-  data.reserve(static_cast<size_t>(X.size()) * (half ? 2 : 4));
+  const size_t item = half ? 2 : 4;
+  std::vector<unsigned char> data(static_cast<size_t>(X.size()) * item);
+  const bool little = host_is_little();
+  unsigned char* out = data.data();
   for (Eigen::Index i = 0; i < X.rows(); ++i)
-    for (Eigen::Index j = 0; j < X.cols(); ++j) {
+    for (Eigen::Index j = 0; j < X.cols(); ++j, out += item) {
       const float f = X(i, j);
       if (half) {
         const uint16_t h = float_to_half(f);
@@ -550,12 +571,11 @@ void write_npy_features(const std::string& path, const MatrixF& X, NpyFloat dtyp
           throw InputError(path + ": value " + std::to_string(f) + " at row " + std::to_string(i) +
                            ", column " + std::to_string(j) +
                            " overflows float16 (max 65504); write float32 instead");
-        put_le(data, h);
+        std::memcpy(out, &h, 2);
       } else {
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        put_le(data, bits);
+        std::memcpy(out, &f, 4);
       }
+      if (!little) std::reverse(out, out + item);
     }
   write_file(path, make_header(half ? "<f2" : "<f4", {X.rows(), X.cols()}), data);
 }
