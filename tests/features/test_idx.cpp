@@ -257,7 +257,7 @@ TEST(Idx, SurvivesRandomCorruption) {
   const auto good = images_bytes(3, 5, 5);
   uint64_t state = 99;
   int rejected = 0;
-  for (int trial = 0; trial < 200; ++trial) {
+  for (int trial = 0; trial < 80; ++trial) {
     auto bytes = good;
     const uint64_t r = fednode::splitmix64(state);
     bytes[r % 16] = static_cast<uint8_t>(r >> 8);  // damage the header
@@ -270,5 +270,5 @@ TEST(Idx, SurvivesRandomCorruption) {
       ++rejected;
     }
   }
-  EXPECT_GT(rejected, 50);
+  EXPECT_GT(rejected, 20);
 }

@@ -329,7 +329,7 @@ TEST(Npy, SurvivesRandomCorruption) {
   const std::string y = read_bytes(kFixtures + "y_be_u8.npy");
   Rng rng(2024);
   int rejected = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < 150; ++trial) {
     const bool labels = trial % 2 == 1;
     std::string bytes = labels ? y : x;
     const int edits = 1 + static_cast<int>(rng.below(4));
@@ -349,5 +349,5 @@ TEST(Npy, SurvivesRandomCorruption) {
       ++rejected;
     }
   }
-  EXPECT_GT(rejected, 100);
+  EXPECT_GT(rejected, 40);
 }
