@@ -1,0 +1,128 @@
+#include "methods/fedcgs/stats.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace fednode {
+namespace {
+
+// Rows converted to double per dsyrk call: about 8 MB of doubles, large enough for BLAS to run
+// at full speed, small enough that a node never holds a second copy of its whole feature matrix.
+constexpr Eigen::Index kChunkScalars = Eigen::Index{1} << 20;
+constexpr Eigen::Index kMinChunkRows = 64;
+// Counts are used as doubles in the head; beyond 2^53 they would no longer be exact.
+constexpr int64_t kMaxCount = int64_t{1} << 53;
+
+void mirror_upper(MatrixD& B) {
+  for (Eigen::Index i = 1; i < B.rows(); ++i)
+    for (Eigen::Index j = 0; j < i; ++j) B(i, j) = B(j, i);
+}
+
+}  // namespace
+
+StatsKnowledge zero_stats(int num_classes, int dim) {
+  if (num_classes <= 0) throw InputError("FedCGS statistics need at least one class");
+  if (dim <= 0) throw InputError("FedCGS statistics need a positive feature dimension");
+  StatsKnowledge s;
+  s.A = MatrixD::Zero(num_classes, dim);
+  s.N.assign(static_cast<size_t>(num_classes), 0);
+  s.B = MatrixD::Zero(dim, dim);
+  return s;
+}
+
+StatsKnowledge compute_stats(const Features& features) {
+  features.validate("FedCGS features");
+  const Eigen::Index n = features.X.rows(), d = features.X.cols();
+  if (d <= 0) throw InputError("FedCGS features: the feature matrix has no columns");
+  if (d > INT_MAX / 2) throw InputError("FedCGS features: dimension " + std::to_string(d) + " is too large");
+  StatsKnowledge s = zero_stats(features.num_classes, static_cast<int>(d));
+  if (n == 0) return s;
+
+  const Eigen::Index chunk = std::min(n, std::max(kMinChunkRows, kChunkScalars / d));
+  MatrixD buf(chunk, d);
+  for (Eigen::Index start = 0; start < n; start += chunk) {
+    const Eigen::Index rows = std::min(chunk, n - start);
+    buf.topRows(rows) = features.X.middleRows(start, rows).cast<double>();
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const auto label = static_cast<size_t>(features.y[static_cast<size_t>(start + r)]);
+      s.A.row(static_cast<Eigen::Index>(label)) += buf.row(r);
+      ++s.N[label];
+    }
+    // Row-major buf is rows x d; Trans makes this B += buf^T buf on the upper triangle.
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(rows), 1.0,
+                buf.data(), static_cast<int>(d), 1.0, s.B.data(), static_cast<int>(d));
+  }
+  mirror_upper(s.B);
+  return s;
+}
+
+void accumulate_stats(StatsKnowledge& into, const StatsKnowledge& other, const std::string& where) {
+  if (into.A.rows() != other.A.rows() || into.A.cols() != other.A.cols() ||
+      into.N.size() != other.N.size() || into.B.rows() != other.B.rows() ||
+      into.B.cols() != other.B.cols())
+    throw InputError(where + ": statistics of shape " + std::to_string(other.A.rows()) + "x" +
+                     std::to_string(other.A.cols()) + " cannot be added to " +
+                     std::to_string(into.A.rows()) + "x" + std::to_string(into.A.cols()));
+  for (size_t j = 0; j < into.N.size(); ++j) {
+    if (other.N[j] < 0 || into.N[j] < 0 || other.N[j] > kMaxCount - into.N[j])
+      throw InputError(where + ": count of class " + std::to_string(j) + " is negative or overflows");
+  }
+  for (size_t j = 0; j < into.N.size(); ++j) into.N[j] += other.N[j];
+  into.A += other.A;
+  into.B += other.B;
+}
+
+StatsKnowledge add_stats(const StatsKnowledge& a, const StatsKnowledge& b) {
+  StatsKnowledge out = a;
+  accumulate_stats(out, b, "add_stats");
+  return out;
+}
+
+void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std::string& where) {
+  const auto shape = [](const MatrixD& m) {
+    return std::to_string(m.rows()) + "x" + std::to_string(m.cols());
+  };
+  if (s.A.rows() != num_classes || s.A.cols() != dim)
+    throw InputError(where + ": class sums A are " + shape(s.A) + ", expected " +
+                     std::to_string(num_classes) + "x" + std::to_string(dim));
+  if (s.N.size() != static_cast<size_t>(num_classes))
+    throw InputError(where + ": " + std::to_string(s.N.size()) + " class counts, expected " +
+                     std::to_string(num_classes));
+  if (s.B.rows() != dim || s.B.cols() != dim)
+    throw InputError(where + ": Gram matrix B is " + shape(s.B) + ", expected " + std::to_string(dim) +
+                     "x" + std::to_string(dim));
+  if (!s.A.allFinite()) throw InputError(where + ": class sums A hold NaN or Inf");
+  if (!s.B.allFinite()) throw InputError(where + ": Gram matrix B holds NaN or Inf");
+  for (size_t j = 0; j < s.N.size(); ++j) {
+    if (s.N[j] < 0 || s.N[j] > kMaxCount)
+      throw InputError(where + ": count " + std::to_string(s.N[j]) + " of class " + std::to_string(j) +
+                       " is out of range");
+    if (s.N[j] == 0 && !s.A.row(static_cast<Eigen::Index>(j)).isZero(0.0))
+      throw InputError(where + ": class " + std::to_string(j) + " has no samples but a non-zero sum");
+  }
+  total_count(s);  // throws if the counts add up beyond what a double holds exactly
+  const double max_diag = dim > 0 ? s.B.diagonal().maxCoeff() : 0.0;
+  if (dim > 0 && s.B.diagonal().minCoeff() < 0)
+    throw InputError(where + ": Gram matrix B has a negative diagonal entry");
+  // Both triangles are sent; they must agree up to rounding of whoever produced them.
+  const double tol = 1e-10 * max_diag;
+  for (Eigen::Index i = 0; i < dim; ++i)
+    for (Eigen::Index j = 0; j < i; ++j)
+      if (std::abs(s.B(i, j) - s.B(j, i)) > tol)
+        throw InputError(where + ": Gram matrix B is not symmetric at (" + std::to_string(i) + ", " +
+                         std::to_string(j) + ")");
+}
+
+int64_t total_count(const StatsKnowledge& s) {
+  int64_t n = 0;
+  for (int64_t c : s.N) {
+    if (c < 0 || c > kMaxCount - n) throw InputError("FedCGS statistics: total count is out of range");
+    n += c;
+  }
+  return n;
+}
+
+}  // namespace fednode
