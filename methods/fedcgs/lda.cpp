@@ -15,6 +15,8 @@ namespace {
 // that much ridge is then added to the diagonal.
 constexpr double kRelativeVarianceFloor = 1e-10;
 constexpr int kMaxRidgeSteps = 12;
+// Average variance below this fraction of the average squared feature: every feature is constant.
+constexpr double kConstantTolerance = 1e-12;
 
 void check_options(const FedCgsOptions& options) {
   if (!(options.shrinkage >= 0.0 && options.shrinkage <= 1.0))
@@ -46,15 +48,18 @@ MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options
     S.noalias() -= (a / N) * a.transpose();
     dof = N - 1;
   } else {
-    // Rows A_j / sqrt(N_j) of the present classes, so that the scatter of the class means is M^T M.
+    // sum_j N_j mu_j mu_j^T = A_p^T Mu_p over the present classes; mu_j is exact wherever the
+    // features are, so a feature constant on every node cancels exactly.
     int present = 0;
     for (int64_t c : stats.N) present += c > 0;
-    Eigen::MatrixXd M(present, d);
+    Eigen::MatrixXd Ap(present, d), Mu(present, d);
     Eigen::Index r = 0;
     for (size_t j = 0; j < stats.N.size(); ++j)
-      if (stats.N[j] > 0)
-        M.row(r++) = stats.A.row(static_cast<Eigen::Index>(j)) / std::sqrt(static_cast<double>(stats.N[j]));
-    S.noalias() -= M.transpose() * M;
+      if (stats.N[j] > 0) {
+        Ap.row(r) = stats.A.row(static_cast<Eigen::Index>(j));
+        Mu.row(r++) = stats.A.row(static_cast<Eigen::Index>(j)) / static_cast<double>(stats.N[j]);
+      }
+    S.noalias() -= Ap.transpose() * Mu;
     dof = N - present;
   }
   // One sample (or one per class) leaves a zero scatter; dividing by 1 keeps it zero and finite.
@@ -78,7 +83,9 @@ std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedC
   const double N = static_cast<double>(diag.samples);
 
   const double mean_variance = Sigma.trace() / static_cast<double>(d);
-  if (!(mean_variance > 0)) {
+  // Cancellation in B - (means part) leaves rounding noise of order eps * E[f^2], not zero.
+  const double mean_square = stats.B.trace() / (N * static_cast<double>(d));
+  if (!(mean_variance > kConstantTolerance * mean_square)) {
     // No feature varies at all: the Gaussians differ only in their means (and those only if the
     // classes differ), so a unit covariance is as good as any.
     Sigma.setIdentity();

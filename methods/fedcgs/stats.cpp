@@ -33,7 +33,7 @@ StatsKnowledge zero_stats(int num_classes, int dim) {
   return s;
 }
 
-StatsKnowledge compute_stats(const Features& features) {
+StatsKnowledge compute_stats(const Features& features, int64_t chunk_rows) {
   features.validate("FedCGS features");
   const Eigen::Index n = features.X.rows(), d = features.X.cols();
   if (d <= 0) throw InputError("FedCGS features: the feature matrix has no columns");
@@ -41,7 +41,10 @@ StatsKnowledge compute_stats(const Features& features) {
   StatsKnowledge s = zero_stats(features.num_classes, static_cast<int>(d));
   if (n == 0) return s;
 
-  const Eigen::Index chunk = std::min(n, std::max(kMinChunkRows, kChunkScalars / d));
+  if (chunk_rows < 0) throw InputError("FedCGS: chunk_rows must not be negative");
+  const Eigen::Index wanted =
+      chunk_rows > 0 ? static_cast<Eigen::Index>(chunk_rows) : std::max(kMinChunkRows, kChunkScalars / d);
+  const Eigen::Index chunk = std::min({n, wanted, Eigen::Index{INT_MAX}});  // dsyrk takes int
   MatrixD buf(chunk, d);
   for (Eigen::Index start = 0; start < n; start += chunk) {
     const Eigen::Index rows = std::min(chunk, n - start);
