@@ -11,7 +11,8 @@ namespace fednode {
 
 // Statistics of `features` in float64. B is accumulated with BLAS dsyrk over chunks of rows
 // converted from float32 to double, and stored with both triangles filled. `chunk_rows` = 0 picks
-// about 8 MB of rows per chunk; the result does not depend on it beyond rounding.
+// max(384, 2^18 / d) rows per chunk (kept in cache between conversion and dsyrk); the result
+// does not depend on it beyond rounding.
 // Throws InputError for inconsistent or non-finite features.
 StatsKnowledge compute_stats(const Features& features, int64_t chunk_rows = 0);
 
