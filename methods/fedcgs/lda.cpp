@@ -48,8 +48,8 @@ MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options
     S.noalias() -= (a / N) * a.transpose();
     dof = N - 1;
   } else {
-    // sum_j N_j mu_j mu_j^T = A_p^T Mu_p over the present classes; mu_j is exact wherever the
-    // features are, so a feature constant on every node cancels exactly.
+    // sum_j N_j mu_j mu_j^T = A_p^T Mu_p over the present classes. Written without square roots
+    // so that a feature constant on every node (mu_j exact) cancels exactly.
     int present = 0;
     for (int64_t c : stats.N) present += c > 0;
     Eigen::MatrixXd Ap(present, d), Mu(present, d);
