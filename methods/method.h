@@ -41,6 +41,7 @@ struct FedPftOptions {
 enum class LdaCovariance { Total, Within };
 
 struct FedCgsOptions {
+  // Within: 81.5 % vs Total's 80.7 % on Fashion-MNIST pixels (docs/methods/fedcgs.md).
   LdaCovariance covariance = LdaCovariance::Within;
   double shrinkage = 0.0;       // Sigma <- (1-s) Sigma + s * (tr(Sigma)/d) I
 };

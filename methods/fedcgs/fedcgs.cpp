@@ -1,0 +1,94 @@
+#include "methods/fedcgs/fedcgs.h"
+
+#include <string>
+
+namespace fednode {
+namespace {
+
+std::string describe(const Contributors& ids) {
+  std::string out = "{";
+  for (NodeId id : ids) out += (out.size() > 1 ? ", " : "") + std::to_string(id);
+  return out + "}";
+}
+
+class FedCgs final : public Method {
+ public:
+  explicit FedCgs(const FedCgsOptions& options) : options_(options) {
+    if (!(options_.shrinkage >= 0.0 && options_.shrinkage <= 1.0))
+      throw InputError("FedCGS shrinkage must lie in [0, 1], got " + std::to_string(options_.shrinkage));
+  }
+
+  std::string name() const override { return "fedcgs"; }
+
+  Knowledge summarize(const Features& local, const NodeContext& ctx) const override {
+    check_local(local, ctx);
+    return wrap(compute_stats(local), Contributors{ctx.node}, ctx);
+  }
+
+  Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+                  const NodeContext& ctx) const override {
+    if (local) check_local(*local, ctx);
+    const Selection sel = select_for_combination(received, local, ctx, name());
+    if (sel.pieces.empty() && !sel.use_local)
+      throw InputError("FedCGS merge on node " + std::to_string(ctx.node) +
+                       ": neither received statistics nor local data to combine");
+    StatsKnowledge sum = zero_stats(ctx.num_classes, ctx.dim);
+    for (const Knowledge* piece : sel.pieces) {
+      const std::string where = "statistics from contributors " + describe(piece->contributors);
+      const auto& stats = std::get<StatsKnowledge>(piece->payload);
+      validate_stats(stats, ctx.num_classes, ctx.dim, where);
+      accumulate_stats(sum, stats, where);
+    }
+    if (sel.use_local) accumulate_stats(sum, compute_stats(*local), "local statistics");
+    return wrap(std::move(sum), sel.contributors, ctx);
+  }
+
+  std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+                                 const NodeContext& ctx) const override {
+    const Knowledge k = merge(received, local, ctx);
+    LdaDiagnostics diag;
+    auto head = fit_lda_head(std::get<StatsKnowledge>(k.payload), options_, &diag);
+    if (ctx.progress) {
+      if (!diag.absent.empty()) {
+        std::string list;
+        for (int c : diag.absent) list += (list.empty() ? "" : ", ") + std::to_string(c);
+        ctx.progress("fedcgs: no node holds class(es) " + list + "; the head never predicts them");
+      }
+      if (diag.identity) ctx.progress("fedcgs: every feature is constant; using an identity covariance");
+      if (diag.ridge > 0)
+        ctx.progress("fedcgs: covariance is singular; added a ridge of " + std::to_string(diag.ridge));
+    }
+    return head;
+  }
+
+ private:
+  static void check_local(const Features& local, const NodeContext& ctx) {
+    if (local.dim() != ctx.dim)
+      throw InputError("FedCGS node " + std::to_string(ctx.node) + ": local features have dimension " +
+                       std::to_string(local.dim()) + ", expected " + std::to_string(ctx.dim));
+    if (local.num_classes != ctx.num_classes)
+      throw InputError("FedCGS node " + std::to_string(ctx.node) + ": local features have " +
+                       std::to_string(local.num_classes) + " classes, expected " +
+                       std::to_string(ctx.num_classes));
+  }
+
+  static Knowledge wrap(StatsKnowledge stats, Contributors contributors, const NodeContext& ctx) {
+    Knowledge k;
+    k.contributors = std::move(contributors);
+    k.backbone_fingerprint = ctx.backbone_fingerprint;
+    k.dim = ctx.dim;
+    k.num_classes = ctx.num_classes;
+    k.payload = std::move(stats);
+    return k;
+  }
+
+  FedCgsOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_fedcgs(const FedCgsOptions& options) {
+  return std::make_unique<FedCgs>(options);
+}
+
+}  // namespace fednode

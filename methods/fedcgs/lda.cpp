@@ -1,0 +1,142 @@
+#include "methods/fedcgs/lda.h"
+
+#include "methods/fedcgs/stats.h"
+
+#include <Eigen/Cholesky>
+
+#include <cmath>
+#include <limits>
+
+namespace fednode {
+namespace {
+
+// A direction whose variance is below this fraction of the average variance counts as singular
+// (a feature constant on every node, e.g. a border pixel, or fewer samples than dimensions);
+// that much ridge is then added to the diagonal.
+constexpr double kRelativeVarianceFloor = 1e-10;
+constexpr int kMaxRidgeSteps = 12;
+// Average variance below this fraction of the average squared feature: every feature is constant.
+constexpr double kConstantTolerance = 1e-12;
+
+void check_options(const FedCgsOptions& options) {
+  if (!(options.shrinkage >= 0.0 && options.shrinkage <= 1.0))
+    throw InputError("FedCGS shrinkage must lie in [0, 1], got " + std::to_string(options.shrinkage));
+}
+
+}  // namespace
+
+std::vector<int> absent_classes(const StatsKnowledge& stats) {
+  std::vector<int> out;
+  for (size_t j = 0; j < stats.N.size(); ++j)
+    if (stats.N[j] == 0) out.push_back(static_cast<int>(j));
+  return out;
+}
+
+MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options) {
+  check_options(options);
+  validate_stats(stats, static_cast<int>(stats.A.rows()), static_cast<int>(stats.A.cols()),
+                 "FedCGS statistics");
+  const int64_t n = total_count(stats);
+  if (n == 0) throw InputError("FedCGS statistics hold no samples: no head can be fitted");
+  const Eigen::Index d = stats.B.rows();
+  const double N = static_cast<double>(n);
+
+  Eigen::MatrixXd S = stats.B;
+  double dof = 0;
+  if (options.covariance == LdaCovariance::Total) {
+    const Eigen::VectorXd a = stats.A.colwise().sum().transpose();
+    S.noalias() -= (a / N) * a.transpose();
+    dof = N - 1;
+  } else {
+    // sum_j N_j mu_j mu_j^T = A_p^T Mu_p over the present classes. Written without square roots
+    // so that a feature constant on every node (mu_j exact) cancels exactly.
+    int present = 0;
+    for (int64_t c : stats.N) present += c > 0;
+    Eigen::MatrixXd Ap(present, d), Mu(present, d);
+    Eigen::Index r = 0;
+    for (size_t j = 0; j < stats.N.size(); ++j)
+      if (stats.N[j] > 0) {
+        Ap.row(r) = stats.A.row(static_cast<Eigen::Index>(j));
+        Mu.row(r++) = stats.A.row(static_cast<Eigen::Index>(j)) / static_cast<double>(stats.N[j]);
+      }
+    S.noalias() -= Ap.transpose() * Mu;
+    dof = N - present;
+  }
+  // One sample (or one per class) leaves a zero scatter; dividing by 1 keeps it zero and finite.
+  S /= std::max(dof, 1.0);
+  S = 0.5 * (S + S.transpose()).eval();
+  if (options.shrinkage > 0) {
+    const double target = S.trace() / static_cast<double>(d);
+    S *= 1.0 - options.shrinkage;
+    S.diagonal().array() += options.shrinkage * target;
+  }
+  return S;
+}
+
+std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedCgsOptions& options,
+                                         LdaDiagnostics* diagnostics) {
+  LdaDiagnostics diag;
+  Eigen::MatrixXd Sigma = lda_covariance(stats, options);
+  const Eigen::Index C = stats.A.rows(), d = stats.A.cols();
+  diag.samples = total_count(stats);
+  diag.absent = absent_classes(stats);
+  const double N = static_cast<double>(diag.samples);
+
+  const double mean_variance = Sigma.trace() / static_cast<double>(d);
+  // Cancellation in B - (means part) leaves rounding noise of order eps * E[f^2], not zero.
+  const double mean_square = stats.B.trace() / (N * static_cast<double>(d));
+  if (!(mean_variance > kConstantTolerance * mean_square)) {
+    // No feature varies at all: the Gaussians differ only in their means (and those only if the
+    // classes differ), so a unit covariance is as good as any.
+    Sigma.setIdentity();
+    diag.identity = true;
+  }
+  const double floor = kRelativeVarianceFloor * (diag.identity ? 1.0 : mean_variance);
+  Eigen::LDLT<Eigen::MatrixXd> ldlt(Sigma);
+  auto usable = [&](double min_pivot) {
+    return ldlt.info() == Eigen::Success && ldlt.vectorD().minCoeff() > min_pivot;
+  };
+  if (!usable(floor)) {
+    // Pivots of an LDLT of Sigma + r I are at least r in exact arithmetic; accept any positive
+    // pivot and grow r only if rounding defeats it.
+    double ridge = floor;
+    for (int step = 0;; ++step) {
+      Eigen::MatrixXd R = Sigma;
+      R.diagonal().array() += ridge;
+      ldlt.compute(R);
+      if (usable(0.0)) break;
+      if (step == kMaxRidgeSteps)
+        throw InputError("FedCGS: the covariance stays singular after a ridge of " + std::to_string(ridge));
+      ridge *= 10;
+    }
+    diag.ridge = ridge;
+  }
+
+  const Eigen::RowVectorXd m = stats.A.colwise().sum() / N;
+  Eigen::MatrixXd centred(C, d);  // rows mu_j - m of present classes (zero for absent ones)
+  centred.setZero();
+  for (Eigen::Index j = 0; j < C; ++j)
+    if (stats.N[static_cast<size_t>(j)] > 0)
+      centred.row(j) = stats.A.row(j) / static_cast<double>(stats.N[static_cast<size_t>(j)]) - m;
+  const Eigen::MatrixXd W = ldlt.solve(centred.transpose()).transpose();  // C x d
+
+  VectorF b(C);
+  for (Eigen::Index j = 0; j < C; ++j) {
+    const int64_t nj = stats.N[static_cast<size_t>(j)];
+    if (nj == 0) {
+      // Never predicted, never NaN: the lowest finite score stays finite in float arithmetic
+      // because this class's weight row is exactly zero.
+      b(j) = std::numeric_limits<float>::lowest();
+      continue;
+    }
+    const Eigen::RowVectorXd mu = stats.A.row(j) / static_cast<double>(nj);
+    b(j) = static_cast<float>(std::log(static_cast<double>(nj) / N) - 0.5 * W.row(j).dot(mu + m));
+  }
+  MatrixF Wf = W.cast<float>();
+  if (!Wf.allFinite() || !b.allFinite())
+    throw InputError("FedCGS: the LDA head overflows float32 (features of extreme scale)");
+  if (diagnostics) *diagnostics = std::move(diag);
+  return std::make_unique<LinearHead>("lda", std::move(Wf), std::move(b));
+}
+
+}  // namespace fednode

@@ -1,0 +1,39 @@
+// The closed-form head of FedCGS (paper Eq. 9-11): a Gaussian classifier with class means
+// mu_j = A_j / N_j, one shared covariance and priors pi_j = N_j / N, i.e. linear discriminant
+// analysis computed from the additive statistics alone. Also the centralised LDA baseline.
+#pragma once
+
+#include "methods/heads/head.h"
+#include "methods/knowledge.h"
+#include "methods/method.h"
+
+#include <memory>
+#include <vector>
+
+namespace fednode {
+
+// Classes with N_j = 0: present nowhere in the data behind `stats`.
+std::vector<int> absent_classes(const StatsKnowledge& stats);
+
+// The shared covariance the head uses, after optional shrinkage, before any ridge:
+//   Total:  (B - a a^T / N) / (N - 1),                a = sum_j A_j   (the reference code's choice)
+//   Within: (B - sum_j A_j A_j^T / N_j) / (N - C'),   C' = classes with N_j > 0
+//   shrinkage s: (1 - s) Sigma + s (tr(Sigma) / d) I
+// Throws InputError when the statistics hold no samples or the options are out of range.
+MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options);
+
+// What fitting found, for reports and logs.
+struct LdaDiagnostics {
+  std::vector<int> absent;   // classes never predicted (bias = lowest finite float)
+  double ridge = 0.0;        // added to the covariance's diagonal because it was (near) singular
+  bool identity = false;     // every feature was constant: the covariance was replaced by I
+  int64_t samples = 0;       // N
+};
+
+// W_j = Sigma^-1 (mu_j - m), b_j = log pi_j - W_j^T (mu_j + m) / 2, m = a / N: Eq. 11 up to a
+// term common to every class (so the same predictions and softmax), centred so that float32
+// scores do not carry a large shared offset. Solved with an LDLT factorisation in double.
+std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedCgsOptions& options,
+                                         LdaDiagnostics* diagnostics = nullptr);
+
+}  // namespace fednode
