@@ -176,6 +176,28 @@ std::vector<NodePlan> plan_all(const Topology& topology) {
   return plans;
 }
 
+std::string describe_plan(const Topology& topology, const NodePlan& p) {
+  auto list = [&](const std::vector<NodeId>& v) {
+    std::string s;
+    for (NodeId id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
+    return s;
+  };
+  std::vector<std::string> parts;
+  if (!p.wait_for.empty()) parts.push_back("waits for " + list(p.wait_for));
+  if (!p.forward_to.empty()) parts.push_back((p.forward_merged ? "forwards to " : "relays to ") + list(p.forward_to));
+  if (!p.feedback_to.empty()) parts.push_back("feeds back to " + list(p.feedback_to));
+  if (p.fits_head) parts.push_back("fits its head");
+  if (!p.send_head_to.empty()) parts.push_back("sends the head to " + list(p.send_head_to));
+  if (p.head_from) parts.push_back("takes the head of " + std::to_string(*p.head_from));
+  if (p.complete_from) parts.push_back("refits on the complete knowledge from " + std::to_string(*p.complete_from));
+  if (!p.late_from.empty()) parts.push_back("refits on feedback from " + list(p.late_from));
+  if (p.complete_to) parts.push_back("passes the complete knowledge to " + std::to_string(*p.complete_to));
+  parts.push_back(p.has_phase2() ? "finished after phase 2" : "finished after phase 1");
+  std::string s = topology.describe(p.id) + ": ";
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? "; " : "") + parts[i];
+  return s;
+}
+
 // --- PlanProgress ---
 
 PlanProgress::PlanProgress(NodePlan plan) : plan_(std::move(plan)) {}

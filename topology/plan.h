@@ -6,6 +6,7 @@
 #include "topology/topology.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fednode {
@@ -62,6 +63,10 @@ NodePlan plan_for(const Topology& topology, NodeId id);
 NodePlan plan_for(const Topology& topology, const std::string& id_or_name);
 // Every node's plan, in ascending id order (one analysis for all).
 std::vector<NodePlan> plan_all(const Topology& topology);
+
+// One line for people, e.g. "node 2 (right): waits for 0; relays to 3; fits its head;
+// finished after phase 1" (for `fednode topology` checks and launch progress).
+std::string describe_plan(const Topology& topology, const NodePlan& plan);
 
 // A node's progress through its plan: pure bookkeeping, no clocks or sockets. The runtime
 // reports what arrived and what it did, and decides when a deadline has passed.

@@ -64,7 +64,7 @@ struct Ref {
 
 class Reader {
  public:
-  Reader(const std::string& source) : source_(source) {}
+  explicit Reader(const std::string& source) : source_(source) {}
 
   [[noreturn]] void fail(int line, const std::string& message) const {
     throw InputError((line > 0 ? source_ + ":" + std::to_string(line) : source_) + ": " + message);

@@ -159,6 +159,23 @@ TEST(TopologyPlan, FeedbackEdgeBringsKnowledgeBackLate) {
   EXPECT_TRUE(p[0].expects(2, Message::Knowledge));
 }
 
+TEST(TopologyPlan, DescriptionsReadLikeTheSemantics) {
+  const Topology diamond = test::parse(federation("graph") + nodes(3) + test::node(3, "name = \"sink\"") +
+                                       edges({{0, 1}, {0, 2}, {1, 3}, {2, 3}}));
+  EXPECT_EQ(describe_plan(diamond, plan_for(diamond, 2)), "node 2: waits for 0; relays to 3; fits its head; finished after phase 1");
+  EXPECT_EQ(describe_plan(diamond, plan_for(diamond, 3)), "node 3 (sink): waits for 1, 2; fits its head; finished after phase 1");
+  const Topology ring = test::parse(federation("ring") + nodes(3) + edges({{0, 1}, {1, 2}, {2, 0}}));
+  EXPECT_EQ(describe_plan(ring, plan_for(ring, 0)),
+            "node 0: forwards to 1; fits its head; refits on the complete knowledge from 2; passes the complete "
+            "knowledge to 1; finished after phase 2");
+  EXPECT_EQ(describe_plan(ring, plan_for(ring, 2)),
+            "node 2: waits for 1; fits its head; passes the complete knowledge to 0; finished after phase 1");
+  const Topology star = test::parse(federation("star", "hub = 0") + nodes(3) + edges({{1, 0}, {2, 0}}));
+  EXPECT_EQ(describe_plan(star, plan_for(star, 0)),
+            "node 0: waits for 1, 2; fits its head; sends the head to 1, 2; finished after phase 1");
+  EXPECT_EQ(describe_plan(star, plan_for(star, 1)), "node 1: forwards to 0; takes the head of 0; finished after phase 2");
+}
+
 TEST(TopologyPlan, UnknownIdIsAnError) {
   const Topology t = test::parse(federation("linear") + nodes(2) + edges({{0, 1}}));
   EXPECT_THROW(plan_for(t, NodeId{5}), InputError);
