@@ -1,0 +1,272 @@
+#include "topology/plan.h"
+
+#include "topology/graph.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace fednode {
+
+using topo::Bits;
+using topo::Digraph;
+
+const char* to_string(Message m) {
+  switch (m) {
+    case Message::Knowledge: return "knowledge";
+    case Message::Complete: return "complete knowledge";
+    case Message::Head: return "head";
+  }
+  return "?";
+}
+
+bool NodePlan::expects(NodeId from, Message kind) const {
+  auto in = [from](const std::vector<NodeId>& v) { return std::find(v.begin(), v.end(), from) != v.end(); };
+  switch (kind) {
+    case Message::Knowledge: return in(wait_for) || in(late_from);
+    case Message::Complete: return complete_from && *complete_from == from;
+    case Message::Head: return head_from && *head_from == from;
+  }
+  return false;
+}
+
+std::vector<NodeId> NodePlan::peers() const {
+  std::vector<NodeId> p;
+  for (const auto* v : {&wait_for, &forward_to, &feedback_to, &send_head_to, &late_from}) p.insert(p.end(), v->begin(), v->end());
+  for (const auto& o : {head_from, complete_from, complete_to})
+    if (o) p.push_back(*o);
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  return p;
+}
+
+namespace {
+
+class Planner {
+ public:
+  explicit Planner(const Topology& t) : t_(t), g_(topo::make_digraph(t)) {
+    switch (t.federation.mode) {
+      case TopologyMode::Linear:
+      case TopologyMode::Graph: acyclic(); break;
+      case TopologyMode::Ring: {
+        start_ = t.federation.start ? g_.index.at(*t.federation.start) : 0;
+        last_ = g_.in[start_][0];
+        break;
+      }
+      case TopologyMode::Star: hub_ = g_.index.at(*t.federation.hub); break;
+    }
+  }
+
+  NodePlan plan(NodeId id) const {
+    const auto it = g_.index.find(id);
+    if (it == g_.index.end()) throw InputError(t_.source + ": no node has id " + std::to_string(id));
+    const size_t v = it->second;
+    NodePlan p;
+    p.id = id;
+    p.mode = t_.federation.mode;
+    p.deadline_seconds = t_.federation.deadline_seconds;
+    switch (p.mode) {
+      case TopologyMode::Linear:
+      case TopologyMode::Graph: {
+        p.wait_for = ids(g_.in[v]);
+        p.forward_to = ids(g_.out[v]);
+        p.feedback_to = ids(g_.fb_out[v]);
+        p.late_from = ids(g_.fb_in[v]);
+        p.forward_merged = merged_[v];
+        Bits expected = anc_[v];
+        for (size_t s : g_.fb_in[v]) expected.unite(anc_[s]);
+        for (size_t u = 0; u < g_.size(); ++u)
+          if (expected.test(u)) p.expected_contributors.insert(g_.ids[u]);
+        break;
+      }
+      case TopologyMode::Ring: {
+        // First pass start -> ... -> last, each merging; then last hands the complete knowledge
+        // to start, and it travels on to the node before last, each refitting its head on it.
+        const size_t next = g_.out[v][0], prev = g_.in[v][0];
+        if (v != start_) p.wait_for = {g_.ids[prev]};
+        if (v != last_) {
+          p.forward_to = {g_.ids[next]};
+          p.complete_from = g_.ids[prev];
+        }
+        if (next != last_) p.complete_to = g_.ids[next];
+        everyone(p);
+        break;
+      }
+      case TopologyMode::Star: {
+        if (v == hub_) {
+          p.wait_for = ids(g_.in[v]);
+          for (size_t u = 0; u < g_.size(); ++u)
+            if (u != hub_) p.send_head_to.push_back(g_.ids[u]);
+        } else {
+          p.forward_to = {g_.ids[hub_]};
+          p.fits_head = false;
+          p.head_from = g_.ids[hub_];
+        }
+        everyone(p);
+        break;
+      }
+    }
+    return p;
+  }
+
+ private:
+  std::vector<NodeId> ids(const std::vector<size_t>& v) const {
+    std::vector<NodeId> r;
+    for (size_t i : v) r.push_back(g_.ids[i]);
+    return r;
+  }
+
+  void everyone(NodePlan& p) const { p.expected_contributors.insert(g_.ids.begin(), g_.ids.end()); }
+
+  // Decides, in topological order, which nodes forward one merged piece. A merged piece stands
+  // for the node and all its ancestors; two of them may meet at a node further down (directly,
+  // through relays, or over a feedback edge), and if neither contains the other they overlap
+  // partially and the contributor rules must leave one out. So a node merges unless an earlier
+  // merging node, not its ancestor, shares an ancestor with it and reaches a node it reaches;
+  // otherwise it relays. Relayed pieces are the senders' own summaries or others' merged pieces,
+  // so what meets anywhere is nested or disjoint, and nothing is lost or counted twice.
+  void acyclic() {
+    const size_t n = g_.size();
+    const auto order = topo::topological_order(g_);
+    anc_ = topo::closed_ancestors(g_, order);
+    std::vector<Bits> desc(n, Bits(n)), reach(n, Bits(n));
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const size_t v = *it;
+      desc[v].set(v);
+      for (size_t r : g_.fb_out[v]) reach[v].set(r);
+      for (size_t w : g_.out[v]) {
+        desc[v].unite(desc[w]);
+        reach[v].unite(desc[w]);
+        reach[v].unite(reach[w]);
+      }
+    }
+    merged_.assign(n, true);
+    std::vector<size_t> merging;
+    for (size_t v : order) {
+      if (g_.out[v].empty() && g_.fb_out[v].empty()) continue;  // forwards nothing
+      for (size_t u : merging) {
+        const bool related = anc_[v].test(u) || anc_[u].test(v);
+        if (!related && anc_[v].intersects(anc_[u]) && reach[v].intersects(reach[u])) {
+          merged_[v] = false;
+          break;
+        }
+      }
+      if (merged_[v]) merging.push_back(v);
+    }
+  }
+
+  const Topology& t_;
+  Digraph g_;
+  std::vector<Bits> anc_;
+  std::vector<bool> merged_;
+  size_t start_ = 0, last_ = 0, hub_ = 0;
+};
+
+}  // namespace
+
+NodePlan plan_for(const Topology& topology, NodeId id) { return Planner(topology).plan(id); }
+
+NodePlan plan_for(const Topology& topology, const std::string& id_or_name) {
+  return plan_for(topology, topology.lookup(id_or_name).id);
+}
+
+std::vector<NodePlan> plan_all(const Topology& topology) {
+  const Planner planner(topology);
+  std::vector<NodePlan> plans;
+  for (NodeId id : topology.ids()) plans.push_back(planner.plan(id));
+  return plans;
+}
+
+std::string describe_plan(const Topology& topology, const NodePlan& p) {
+  auto list = [&](const std::vector<NodeId>& v) {
+    std::string s;
+    for (NodeId id : v) s += (s.empty() ? "" : ", ") + std::to_string(id);
+    return s;
+  };
+  std::vector<std::string> parts;
+  if (!p.wait_for.empty()) parts.push_back("waits for " + list(p.wait_for));
+  if (!p.forward_to.empty()) parts.push_back((p.forward_merged ? "forwards to " : "relays to ") + list(p.forward_to));
+  if (!p.feedback_to.empty()) parts.push_back("feeds back to " + list(p.feedback_to));
+  if (p.fits_head) parts.push_back("fits its head");
+  if (!p.send_head_to.empty()) parts.push_back("sends the head to " + list(p.send_head_to));
+  if (p.head_from) parts.push_back("takes the head of " + std::to_string(*p.head_from));
+  if (p.complete_from) parts.push_back("refits on the complete knowledge from " + std::to_string(*p.complete_from));
+  if (!p.late_from.empty()) parts.push_back("refits on feedback from " + list(p.late_from));
+  if (p.complete_to) parts.push_back("passes the complete knowledge to " + std::to_string(*p.complete_to));
+  parts.push_back(p.has_phase2() ? "finished after phase 2" : "finished after phase 1");
+  std::string s = topology.describe(p.id) + ": ";
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? "; " : "") + parts[i];
+  return s;
+}
+
+// --- PlanProgress ---
+
+PlanProgress::PlanProgress(NodePlan plan) : plan_(std::move(plan)) {}
+
+std::vector<std::pair<NodeId, Message>> PlanProgress::inputs(Stage s) const {
+  std::vector<std::pair<NodeId, Message>> v;
+  if (s == Stage::Gather) {
+    for (NodeId u : plan_.wait_for) v.emplace_back(u, Message::Knowledge);
+  } else if (s == Stage::Return) {
+    if (plan_.head_from) v.emplace_back(*plan_.head_from, Message::Head);
+    if (plan_.complete_from) v.emplace_back(*plan_.complete_from, Message::Complete);
+    for (NodeId u : plan_.late_from) v.emplace_back(u, Message::Knowledge);
+  }
+  return v;
+}
+
+bool PlanProgress::has(NodeId from, Message kind) const {
+  return std::find(arrived_.begin(), arrived_.end(), std::make_pair(from, kind)) != arrived_.end();
+}
+
+bool PlanProgress::received(NodeId from, Message kind) {
+  if (!plan_.expects(from, kind)) return false;
+  if (!has(from, kind)) arrived_.emplace_back(from, kind);
+  return true;
+}
+
+bool PlanProgress::all_in(Stage s) const {
+  for (const auto& in : inputs(s))
+    if (!has(in.first, in.second) &&
+        std::find(given_up_.begin(), given_up_.end(), in) == given_up_.end())
+      return false;
+  return true;
+}
+
+bool PlanProgress::ready_to_merge() const { return stage_ == Stage::Gather && all_in(Stage::Gather); }
+
+void PlanProgress::merged() {
+  if (stage_ != Stage::Gather) return;
+  stage_ = plan_.has_phase2() ? Stage::Return : Stage::Done;
+}
+
+bool PlanProgress::ready_to_complete() const { return stage_ == Stage::Return && all_in(Stage::Return); }
+
+void PlanProgress::completed() {
+  if (stage_ == Stage::Return) stage_ = Stage::Done;
+}
+
+void PlanProgress::deadline_passed() {
+  if (stage_ == Stage::Done) return;
+  for (const auto& in : inputs(stage_))
+    if (!has(in.first, in.second) && std::find(given_up_.begin(), given_up_.end(), in) == given_up_.end())
+      given_up_.push_back(in);
+}
+
+std::vector<NodeId> PlanProgress::awaiting() const {
+  std::vector<NodeId> v;
+  if (stage_ == Stage::Done) return v;
+  for (const auto& in : inputs(stage_))
+    if (!has(in.first, in.second) && std::find(given_up_.begin(), given_up_.end(), in) == given_up_.end())
+      v.push_back(in.first);
+  return v;
+}
+
+std::vector<NodeId> PlanProgress::missing() const {
+  std::vector<NodeId> v;
+  for (const auto& in : given_up_)
+    if (!has(in.first, in.second)) v.push_back(in.first);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace fednode

@@ -1,0 +1,198 @@
+#include "topology/topology.h"
+
+#include "topology/toml_io.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+namespace fednode {
+
+namespace fs = std::filesystem;
+
+const char* to_string(TopologyMode mode) {
+  switch (mode) {
+    case TopologyMode::Linear: return "linear";
+    case TopologyMode::Ring: return "ring";
+    case TopologyMode::Star: return "star";
+    case TopologyMode::Graph: return "graph";
+  }
+  return "?";
+}
+
+TopologyMode parse_topology_mode(const std::string& s) {
+  if (s == "linear") return TopologyMode::Linear;
+  if (s == "ring") return TopologyMode::Ring;
+  if (s == "star") return TopologyMode::Star;
+  if (s == "graph") return TopologyMode::Graph;
+  throw InputError("unknown topology mode '" + s + "' (expected linear, ring, star or graph)");
+}
+
+const TopologyNode* Topology::find(NodeId id) const {
+  for (const auto& n : nodes)
+    if (n.id == id) return &n;
+  return nullptr;
+}
+
+const TopologyNode& Topology::node(NodeId id) const {
+  if (const auto* n = find(id)) return *n;
+  throw InputError(source + ": no node has id " + std::to_string(id));
+}
+
+const TopologyNode& Topology::lookup(const std::string& id_or_name) const {
+  const bool numeric = !id_or_name.empty() && id_or_name.size() <= 10 &&
+                       std::all_of(id_or_name.begin(), id_or_name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (numeric) {
+    const unsigned long long v = std::stoull(id_or_name);
+    if (v <= 0xFFFFFFFFull)
+      if (const auto* n = find(static_cast<NodeId>(v))) return *n;
+  } else {
+    for (const auto& n : nodes)
+      if (n.name == id_or_name) return n;
+  }
+  throw InputError(source + ": no node has " + (numeric ? "id " : "name '") + id_or_name +
+                   (numeric ? "" : "'"));
+}
+
+std::string Topology::describe(NodeId id) const {
+  std::string s = "node " + std::to_string(id);
+  const auto* n = find(id);
+  if (n && !n->name.empty()) s += " (" + n->name + ")";
+  return s;
+}
+
+std::string Topology::where(int line) const {
+  return line > 0 ? source + ":" + std::to_string(line) : source;
+}
+
+std::string Topology::resolve(const std::string& path) const {
+  if (path.empty()) return path;
+  const fs::path p(path);
+  if (p.is_absolute() || base_dir.empty() || base_dir == ".") return p.lexically_normal().string();
+  return (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+std::string Topology::state_dir_of(NodeId id) const {
+  const auto& n = node(id);
+  return resolve(n.state_dir.empty() ? "state/n" + std::to_string(id) : n.state_dir);
+}
+
+std::string Topology::key_dir_of(NodeId id) const { return resolve(node(id).key_dir); }
+
+int64_t Topology::partition_index(NodeId id) const {
+  const auto& n = node(id);
+  if (n.partition_index) return *n.partition_index;
+  const auto all = ids();
+  return std::lower_bound(all.begin(), all.end(), id) - all.begin();
+}
+
+OptionMap Topology::options_for(NodeId id) const {
+  OptionMap m = federation.options;
+  for (const auto& [k, v] : node(id).options) m[k] = v;
+  return m;
+}
+
+OptionMap Topology::data_for(NodeId id) const {
+  OptionMap m = federation.data;
+  for (const auto& [k, v] : node(id).data) m[k] = v;
+  return m;
+}
+
+std::vector<NodeId> Topology::ids() const {
+  std::vector<NodeId> v;
+  v.reserve(nodes.size());
+  for (const auto& n : nodes) v.push_back(n.id);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::optional<std::string> read_public_key_file(const std::string& key_dir) {
+  const fs::path file = fs::path(key_dir) / "public.key";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  // A key file is one short line; anything much longer is not a key and is not read whole.
+  if (fs::file_size(file, ec) > 1024 || ec)
+    throw InputError(file.string() + ": too large for a public key file (at most 1 KiB)");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void derive_public_keys(Topology& topology, const LoadOptions& options) {
+  for (auto& n : topology.nodes) {
+    const std::string who = topology.where(n.line) + ": " + topology.describe(n.id);
+    if (!n.public_key_text.empty()) {
+      std::string why;
+      n.public_key = decode_public_key(n.public_key_text, &why);
+      if (!n.public_key) throw InputError(who + ": public_key is malformed: " + why);
+    }
+    if (!options.derive_keys || n.key_dir.empty() || !options.read_public_key) continue;
+    const std::string dir = topology.resolve(n.key_dir);
+    const auto text = options.read_public_key(dir);
+    if (!text) continue;  // the keys live on the node's own machine; the inline key must do
+    std::string why;
+    const auto key = decode_public_key(*text, &why);
+    const std::string file = (fs::path(dir) / "public.key").string();
+    if (!key) throw InputError(who + ": " + file + " does not hold a public key: " + why);
+    if (n.public_key && *n.public_key != *key)
+      throw InputError(who + ": public_key differs from the key in " + file +
+                       " (remove one, or regenerate the file's keys)");
+    n.public_key = key;
+  }
+}
+
+Topology parse_topology(const std::string& text, const std::string& source_name, const std::string& base_dir,
+                        const LoadOptions& options) {
+  if (text.size() > kMaxTopologyFileBytes)
+    throw InputError(source_name + ": a topology file is at most " + std::to_string(kMaxTopologyFileBytes) +
+                     " bytes, this one has " + std::to_string(text.size()));
+  Topology t = topo::parse_toml(text, source_name, base_dir);
+  derive_public_keys(t, options);
+  validate_topology(t, options.require_keys);
+  return t;
+}
+
+Topology load_topology(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": no such topology file");
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot read its size: " + ec.message());
+  if (size > kMaxTopologyFileBytes)
+    throw InputError(path + ": a topology file is at most " + std::to_string(kMaxTopologyFileBytes) +
+                     " bytes, this one has " + std::to_string(size));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string base = fs::path(path).parent_path().string();
+  return parse_topology(text.str(), path, base.empty() ? "." : base, options);
+}
+
+void print_topology(const Topology& topology, std::ostream& out) { out << to_toml(topology); }
+
+void save_topology(const Topology& topology, const std::string& path, bool allow_missing_keys) {
+  if (!allow_missing_keys)
+    for (const auto& n : topology.nodes)
+      if (!n.public_key)
+        throw InputError("refusing to write " + path + ": " + topology.describe(n.id) +
+                         " has no public key (generate keys first, or ask for a keyless file explicitly)");
+  const std::string text = to_toml(topology);
+  // Write beside the target and rename, so a reader never sees half a file.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError("cannot open " + tmp + " for writing");
+    out << text;
+    out.flush();
+    if (!out) throw InputError("failed writing " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw InputError("cannot move " + tmp + " to " + path + ": " + ec.message());
+}
+
+}  // namespace fednode

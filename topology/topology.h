@@ -1,0 +1,135 @@
+// A federation as data: its nodes (id, address, public key, data, state), the directed edges
+// knowledge travels along, and the mode that gives those edges their one-shot meaning.
+// File format, semantics and validation rules: docs/topologies.md.
+#pragma once
+
+#include "methods/types.h"
+#include "topology/public_key.h"
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+enum class TopologyMode { Linear, Ring, Star, Graph };
+const char* to_string(TopologyMode mode);
+// Throws InputError naming the accepted modes.
+TopologyMode parse_topology_mode(const std::string& s);
+
+// Option and data settings travel as the text a user would give on the command line, so the
+// node parses them with the same code as `fednode simulate` (names without the leading "--";
+// booleans are "true"/"false").
+using OptionMap = std::map<std::string, std::string>;
+
+// Pairwise checks in graph mode are quadratic in the node count; this bounds them, and the
+// allocations a hostile file can cause.
+constexpr size_t kMaxTopologyNodes = 1024;
+// A topology file larger than this is refused before it is read.
+constexpr size_t kMaxTopologyFileBytes = 4u << 20;
+// Deadlines beyond a week are almost certainly a unit mistake (milliseconds given as seconds).
+constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
+constexpr double kDefaultDeadlineSeconds = 300.0;
+
+struct TopologyNode {
+  NodeId id = 0;
+  std::string name;            // optional, unique; letters, digits, '_', '-', '.'; not all digits
+  std::string address;         // tcp://HOST:PORT, where peers reach this node
+  std::string bind;            // optional tcp://HOST:PORT it listens on (HOST may be *); default: address
+  std::string public_key_text; // as written in the file (hex or base64); may be empty
+  std::optional<PublicKey> public_key;  // effective: decoded from the text or read from key_dir
+  std::string key_dir;         // as written; holds public.key and the node's secret key
+  std::string state_dir;       // as written; empty means state/n<id> next to the file
+  std::optional<int64_t> partition_index;  // as written; see Topology::partition_index
+  OptionMap options;           // per-node overrides of [federation.options]
+  OptionMap data;              // per-node overrides of [federation.data]
+  int line = 0;                // where the entry starts in its file; 0 when built in memory
+};
+
+struct TopologyEdge {
+  NodeId from = 0;
+  NodeId to = 0;
+  bool feedback = false;       // graph mode only: closes a cycle without being waited for
+  int line = 0;
+};
+
+struct FederationSettings {
+  TopologyMode mode = TopologyMode::Linear;
+  std::string method;          // fedpft, fedcgs, fedtc, ... (the node checks the name)
+  uint64_t seed = 0;
+  double deadline_seconds = kDefaultDeadlineSeconds;
+  std::optional<NodeId> hub;   // star mode: required
+  std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)
+  OptionMap options;           // method options shared by every node
+  OptionMap data;              // dataset and partition shared by every node
+  int line = 0;
+};
+
+struct Topology {
+  FederationSettings federation;
+  std::vector<TopologyNode> nodes;
+  std::vector<TopologyEdge> edges;
+  std::string source = "<topology>";  // the file, for messages
+  std::string base_dir = ".";         // relative paths in the file resolve against it
+
+  const TopologyNode* find(NodeId id) const;
+  // Throws InputError when no node has this id.
+  const TopologyNode& node(NodeId id) const;
+  // Accepts a decimal id or a node name, as `fednode run --id` does; throws InputError.
+  const TopologyNode& lookup(const std::string& id_or_name) const;
+  // "node 3" or "node 3 (hub)": how messages name a node.
+  std::string describe(NodeId id) const;
+  // "file.toml:12" (or just the file when line is 0): where messages point.
+  std::string where(int line) const;
+
+  // A path from the file, made usable from the current directory.
+  std::string resolve(const std::string& path) const;
+  std::string state_dir_of(NodeId id) const;   // resolved, with the default applied
+  std::string key_dir_of(NodeId id) const;     // resolved; empty when the node has none
+  // The part of the shared partition this node holds: as written, else the node's rank among
+  // the ids in ascending order (so ids 0..N-1 hold parts 0..N-1, as in `fednode simulate`).
+  int64_t partition_index(NodeId id) const;
+  // [federation.options] with the node's overrides applied; likewise for data.
+  OptionMap options_for(NodeId id) const;
+  OptionMap data_for(NodeId id) const;
+
+  // Ids in ascending order.
+  std::vector<NodeId> ids() const;
+};
+
+// Reads DIR/public.key; returns nothing when the file does not exist. Replaceable so that the
+// CLI can plug in the crypto layer's own reader.
+using PublicKeyReader = std::function<std::optional<std::string>(const std::string& key_dir)>;
+std::optional<std::string> read_public_key_file(const std::string& key_dir);
+
+struct LoadOptions {
+  // Every node must end up with a public key (inline or from its key_dir). Off only for tools
+  // that inspect a file before keys exist.
+  bool require_keys = true;
+  // Fill in public keys from key_dir/public.key where the file exists.
+  bool derive_keys = true;
+  PublicKeyReader read_public_key = read_public_key_file;
+};
+
+// Parse, derive keys, validate. Every error is an InputError naming the file, the line where
+// known, and the node or edge concerned.
+Topology load_topology(const std::string& path, const LoadOptions& options = {});
+Topology parse_topology(const std::string& text, const std::string& source_name = "<string>",
+                        const std::string& base_dir = ".", const LoadOptions& options = {});
+
+// Fills in public keys from key directories (see LoadOptions). Already called by the loaders.
+void derive_public_keys(Topology& topology, const LoadOptions& options);
+
+// Checks everything docs/topologies.md lists under "Validation"; throws the first problem.
+void validate_topology(const Topology& topology, bool require_keys = true);
+
+// The TOML text of a topology; parsing it gives back an equal topology (public keys as written).
+std::string to_toml(const Topology& topology);
+void print_topology(const Topology& topology, std::ostream& out);
+// Writes the file. Refuses a topology with a node lacking a public key unless allow_missing_keys.
+void save_topology(const Topology& topology, const std::string& path, bool allow_missing_keys = false);
+
+}  // namespace fednode
