@@ -13,6 +13,7 @@ packages=(
   libsodium-dev           # identities and authenticated encryption
   libgtest-dev            # unit and integration tests
   zlib1g-dev              # gzip IDX files
+  libtomlplusplus-dev     # topology files (header-only TOML parser)
   libpng-dev libjpeg62-turbo-dev  # image folders
   dataset-fashion-mnist   # the built-in dataset
   python3 python3-numpy python3-sklearn python3-torch  # reference measurements only
