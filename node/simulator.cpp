@@ -1,6 +1,7 @@
 #include "node/simulator.h"
 
 #include "methods/fedcgs/fedcgs.h"
+#include "methods/rng.h"
 #include "node/json.h"
 #include "node/step.h"
 
