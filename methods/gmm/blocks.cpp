@@ -1,0 +1,92 @@
+#include "methods/gmm/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+
+// OpenBLAS's thread controls; declared here rather than taken from cblas.h because the
+// cblas.h found at build time may be the generic one (the library links OpenBLAS either way).
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
+
+namespace fednode::gmm_detail {
+
+std::vector<RowRange> partition_rows(Index n, Index max_chunks) {
+  std::vector<RowRange> out;
+  if (n <= 0) return out;
+  const Index chunks = std::max<Index>(1, std::min(max_chunks, n));
+  const Index base = n / chunks, extra = n % chunks;
+  Index begin = 0;
+  for (Index c = 0; c < chunks; ++c) {
+    const Index size = base + (c < extra ? 1 : 0);
+    out.push_back({begin, begin + size});
+    begin += size;
+  }
+  return out;
+}
+
+Index block_rows(Index width) {
+  const Index target = (512 * 1024 / 8) / std::max<Index>(width, 1);
+  return std::clamp<Index>(target, 16, 1024);
+}
+
+void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset, bool squares,
+                double* out) {
+  const Index d = X.cols();
+  const double* __restrict o = offset.data();
+  for (Index i = 0; i < rows; ++i) {
+    const float* __restrict x = X.data() + (begin + i) * d;
+    if (squares) {
+      double* __restrict z = out + i * 2 * d;
+      double* __restrict z2 = z + d;
+      for (Index j = 0; j < d; ++j) {
+        const double v = static_cast<double>(x[j]) - o[j];
+        z[j] = v;
+        z2[j] = v * v;
+      }
+    } else {
+      double* __restrict z = out + i * d;
+      for (Index j = 0; j < d; ++j) z[j] = static_cast<double>(x[j]) - o[j];
+    }
+  }
+}
+
+namespace {
+std::mutex blas_mutex;
+int blas_users = 0;
+int blas_saved_threads = 1;
+}  // namespace
+
+BlasSingleThread::BlasSingleThread() {
+  std::lock_guard<std::mutex> lock(blas_mutex);
+  if (blas_users++ == 0) {
+    blas_saved_threads = openblas_get_num_threads();
+    if (blas_saved_threads != 1) openblas_set_num_threads(1);
+  }
+}
+
+BlasSingleThread::~BlasSingleThread() {
+  std::lock_guard<std::mutex> lock(blas_mutex);
+  if (--blas_users == 0 && blas_saved_threads != 1) openblas_set_num_threads(blas_saved_threads);
+}
+
+VectorD column_means(const MatrixF& X) {
+  VectorD sum = VectorD::Zero(X.cols());
+  for (Index i = 0; i < X.rows(); ++i)
+    for (Index j = 0; j < X.cols(); ++j) sum[j] += static_cast<double>(X(i, j));
+  if (X.rows() > 0) sum /= static_cast<double>(X.rows());
+  return sum;
+}
+
+void require_finite(const MatrixF& X, const std::string& where) {
+  for (Index i = 0; i < X.rows(); ++i)
+    for (Index j = 0; j < X.cols(); ++j)
+      if (!std::isfinite(X(i, j)))
+        throw InputError(where + ": non-finite value at row " + std::to_string(i) + ", column " +
+                         std::to_string(j));
+}
+
+}  // namespace fednode::gmm_detail
