@@ -45,12 +45,16 @@ class BlasSingleThread {
   BlasSingleThread& operator=(const BlasSingleThread&) = delete;
 };
 
-// Runs body(chunk_index) for every chunk on the OpenMP threads. An exception thrown by a body
-// is rethrown here (OpenMP regions must not be left by an exception).
+// Below this many floating-point operations a pass runs on one thread: waking a team costs
+// more than it saves, and on a busy machine a barrier can wait a whole scheduler time slice.
+constexpr double kParallelFlops = 4e6;
+
+// Runs body(chunk_index) for every chunk, on the OpenMP threads if `parallel`. An exception
+// thrown by a body is rethrown here (OpenMP regions must not be left by an exception).
 template <class Body>
-void for_each_chunk(size_t chunks, Body&& body) {
+void for_each_chunk(size_t chunks, bool parallel, Body&& body) {
   std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel && chunks > 1)
   for (long c = 0; c < static_cast<long>(chunks); ++c) {
     try {
       body(static_cast<size_t>(c));

@@ -67,7 +67,8 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
   std::vector<Stats> partial(chunks.size());
   const Index B = gmm_detail::block_rows(width + dens.scratch_width());
   gmm_detail::BlasSingleThread single;
-  gmm_detail::for_each_chunk(chunks.size(), [&](size_t c) {
+  const double flops = 4.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
+  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     Stats& st = partial[c];
     st.reset(type, K, d);
     std::vector<double> block(static_cast<size_t>(B * width)), logp(static_cast<size_t>(B * K)),

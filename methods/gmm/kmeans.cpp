@@ -22,7 +22,7 @@ void distances_to_row(const MatrixF& X, Index c, std::vector<double>& out) {
   const Index n = X.rows(), d = X.cols();
   out.resize(static_cast<size_t>(n));
   const float* xc = X.data() + c * d;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (3.0 * n * d > gmm_detail::kParallelFlops)
   for (Index i = 0; i < n; ++i) {
     out[static_cast<size_t>(i)] =
         (Eigen::Map<const VectorF>(X.data() + i * d, d).cast<double>() -
@@ -87,7 +87,8 @@ void assign(const MatrixF& X, const VectorD& offset, const MatrixD& centers,
   labels.resize(static_cast<size_t>(n));
   dist2.resize(static_cast<size_t>(n));
   gmm_detail::BlasSingleThread single;
-  gmm_detail::for_each_chunk(chunks.size(), [&](size_t c) {
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(d) * K;
+  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     AssignStats& st = stats[c];
     st.sums = MatrixD::Zero(K, d);
     st.counts.assign(static_cast<size_t>(K), 0);

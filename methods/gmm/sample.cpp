@@ -72,7 +72,10 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
   }
 
   gmm_detail::BlasSingleThread single;
-  gmm_detail::for_each_chunk(tasks.size(), [&](size_t t) {
+  // Normal draws dominate: about 30 operations each.
+  const double flops = 30.0 * static_cast<double>(n) * static_cast<double>(d) *
+                       (g.type == CovarianceType::Full ? 1.0 + static_cast<double>(d) / 15.0 : 1.0);
+  gmm_detail::for_each_chunk(tasks.size(), flops > gmm_detail::kParallelFlops, [&](size_t t) {
     const Task& task = tasks[t];
     const int k = task.component;
     Rng r(task.seed);

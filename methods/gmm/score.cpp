@@ -24,7 +24,8 @@ VectorD score_samples(const GaussianMixture& g, const MatrixF& X) {
   const Index B = gmm_detail::block_rows(width + dens.scratch_width());
   const auto chunks = gmm_detail::partition_rows(n, 8);
   gmm_detail::BlasSingleThread single;
-  gmm_detail::for_each_chunk(chunks.size(), [&](size_t c) {
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
+  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     std::vector<double> block(static_cast<size_t>(B * width)), logp(static_cast<size_t>(B * K)),
         scratch;
     for (Index start = chunks[c].begin; start < chunks[c].end; start += B) {
