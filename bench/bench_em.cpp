@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -105,6 +106,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
@@ -127,6 +134,7 @@ struct Row {
   int64_t n;
   int d, K;
   double ours_s, ref_s;
+  double ours_cpu, ref_cpu;  // CPU seconds of all threads: steadier than wall time on a busy machine
   int ours_iter, ref_iter;
   double ours_ll, ref_ll;
 };
@@ -164,23 +172,26 @@ Row run_case(CovarianceType type, int64_t n, int d, int K, const GmmOptions& bas
     write_raw(base_dir + "/precisions.f64", precisions.data(), static_cast<size_t>(precisions.size()));
   }
 
-  Row row{to_string(type), n, d, K, 0, 0, 0, 0, 0, 0};
+  Row row{to_string(type), n, d, K, 0, 0, 0, 0, 0, 0, 0, 0};
   std::ostringstream cmd;
   cmd.precision(17);
   cmd << python << " " << script << " --dir " << base_dir << " --n " << n << " --d " << d
       << " --k " << K << " --type " << to_string(type) << " --tol " << opt.tol << " --max-iter "
       << opt.max_iter << " --reg-covar " << opt.reg_covar << " --repeats 1";
   // fednode and scikit-learn take turns, so that both see the same background load.
-  std::vector<double> ours, ref;
+  std::vector<double> ours, ref, ours_cpu, ref_cpu;
   GaussianMixture fitted;
   FitInfo info;
   std::string out;
   for (int r = 0; r < repeats; ++r) {
+    const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fitted = fit_gmm_from(X, init, opt, &info);
     ours.push_back(seconds_since(t0));
+    ours_cpu.push_back(process_cpu_seconds() - c0);
     out = run_reference(cmd.str());
     ref.push_back(json_number(out, "seconds"));
+    ref_cpu.push_back(json_number(out, "cpu_seconds"));
   }
   for (const char* f : {"X.f64", "weights.f64", "means.f64", "precisions.f64"})
     std::remove((base_dir + "/" + f).c_str());
@@ -189,6 +200,8 @@ Row run_case(CovarianceType type, int64_t n, int d, int K, const GmmOptions& bas
   row.ours_iter = info.iterations;
   row.ours_ll = mean_log_likelihood(fitted, X);
   row.ref_s = median(ref);
+  row.ours_cpu = median(ours_cpu);
+  row.ref_cpu = median(ref_cpu);
   row.ref_iter = static_cast<int>(json_number(out, "iterations"));
   row.ref_ll = json_number(out, "mean_loglik");
   return row;
@@ -236,15 +249,16 @@ int main(int argc, char** argv) {
 
     std::ostringstream table;
     table << "| covariance | n | d | K | fednode s | sklearn s | speedup | iters fednode | iters sklearn "
-             "| loglik fednode | loglik sklearn | loglik diff |\n"
-          << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    char line[512];
+             "| loglik fednode | loglik sklearn | loglik diff | CPU s fednode | CPU s sklearn | CPU ratio |\n"
+          << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    char line[768];
     for (const auto& r : rows) {
       std::snprintf(line, sizeof line,
-                    "| %s | %lld | %d | %d | %.4f | %.4f | %.2fx | %d | %d | %.6f | %.6f | %+.2e |\n",
+                    "| %s | %lld | %d | %d | %.4f | %.4f | %.2fx | %d | %d | %.6f | %.6f | %+.2e "
+                    "| %.4f | %.4f | %.2fx |\n",
                     r.type.c_str(), static_cast<long long>(r.n), r.d, r.K, r.ours_s, r.ref_s,
                     r.ref_s / r.ours_s, r.ours_iter, r.ref_iter, r.ours_ll, r.ref_ll,
-                    r.ours_ll - r.ref_ll);
+                    r.ours_ll - r.ref_ll, r.ours_cpu, r.ref_cpu, r.ref_cpu / r.ours_cpu);
       table << line;
     }
     std::cout << "EM, fednode vs scikit-learn GaussianMixture (same data, same initial parameters, "

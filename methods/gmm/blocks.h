@@ -12,7 +12,8 @@
 
 #include "methods/types.h"
 
-#include <exception>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace fednode::gmm_detail {
@@ -45,26 +46,18 @@ class BlasSingleThread {
   BlasSingleThread& operator=(const BlasSingleThread&) = delete;
 };
 
-// Below this many floating-point operations a pass runs on one thread: waking a team costs
-// more than it saves, and on a busy machine a barrier can wait a whole scheduler time slice.
+// Below this many floating-point operations a pass runs on the calling thread alone: waking
+// the workers costs more than it saves.
 constexpr double kParallelFlops = 4e6;
 
-// Runs body(chunk_index) for every chunk, on the OpenMP threads if `parallel`. An exception
-// thrown by a body is rethrown here (OpenMP regions must not be left by an exception).
-template <class Body>
-void for_each_chunk(size_t chunks, bool parallel, Body&& body) {
-  std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic, 1) if (parallel && chunks > 1)
-  for (long c = 0; c < static_cast<long>(chunks); ++c) {
-    try {
-      body(static_cast<size_t>(c));
-    } catch (...) {
-#pragma omp critical(fednode_gmm_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-}
+// Runs body(chunk_index) for every chunk in [0, chunks), on the calling thread and, if
+// `parallel`, on the worker threads of a small pool (as many threads in all as
+// omp_get_max_threads(), so OMP_NUM_THREADS and omp_set_num_threads apply). Idle workers
+// block on a condition variable rather than spin: on a busy machine spinning threads take
+// the cores from the ones doing the work. A call made while the pool is busy (another thread,
+// or a body calling in) runs its chunks on its own thread. The first exception thrown by a
+// body is rethrown here after every chunk has finished or been skipped.
+void for_each_chunk(size_t chunks, bool parallel, const std::function<void(size_t)>& body);
 
 // Column means of X in double precision.
 VectorD column_means(const MatrixF& X);

@@ -1,6 +1,7 @@
 #include "methods/gmm/density.h"
 
 #include "methods/gmm/gmm.h"
+#include "methods/gmm/simd_diag.h"
 
 #include <cblas.h>
 
@@ -21,6 +22,7 @@ double log_weight(double w) {
 ComponentDensity::ComponentDensity(const GaussianMixture& g, const VectorD& offset)
     : type_(g.type), K_(g.components()), d_(g.dim()) {
   means_ = g.means.rowwise() - offset.transpose();
+  simd_ = type_ != CovarianceType::Full && simd_kernels_active();
   constant_.resize(K_);
   const double dd = static_cast<double>(d_);
   switch (type_) {
@@ -71,6 +73,38 @@ ComponentDensity::ComponentDensity(const GaussianMixture& g, const VectorD& offs
       break;
     }
   }
+  if (simd_) {
+    Wm_ = simd_pack_weights(W_.data(), d_, K_);
+    if (type_ == CovarianceType::Diag) Wp_ = simd_pack_weights(W_.data() + d_ * K_, d_, K_);
+  }
+}
+
+Index ComponentDensity::rows_per_block() const {
+  if (simd_) return std::clamp<Index>((512 * 1024 / 8) / ((d_ + 7) / 8 * 8), 16, 256);
+  return block_rows(width() + scratch_width());
+}
+
+void ComponentDensity::evaluate_rows(const MatrixF& X, Index begin, Index rows,
+                                     const VectorD& offset, BlockWork& work, double* out) const {
+  if (!simd_) {
+    work.block.resize(static_cast<size_t>(rows * width()));
+    load_block(X, begin, rows, offset, squares(), work.block.data());
+    evaluate(work.block.data(), rows, out, work.scratch);
+    return;
+  }
+  const int K = K_;
+  const bool spherical = type_ == CovarianceType::Spherical;
+  work.pack.resize(static_cast<size_t>(simd_pack_size(rows, d_)));
+  if (spherical) work.scratch.resize(static_cast<size_t>(rows));
+  simd_pack_block(X, begin, rows, offset, work.pack.data());
+  simd_estep(work.pack.data(), rows, d_, K, Wm_.data(), spherical ? nullptr : Wp_.data(), out,
+             spherical ? work.scratch.data() : nullptr, work.carry);
+  for (Index i = 0; i < rows; ++i)
+    for (int k = 0; k < K; ++k) {
+      double v = out[i * K + k] + constant_[k];
+      if (spherical) v -= 0.5 * precision_[k] * work.scratch[static_cast<size_t>(i)];
+      out[i * K + k] = v;
+    }
 }
 
 void ComponentDensity::evaluate(const double* block, Index rows, double* out,

@@ -3,6 +3,7 @@
 #include "methods/gmm/blocks.h"
 #include "methods/gmm/density.h"
 #include "methods/gmm/gmm.h"
+#include "methods/gmm/simd_diag.h"
 
 #include <cblas.h>
 
@@ -65,31 +66,34 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
   const Index width = dens.width();
   const auto chunks = gmm_detail::partition_rows(n, pass_chunks(type, K, n, d));
   std::vector<Stats> partial(chunks.size());
-  const Index B = gmm_detail::block_rows(width + dens.scratch_width());
+  const Index B = dens.rows_per_block();
   gmm_detail::BlasSingleThread single;
   const double flops = 4.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
   gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     Stats& st = partial[c];
     st.reset(type, K, d);
-    std::vector<double> block(static_cast<size_t>(B * width)), logp(static_cast<size_t>(B * K)),
-        resp(static_cast<size_t>(B * K)), scratch, weighted;
+    gmm_detail::BlockWork work;
+    std::vector<double> logp(static_cast<size_t>(B * K)), resp(static_cast<size_t>(B * K)), weighted;
     for (Index start = chunks[c].begin; start < chunks[c].end; start += B) {
       const Index rows = std::min(B, chunks[c].end - start);
-      gmm_detail::load_block(X, start, rows, offset, dens.squares(), block.data());
-      dens.evaluate(block.data(), rows, logp.data(), scratch);
+      dens.evaluate_rows(X, start, rows, offset, work, logp.data());
       st.ll += gmm_detail::normalise_rows(logp.data(), rows, K, resp.data(), nullptr);
       for (Index i = 0; i < rows; ++i)
         for (int k = 0; k < K; ++k) st.nk[k] += resp[static_cast<size_t>(i * K + k)];
       switch (type) {
         case CovarianceType::Diag:
         case CovarianceType::Spherical:
-          cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, static_cast<int>(width),
-                      static_cast<int>(rows), 1.0, resp.data(), K, block.data(),
-                      static_cast<int>(width), 1.0, st.S.data(), static_cast<int>(width));
+          if (dens.uses_simd())
+            gmm_detail::simd_mstep(work.pack.data(), rows, d, resp.data(), K,
+                                   type == CovarianceType::Diag, st.S.data());
+          else
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, static_cast<int>(width),
+                        static_cast<int>(rows), 1.0, resp.data(), K, work.block.data(),
+                        static_cast<int>(width), 1.0, st.S.data(), static_cast<int>(width));
           if (type == CovarianceType::Spherical)
             for (Index i = 0; i < rows; ++i)
               for (int k = 0; k < K; ++k)
-                st.q[k] += resp[static_cast<size_t>(i * K + k)] * scratch[static_cast<size_t>(i)];
+                st.q[k] += resp[static_cast<size_t>(i * K + k)] * work.scratch[static_cast<size_t>(i)];
           break;
         case CovarianceType::Full: {
           weighted.resize(static_cast<size_t>(rows * d));
@@ -101,7 +105,7 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
             double* s = st.S.data() + k * d;
             for (Index i = 0; i < rows; ++i) {
               const double r = resp[static_cast<size_t>(i * K + k)], sr = std::sqrt(r);
-              const double* x = block.data() + i * d;
+              const double* x = work.block.data() + i * d;
               double* w = weighted.data() + i * d;
               for (Index j = 0; j < d; ++j) {
                 const double t = x[j] - mu[j];

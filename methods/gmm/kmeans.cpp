@@ -22,13 +22,14 @@ void distances_to_row(const MatrixF& X, Index c, std::vector<double>& out) {
   const Index n = X.rows(), d = X.cols();
   out.resize(static_cast<size_t>(n));
   const float* xc = X.data() + c * d;
-#pragma omp parallel for schedule(static) if (3.0 * n * d > gmm_detail::kParallelFlops)
-  for (Index i = 0; i < n; ++i) {
-    out[static_cast<size_t>(i)] =
-        (Eigen::Map<const VectorF>(X.data() + i * d, d).cast<double>() -
-         Eigen::Map<const VectorF>(xc, d).cast<double>())
-            .squaredNorm();
-  }
+  const auto chunks = gmm_detail::partition_rows(n, 8);
+  gmm_detail::for_each_chunk(chunks.size(), 3.0 * n * d > gmm_detail::kParallelFlops, [&](size_t k) {
+    for (Index i = chunks[k].begin; i < chunks[k].end; ++i)
+      out[static_cast<size_t>(i)] =
+          (Eigen::Map<const VectorF>(X.data() + i * d, d).cast<double>() -
+           Eigen::Map<const VectorF>(xc, d).cast<double>())
+              .squaredNorm();
+  });
 }
 
 // Indices of the seeds, at most K, all distinct points.

@@ -21,17 +21,16 @@ VectorD score_samples(const GaussianMixture& g, const MatrixF& X) {
   const gmm_detail::ComponentDensity dens(g, offset);
   const int K = dens.components();
   const Index width = dens.width();
-  const Index B = gmm_detail::block_rows(width + dens.scratch_width());
+  const Index B = dens.rows_per_block();
   const auto chunks = gmm_detail::partition_rows(n, 8);
   gmm_detail::BlasSingleThread single;
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
   gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
-    std::vector<double> block(static_cast<size_t>(B * width)), logp(static_cast<size_t>(B * K)),
-        scratch;
+    gmm_detail::BlockWork work;
+    std::vector<double> logp(static_cast<size_t>(B * K));
     for (Index start = chunks[c].begin; start < chunks[c].end; start += B) {
       const Index rows = std::min(B, chunks[c].end - start);
-      gmm_detail::load_block(X, start, rows, offset, dens.squares(), block.data());
-      dens.evaluate(block.data(), rows, logp.data(), scratch);
+      dens.evaluate_rows(X, start, rows, offset, work, logp.data());
       gmm_detail::normalise_rows(logp.data(), rows, K, nullptr, out.data() + start);
     }
   });

@@ -1,4 +1,5 @@
 #include "methods/gmm/gmm.h"
+#include "methods/gmm/simd_diag.h"
 
 #include <Eigen/Cholesky>
 #include <gtest/gtest.h>
@@ -253,6 +254,35 @@ TEST_P(GmmTypes, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(one.means, three.means);
   EXPECT_EQ(one.covariances, three.covariances);
   EXPECT_EQ(s1, s3);
+}
+
+TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
+  // Odd sizes on purpose: d not a multiple of 8, K above one tile of 10, rows not a multiple
+  // of anything. Without AVX-512 both runs take the BLAS path and agree trivially.
+  const CovarianceType type = GetParam();
+  const GaussianMixture truth = known_mixture(type, 13, 13, 0.4, 131);
+  Rng rng(132);
+  const MatrixF X = sample_gmm(truth, 1301, rng);
+  GmmOptions o = options_for(type, 13);
+  o.tol = 0;
+  o.max_iter = 6;
+  const GaussianMixture init = fit_gmm(X, [&] { GmmOptions q = o; q.max_iter = 1; return q; }(), 133);
+  ASSERT_EQ(init.components(), 13);
+  gmm_detail::set_simd_kernels_enabled(false);
+  FitInfo blas_info;
+  const GaussianMixture blas = fit_gmm_from(X, init, o, &blas_info);
+  const VectorD blas_scores = score_samples(blas, X);
+  gmm_detail::set_simd_kernels_enabled(true);
+  FitInfo simd_info;
+  const GaussianMixture simd = fit_gmm_from(X, init, o, &simd_info);
+  const VectorD simd_scores = score_samples(blas, X);
+  ASSERT_EQ(simd.components(), blas.components());
+  EXPECT_TRUE(simd.means.isApprox(blas.means, 1e-9));
+  EXPECT_TRUE(simd.covariances.isApprox(blas.covariances, 1e-9));
+  EXPECT_TRUE(simd.weights.isApprox(blas.weights, 1e-9));
+  EXPECT_TRUE(simd_scores.isApprox(blas_scores, 1e-12));
+  for (size_t i = 0; i < blas_info.trace.size(); ++i)
+    EXPECT_NEAR(simd_info.trace[i], blas_info.trace[i], 1e-10 * std::abs(blas_info.trace[i]));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCovarianceTypes, GmmTypes, ::testing::ValuesIn(kTypes),
