@@ -1,0 +1,203 @@
+#include "methods/fedpft/fedpft_core.h"
+
+#include "methods/fedpft/dp.h"
+#include "methods/fedpft/half.h"
+#include "methods/gmm/gmm.h"
+#include "methods/rng.h"
+
+#include <algorithm>
+#include <string>
+
+namespace fednode {
+
+namespace {
+
+// Refuse to materialise more synthetic scalars than this (8 GiB of float32) in one call.
+constexpr double kMaxSyntheticScalars = 2147483648.0;
+
+double variance_floor(const FedPftOptions& o) { return o.gmm.reg_covar > 0 ? o.gmm.reg_covar : 1e-6; }
+
+void check_local(const Features& local, const NodeContext& ctx) {
+  local.validate("local features");
+  if (local.size() > 0 && local.dim() != ctx.dim)
+    throw InputError("local features have dimension " + std::to_string(local.dim()) +
+                     ", the node expects " + std::to_string(ctx.dim));
+  if (local.num_classes != ctx.num_classes)
+    throw InputError("local features have " + std::to_string(local.num_classes) +
+                     " classes, the node expects " + std::to_string(ctx.num_classes));
+}
+
+Knowledge empty_knowledge(const NodeContext& ctx) {
+  Knowledge k;
+  k.backbone_fingerprint = ctx.backbone_fingerprint;
+  k.dim = ctx.dim;
+  k.num_classes = ctx.num_classes;
+  k.payload = GmmKnowledge{};
+  return k;
+}
+
+ClassMixture summarize_class(const MatrixF& X, int label, const FedPftOptions& o,
+                             const NodeContext& ctx) {
+  ClassMixture cm;
+  cm.label = label;
+  cm.count = X.rows();
+  const std::string where = "fedpft class " + std::to_string(label);
+  if (o.dp) {
+    Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
+    cm.mixture = dp_gaussian(X, o.dp_epsilon, o.dp_delta, variance_floor(o), noise);
+  } else {
+    FitInfo info;
+    cm.mixture = fit_gmm(X, o.gmm,
+                         derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::KMeansInit), ctx.node,
+                                                static_cast<uint64_t>(label)}),
+                         &info);
+    if (ctx.progress)
+      ctx.progress(where + ": " + std::to_string(X.rows()) + " samples, K=" +
+                   std::to_string(info.components) + ", " + std::to_string(info.iterations) +
+                   " EM iterations, log-likelihood " + std::to_string(info.lower_bound));
+  }
+  if (o.half_precision) cm.mixture = round_mixture_to_half(cm.mixture, variance_floor(o), where);
+  return cm;
+}
+
+const ClassMixture* find_class(const Knowledge& k, int label) {
+  const auto& classes = std::get<GmmKnowledge>(k.payload).classes;
+  auto it = std::lower_bound(classes.begin(), classes.end(), label,
+                             [](const ClassMixture& c, int l) { return c.label < l; });
+  return it != classes.end() && it->label == label ? &*it : nullptr;
+}
+
+// The pieces select_for_combination chose, validated.
+Selection choose(const std::vector<Knowledge>& received, const Features* local,
+                 const NodeContext& ctx) {
+  if (local) check_local(*local, ctx);
+  for (size_t i = 0; i < received.size(); ++i)
+    validate_gmm_knowledge(received[i], ctx, "received knowledge #" + std::to_string(i));
+  return select_for_combination(received, local, ctx, "fedpft");
+}
+
+void check_synthetic_size(double rows, int dim, const std::string& where) {
+  if (rows * static_cast<double>(dim) > kMaxSyntheticScalars)
+    throw InputError(where + ": " + std::to_string(static_cast<int64_t>(rows)) +
+                     " samples of dimension " + std::to_string(dim) +
+                     " exceed the limit of 2^31 synthetic values");
+}
+
+}  // namespace
+
+void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
+  validate_gmm_options(o.gmm, where);
+  if (o.dp) validate_dp_parameters(o.dp_epsilon, o.dp_delta, where);
+}
+
+void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where) {
+  check_compatible(k, "fedpft", ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+  const auto& classes = std::get<GmmKnowledge>(k.payload).classes;
+  int previous = -1;
+  for (const auto& c : classes) {
+    const std::string w = where + ", class " + std::to_string(c.label);
+    if (c.label < 0 || c.label >= ctx.num_classes)
+      throw InputError(w + ": label outside [0, " + std::to_string(ctx.num_classes) + ")");
+    if (c.label <= previous) throw InputError(w + ": classes must be sorted and unique");
+    previous = c.label;
+    if (c.count < 1 || c.count > kMaxClassCount)
+      throw InputError(w + ": sample count " + std::to_string(c.count) + " outside [1, " +
+                       std::to_string(kMaxClassCount) + "]");
+    c.mixture.validate(w);
+    if (c.mixture.dim() != ctx.dim)
+      throw InputError(w + ": mixture dimension " + std::to_string(c.mixture.dim()) + ", expected " +
+                       std::to_string(ctx.dim));
+  }
+}
+
+uint64_t fedpft_sampling_seed(const NodeContext& ctx, const Contributors& piece, int label) {
+  uint64_t h = derive_seed(0x70696563655F6964ULL, {static_cast<uint64_t>(piece.size())});
+  for (NodeId id : piece) h = derive_seed(h, {id});
+  return derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::GmmSampling), ctx.node,
+                                static_cast<uint64_t>(label), h});
+}
+
+Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const NodeContext& ctx) {
+  validate_fedpft_options(o, "fedpft options");
+  check_local(local, ctx);
+  if (local.size() == 0) throw InputError("fedpft: this node has no local features to summarise");
+  Knowledge k = empty_knowledge(ctx);
+  k.contributors = {ctx.node};
+  auto& g = std::get<GmmKnowledge>(k.payload);
+  const auto counts = local.class_counts();
+  for (int c = 0; c < ctx.num_classes; ++c)
+    if (counts[static_cast<size_t>(c)] > 0) g.classes.push_back(summarize_class(local.rows_of_class(c), c, o, ctx));
+  return k;
+}
+
+Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
+                       const FedPftOptions& o, const NodeContext& ctx) {
+  validate_fedpft_options(o, "fedpft options");
+  const Selection sel = choose(received, local, ctx);
+  if (sel.pieces.empty() && !sel.use_local)
+    throw InputError("fedpft merge: nothing to merge (no usable received knowledge and no local data)");
+  Knowledge out = empty_knowledge(ctx);
+  out.contributors = sel.contributors;
+  auto& g = std::get<GmmKnowledge>(out.payload);
+  for (int c = 0; c < ctx.num_classes; ++c) {
+    std::vector<std::pair<const Knowledge*, const ClassMixture*>> sources;
+    for (const Knowledge* piece : sel.pieces)
+      if (const ClassMixture* cm = find_class(*piece, c)) sources.emplace_back(piece, cm);
+    MatrixF local_rows = sel.use_local ? local->rows_of_class(c) : MatrixF(0, ctx.dim);
+    if (sources.empty() && local_rows.rows() == 0) continue;
+    if (sources.size() == 1 && local_rows.rows() == 0) {
+      ClassMixture forwarded = *sources[0].second;
+      if (o.half_precision)
+        forwarded.mixture = round_mixture_to_half(forwarded.mixture, variance_floor(o),
+                                                  "fedpft class " + std::to_string(c));
+      g.classes.push_back(std::move(forwarded));
+      continue;
+    }
+    double total = static_cast<double>(local_rows.rows());
+    for (const auto& s : sources) total += static_cast<double>(s.second->count);
+    check_synthetic_size(total, ctx.dim, "fedpft merge, class " + std::to_string(c));
+    MatrixF X(static_cast<Eigen::Index>(total), ctx.dim);
+    Eigen::Index row = 0;
+    for (const auto& s : sources) {
+      Rng rng(fedpft_sampling_seed(ctx, s.first->contributors, c));
+      const MatrixF samples = sample_gmm(s.second->mixture, s.second->count, rng);
+      X.middleRows(row, samples.rows()) = samples;
+      row += samples.rows();
+    }
+    X.bottomRows(local_rows.rows()) = local_rows;
+    g.classes.push_back(summarize_class(X, c, o, ctx));
+  }
+  return out;
+}
+
+Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,
+                             const FedPftOptions& o, const NodeContext& ctx) {
+  validate_fedpft_options(o, "fedpft options");
+  const Selection sel = choose(received, local, ctx);
+  double total = sel.use_local ? static_cast<double>(local->size()) : 0.0;
+  for (const Knowledge* piece : sel.pieces)
+    for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes)
+      total += static_cast<double>(cm.count);
+  if (total == 0) throw InputError("fedpft: no knowledge and no local data to train a head on");
+  check_synthetic_size(total, ctx.dim, "fedpft training set");
+  Features out;
+  out.num_classes = ctx.num_classes;
+  out.X.resize(static_cast<Eigen::Index>(total), ctx.dim);
+  out.y.reserve(static_cast<size_t>(total));
+  Eigen::Index row = 0;
+  for (const Knowledge* piece : sel.pieces)
+    for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes) {
+      Rng rng(fedpft_sampling_seed(ctx, piece->contributors, cm.label));
+      const MatrixF samples = sample_gmm(cm.mixture, cm.count, rng);
+      out.X.middleRows(row, samples.rows()) = samples;
+      out.y.insert(out.y.end(), static_cast<size_t>(samples.rows()), cm.label);
+      row += samples.rows();
+    }
+  if (sel.use_local) {
+    out.X.bottomRows(local->size()) = local->X;
+    out.y.insert(out.y.end(), local->y.begin(), local->y.end());
+  }
+  return out;
+}
+
+}  // namespace fednode

@@ -1,0 +1,52 @@
+// FedPFT without head training: summarising local features into per-class mixtures, merging
+// received mixtures with local data (decentralised FedPFT), and assembling the synthetic +
+// real training set a head is trained on. Kept apart from the Method (fedpft.cpp) so that it
+// can be used and tested without LibTorch.
+//
+// Seeds (methods/rng.h), all from the run seed ctx.seed:
+//   EM initialisation of class c at node v:      (KMeansInit, v, c)
+//   DP noise of class c at node v:               (DpNoise, v, c)
+//   samples node v draws from piece P, class c:  (GmmSampling, v, c, hash of P's contributors)
+// so every (receiving node, piece, class) has its own stream, and merge() and the training set
+// of the same node draw the very same synthetic features.
+#pragma once
+
+#include "methods/method.h"
+
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+// Throws InputError if the options are unusable.
+void validate_fedpft_options(const FedPftOptions& options, const std::string& where);
+
+// Throws InputError unless `k` is well-formed FedPFT knowledge for this node: compatible
+// (method, dimension, classes, backbone), classes sorted and unique, labels in range, counts
+// positive and bounded, mixtures valid and of the right dimension.
+void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where);
+
+// Per class with data: a mixture (or, with options.dp, the DP Gaussian) and the count.
+Knowledge fedpft_summarize(const Features& local, const FedPftOptions& options,
+                           const NodeContext& ctx);
+
+// Decentralised FedPFT: the chosen received pieces (select_for_combination) and, if this node
+// is not already among their contributors, its local data, combined per class. A class present
+// in exactly one source is forwarded unchanged (refitting a mixture to its own samples can only
+// lose information); otherwise each piece is sampled to its count, the local rows are added and
+// the class is refitted on the union (count = sum). Contributors = union.
+Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
+                       const FedPftOptions& options, const NodeContext& ctx);
+
+// What the head is trained on: every chosen piece sampled to its counts, plus the local real
+// features if this node is not already among the pieces' contributors.
+Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,
+                             const FedPftOptions& options, const NodeContext& ctx);
+
+// The seed of the stream node ctx.node draws class `label` of a piece with these contributors from.
+uint64_t fedpft_sampling_seed(const NodeContext& ctx, const Contributors& piece, int label);
+
+// Upper bound on a class count accepted from a peer (bounds the synthetic data allocated).
+constexpr int64_t kMaxClassCount = 100000000;
+
+}  // namespace fednode

@@ -1,0 +1,23 @@
+// FedPFT's 16-bit transfer: a mixture rounded to exactly what a receiver of float16 tensors sees.
+#pragma once
+
+#include "methods/knowledge.h"
+
+#include <string>
+
+namespace fednode {
+
+// Rounds weights, means and covariances through float16 (a full covariance's upper triangle,
+// mirrored, since one triangle travels). The result stays usable: variances are floored at
+// `variance_floor` (itself rounded up to a positive float16) and a full covariance that lost
+// positive definiteness in the rounding gets the smallest growing diagonal jitter that restores
+// it (diagonal-only as the last resort), still in float16 values. Weights are kept as rounded
+// (their sum may differ from 1 by float16 rounding; sampling normalises them).
+// Throws InputError, naming `where`, if a value is beyond float16's range.
+GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_floor,
+                                      const std::string& where);
+
+// True if every parameter is a float16 value (what round_mixture_to_half produces).
+bool is_half_exact(const GaussianMixture& g);
+
+}  // namespace fednode

@@ -1,0 +1,441 @@
+#include "methods/gmm/gmm.h"
+#include "methods/gmm/simd_diag.h"
+
+#include <Eigen/Cholesky>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace fednode {
+namespace {
+
+const CovarianceType kTypes[] = {CovarianceType::Full, CovarianceType::Diag,
+                                 CovarianceType::Spherical};
+
+// A mixture with well-separated means (or, with spread < 1, overlapping ones).
+GaussianMixture known_mixture(CovarianceType type, int K, int d, double spread, uint64_t seed) {
+  Rng rng(seed);
+  GaussianMixture g;
+  g.type = type;
+  g.weights = VectorD::Zero(K);
+  for (int k = 0; k < K; ++k) g.weights[k] = 1.0 + k;  // unequal weights
+  g.weights /= g.weights.sum();
+  g.means = MatrixD::Zero(K, d);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < d; ++j) g.means(k, j) = spread * 10.0 * rng.normal();
+  switch (type) {
+    case CovarianceType::Diag:
+      g.covariances.resize(K, d);
+      for (int k = 0; k < K; ++k)
+        for (int j = 0; j < d; ++j) g.covariances(k, j) = 0.5 + 1.5 * rng.uniform();
+      break;
+    case CovarianceType::Spherical:
+      g.covariances.resize(K, 1);
+      for (int k = 0; k < K; ++k) g.covariances(k, 0) = 0.5 + 1.5 * rng.uniform();
+      break;
+    case CovarianceType::Full:
+      g.covariances.resize(K * d, d);
+      for (int k = 0; k < K; ++k) {
+        MatrixD A(d, d);
+        for (int i = 0; i < d; ++i)
+          for (int j = 0; j < d; ++j) A(i, j) = rng.normal();
+        g.covariances.block(k * d, 0, d, d) = A * A.transpose() / d + 0.5 * MatrixD::Identity(d, d);
+      }
+      break;
+  }
+  return g;
+}
+
+GmmOptions options_for(CovarianceType type, int K) {
+  GmmOptions o;
+  o.covariance = type;
+  o.components = K;
+  return o;
+}
+
+// Index of the fitted component nearest to a true mean.
+int nearest(const GaussianMixture& g, const VectorD& mu) {
+  int best = 0;
+  for (int k = 1; k < g.components(); ++k)
+    if ((g.means.row(k).transpose() - mu).norm() < (g.means.row(best).transpose() - mu).norm())
+      best = k;
+  return best;
+}
+
+MatrixD component_covariance(const GaussianMixture& g, int k) {
+  const int d = g.dim();
+  switch (g.type) {
+    case CovarianceType::Full: return g.covariances.block(k * d, 0, d, d);
+    case CovarianceType::Diag: return g.covariances.row(k).transpose().asDiagonal();
+    case CovarianceType::Spherical: return g.covariances(k, 0) * MatrixD::Identity(d, d);
+  }
+  return {};
+}
+
+class GmmTypes : public ::testing::TestWithParam<CovarianceType> {};
+
+TEST_P(GmmTypes, RecoversWellSeparatedMixture) {
+  const CovarianceType type = GetParam();
+  const GaussianMixture truth = known_mixture(type, 3, 5, 1.0, 11);
+  Rng rng(12);
+  const MatrixF X = sample_gmm(truth, 3000, rng);
+  FitInfo info;
+  const GaussianMixture fit = fit_gmm(X, options_for(type, 3), 13, &info);
+  ASSERT_EQ(fit.components(), 3);
+  EXPECT_TRUE(info.converged);
+  std::set<int> matched;
+  for (int k = 0; k < 3; ++k) {
+    const int m = nearest(fit, truth.means.row(k).transpose());
+    matched.insert(m);
+    EXPECT_LT((fit.means.row(m) - truth.means.row(k)).norm(), 0.2) << "component " << k;
+    EXPECT_NEAR(fit.weights[m], truth.weights[k], 0.03);
+    const MatrixD diff = component_covariance(fit, m) - component_covariance(truth, k);
+    EXPECT_LT(diff.norm() / component_covariance(truth, k).norm(), 0.2) << "component " << k;
+  }
+  EXPECT_EQ(matched.size(), 3u);  // one fitted component per true one
+  EXPECT_NO_THROW(fit.validate("fit"));
+}
+
+TEST_P(GmmTypes, LogLikelihoodNeverDecreases) {
+  const CovarianceType type = GetParam();
+  const GaussianMixture truth = known_mixture(type, 4, 4, 0.12, 21);  // heavily overlapping
+  Rng rng(22);
+  const MatrixF X = sample_gmm(truth, 1500, rng);
+  GmmOptions o = options_for(type, 5);
+  o.tol = 0;
+  o.max_iter = 60;
+  FitInfo info;
+  fit_gmm(X, o, 23, &info);
+  ASSERT_EQ(static_cast<int>(info.trace.size()), info.iterations);
+  ASSERT_GE(info.trace.size(), 10u);
+  for (size_t i = 1; i < info.trace.size(); ++i)
+    EXPECT_GE(info.trace[i], info.trace[i - 1] - 1e-10 * std::abs(info.trace[i - 1]))
+        << "iteration " << i;
+  EXPECT_GT(info.trace.back(), info.trace.front());
+  EXPECT_EQ(info.lower_bound, info.trace.back());
+}
+
+TEST_P(GmmTypes, SamplingMatchesMoments) {
+  const CovarianceType type = GetParam();
+  const int d = 3;
+  const GaussianMixture g = known_mixture(type, 2, d, 0.3, 31);
+  Rng rng(32);
+  const int64_t n = 20000;
+  const MatrixF S = sample_gmm(g, n, rng);
+  ASSERT_EQ(S.rows(), n);
+  ASSERT_TRUE(S.allFinite());
+  // Mixture moments: mean = sum w mu, covariance = sum w (Sigma + mu mu^T) - mean mean^T.
+  const VectorD mean = g.means.transpose() * g.weights;
+  MatrixD cov = -mean * mean.transpose();
+  for (int k = 0; k < 2; ++k)
+    cov += g.weights[k] * (component_covariance(g, k) +
+                           g.means.row(k).transpose() * g.means.row(k));
+  const MatrixD Sd = S.cast<double>();
+  const VectorD sample_mean = Sd.colwise().mean().transpose();
+  const MatrixD centred = Sd.rowwise() - sample_mean.transpose();
+  const MatrixD sample_cov = centred.transpose() * centred / static_cast<double>(n - 1);
+  for (int j = 0; j < d; ++j) {
+    const double se = std::sqrt(cov(j, j) / static_cast<double>(n));
+    EXPECT_NEAR(sample_mean[j], mean[j], 4.5 * se) << "dimension " << j;
+    for (int l = 0; l < d; ++l)
+      EXPECT_NEAR(sample_cov(j, l), cov(j, l), 0.05 * std::sqrt(cov(j, j) * cov(l, l)))
+          << "entry " << j << "," << l;
+  }
+  // Component counts follow the weights.
+  Rng again(32);
+  const MatrixF S2 = sample_gmm(g, n, again);
+  EXPECT_EQ(S, S2);
+}
+
+TEST_P(GmmTypes, FewerDistinctPointsThanComponentsReducesK) {
+  const CovarianceType type = GetParam();
+  const GmmOptions o = options_for(type, 10);
+  MatrixF three(3, 4);
+  three << 1, 2, 3, 4, 5, 6, 7, 8, -1, 0, 2, 9;
+  FitInfo info;
+  GaussianMixture g = fit_gmm(three, o, 1, &info);
+  EXPECT_EQ(g.components(), 3);
+  EXPECT_EQ(info.components, 3);
+  EXPECT_NO_THROW(g.validate("three points"));
+
+  MatrixF two_distinct(7, 4);
+  for (int i = 0; i < 7; ++i) two_distinct.row(i) = three.row(i % 2);
+  g = fit_gmm(two_distinct, o, 2);
+  EXPECT_EQ(g.components(), 2);
+  EXPECT_NO_THROW(g.validate("two distinct points"));
+  EXPECT_TRUE(score_samples(g, two_distinct).allFinite());
+
+  g = fit_gmm(three.topRows(1), o, 3);
+  EXPECT_EQ(g.components(), 1);
+  EXPECT_NO_THROW(g.validate("one point"));
+  EXPECT_TRUE(g.means.row(0).isApprox(three.row(0).cast<double>()));
+}
+
+TEST_P(GmmTypes, DuplicatesAndConstantDimensionsStayFinite) {
+  const CovarianceType type = GetParam();
+  Rng rng(41);
+  MatrixF X(300, 6);
+  for (int i = 0; i < 100; ++i)
+    for (int j = 0; j < 6; ++j) X(i, j) = static_cast<float>(j == 2 ? 7.0 : rng.normal() + (i % 3) * 5);
+  X.middleRows(100, 100) = X.topRows(100);  // every point three times
+  X.bottomRows(100) = X.topRows(100);
+  for (const double reg : {1e-6, 0.0}) {
+    GmmOptions o = options_for(type, 4);
+    o.reg_covar = reg;
+    FitInfo info;
+    const GaussianMixture g = fit_gmm(X, o, 42, &info);
+    EXPECT_NO_THROW(g.validate("duplicates"));
+    EXPECT_TRUE(std::isfinite(info.lower_bound));
+    EXPECT_TRUE(score_samples(g, X).allFinite());
+    Rng s(43);
+    EXPECT_TRUE(sample_gmm(g, 500, s).allFinite());
+  }
+}
+
+TEST_P(GmmTypes, ScoreMatchesDirectFormula) {
+  const CovarianceType type = GetParam();
+  const int d = 4;
+  const GaussianMixture g = known_mixture(type, 3, d, 0.3, 51);
+  Rng rng(52);
+  const MatrixF X = sample_gmm(g, 40, rng);
+  const VectorD scores = score_samples(g, X);
+  for (int i = 0; i < X.rows(); ++i) {
+    const VectorD x = X.row(i).cast<double>().transpose();
+    double p = 0;
+    for (int k = 0; k < 3; ++k) {
+      const MatrixD S = component_covariance(g, k);
+      const Eigen::LLT<MatrixD> llt(S);
+      const VectorD r = x - g.means.row(k).transpose();
+      const double maha = r.dot(llt.solve(r));
+      const double logdet = 2 * MatrixD(llt.matrixL()).diagonal().array().log().sum();
+      p += g.weights[k] * std::exp(-0.5 * (d * std::log(2 * M_PI) + logdet + maha));
+    }
+    EXPECT_NEAR(scores[i], std::log(p), 1e-9 * std::max(1.0, std::abs(std::log(p)))) << "row " << i;
+  }
+  EXPECT_NEAR(mean_log_likelihood(g, X), scores.mean(), 1e-12);
+}
+
+TEST_P(GmmTypes, FitFromInitialMixtureEqualsFit) {
+  const CovarianceType type = GetParam();
+  const GaussianMixture truth = known_mixture(type, 3, 3, 0.5, 61);
+  Rng rng(62);
+  const MatrixF X = sample_gmm(truth, 600, rng);
+  const GmmOptions o = options_for(type, 3);
+  const GaussianMixture a = fit_gmm(X, o, 63);
+  Rng init_rng(63);
+  const GaussianMixture init = initial_mixture(X, o, init_rng);
+  const GaussianMixture b = fit_gmm_from(X, init, o);
+  EXPECT_EQ(a.means, b.means);
+  EXPECT_EQ(a.covariances, b.covariances);
+  EXPECT_EQ(a.weights, b.weights);
+}
+
+TEST_P(GmmTypes, ThreadCountDoesNotChangeTheResult) {
+  const CovarianceType type = GetParam();
+  // Large enough that the passes and the sampling do run in parallel (kParallelFlops).
+  const GaussianMixture truth = known_mixture(type, 3, 48, 0.3, 71);
+  Rng rng(72);
+  const MatrixF X = sample_gmm(truth, 6000, rng);
+  GmmOptions o = options_for(type, 4);
+  o.max_iter = 15;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const GaussianMixture one = fit_gmm(X, o, 73);
+  Rng r1(74);
+  const MatrixF s1 = sample_gmm(one, 5000, r1);
+  omp_set_num_threads(3);
+  const GaussianMixture three = fit_gmm(X, o, 73);
+  Rng r3(74);
+  const MatrixF s3 = sample_gmm(three, 5000, r3);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(one.means, three.means);
+  EXPECT_EQ(one.covariances, three.covariances);
+  EXPECT_EQ(s1, s3);
+}
+
+TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
+  // Odd sizes on purpose: d not a multiple of 8, K above one tile of 10, rows not a multiple
+  // of anything. Without AVX-512 both runs take the BLAS path and agree trivially.
+  const CovarianceType type = GetParam();
+  const GaussianMixture truth = known_mixture(type, 13, 13, 0.4, 131);
+  Rng rng(132);
+  const MatrixF X = sample_gmm(truth, 1301, rng);
+  GmmOptions o = options_for(type, 13);
+  o.tol = 0;
+  o.max_iter = 6;
+  const GaussianMixture init = fit_gmm(X, [&] { GmmOptions q = o; q.max_iter = 1; return q; }(), 133);
+  ASSERT_EQ(init.components(), 13);
+  gmm_detail::set_simd_kernels_enabled(false);
+  FitInfo blas_info;
+  const GaussianMixture blas = fit_gmm_from(X, init, o, &blas_info);
+  const VectorD blas_scores = score_samples(blas, X);
+  gmm_detail::set_simd_kernels_enabled(true);
+  FitInfo simd_info;
+  const GaussianMixture simd = fit_gmm_from(X, init, o, &simd_info);
+  const VectorD simd_scores = score_samples(blas, X);
+  ASSERT_EQ(simd.components(), blas.components());
+  EXPECT_TRUE(simd.means.isApprox(blas.means, 1e-9));
+  EXPECT_TRUE(simd.covariances.isApprox(blas.covariances, 1e-9));
+  EXPECT_TRUE(simd.weights.isApprox(blas.weights, 1e-9));
+  EXPECT_TRUE(simd_scores.isApprox(blas_scores, 1e-12));
+  for (size_t i = 0; i < blas_info.trace.size(); ++i)
+    EXPECT_NEAR(simd_info.trace[i], blas_info.trace[i], 1e-10 * std::abs(blas_info.trace[i]));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCovarianceTypes, GmmTypes, ::testing::ValuesIn(kTypes),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(Gmm, SameSeedSameMixtureDifferentSeedDifferentDraws) {
+  const GaussianMixture truth = known_mixture(CovarianceType::Diag, 3, 4, 0.5, 81);
+  Rng rng(82);
+  const MatrixF X = sample_gmm(truth, 800, rng);
+  const GmmOptions o = options_for(CovarianceType::Diag, 3);
+  EXPECT_EQ(fit_gmm(X, o, 5).means, fit_gmm(X, o, 5).means);
+  Rng a(9), b(9), c(10);
+  const MatrixF sa = sample_gmm(truth, 100, a), sb = sample_gmm(truth, 100, b),
+                sc = sample_gmm(truth, 100, c);
+  EXPECT_EQ(sa, sb);
+  EXPECT_NE(sa, sc);
+}
+
+TEST(Gmm, MoreInitialisationsNeverEndLower) {
+  const GaussianMixture truth = known_mixture(CovarianceType::Diag, 5, 3, 0.2, 91);
+  Rng rng(92);
+  const MatrixF X = sample_gmm(truth, 1000, rng);
+  GmmOptions o = options_for(CovarianceType::Diag, 5);
+  FitInfo one, four;
+  fit_gmm(X, o, 93, &one);
+  o.n_init = 4;
+  fit_gmm(X, o, 93, &four);
+  EXPECT_GE(four.lower_bound, one.lower_bound);
+  EXPECT_GE(four.best_init, 0);
+  EXPECT_LT(four.best_init, 4);
+}
+
+TEST(Gmm, KMeansPlusPlusOnlyInitialisationFits) {
+  const GaussianMixture truth = known_mixture(CovarianceType::Spherical, 3, 3, 1.0, 95);
+  Rng rng(96);
+  const MatrixF X = sample_gmm(truth, 900, rng);
+  GmmOptions o = options_for(CovarianceType::Spherical, 3);
+  o.init = GmmOptions::Init::KMeansPlusPlus;
+  FitInfo info;
+  const GaussianMixture g = fit_gmm(X, o, 97, &info);
+  EXPECT_EQ(info.kmeans_iterations, 0);
+  EXPECT_EQ(g.components(), 3);
+  for (int k = 0; k < 3; ++k)
+    EXPECT_LT((g.means.row(nearest(g, truth.means.row(k).transpose())) - truth.means.row(k)).norm(), 0.3);
+}
+
+TEST(Gmm, CollapsedComponentIsDroppedAndWeightsRenormalised) {
+  const GaussianMixture truth = known_mixture(CovarianceType::Diag, 2, 3, 1.0, 101);
+  Rng rng(102);
+  const MatrixF X = sample_gmm(truth, 500, rng);
+  GaussianMixture init = truth;
+  init.weights.conservativeResize(3);
+  init.weights << 0.4, 0.4, 0.2;
+  init.means.conservativeResize(3, 3);
+  init.means.row(2).setConstant(1e4);  // nowhere near the data: no responsibility at all
+  init.covariances.conservativeResize(3, 3);
+  init.covariances.row(2).setConstant(1.0);
+  FitInfo info;
+  const GaussianMixture g = fit_gmm_from(X, init, options_for(CovarianceType::Diag, 3), &info);
+  EXPECT_EQ(g.components(), 2);
+  EXPECT_GE(info.dropped_components, 1);
+  EXPECT_NEAR(g.weights.sum(), 1.0, 1e-12);
+  EXPECT_NO_THROW(g.validate("after drop"));
+}
+
+TEST(Gmm, KMeansFindsSeparatedClustersAndCountsDistinctPoints) {
+  MatrixF X(60, 2);
+  Rng rng(111);
+  for (int i = 0; i < 60; ++i) {
+    X(i, 0) = static_cast<float>((i % 3) * 20 + 0.3 * rng.normal());
+    X(i, 1) = static_cast<float>(0.3 * rng.normal());
+  }
+  Rng r(112);
+  const KMeansResult km = kmeans(X, 3, r, true);
+  ASSERT_EQ(km.centers.rows(), 3);
+  std::set<long> centres;
+  for (int k = 0; k < 3; ++k) centres.insert(std::lround(km.centers(k, 0) / 20.0));
+  EXPECT_EQ(centres, (std::set<long>{0, 1, 2}));
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(km.labels[i], km.labels[i % 3]);
+
+  MatrixF dup(10, 2);
+  for (int i = 0; i < 10; ++i) dup.row(i) << static_cast<float>(i % 4), 1.0f;
+  Rng r2(113);
+  EXPECT_EQ(kmeans(dup, 8, r2, true).centers.rows(), 4);
+}
+
+TEST(Gmm, RejectsBadInput) {
+  MatrixF X = MatrixF::Ones(10, 2);
+  X(0, 0) = 1.0f;
+  GmmOptions o;
+  EXPECT_THROW(fit_gmm(MatrixF(0, 3), o, 1), InputError);
+  MatrixF bad = X;
+  bad(3, 1) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(fit_gmm(bad, o, 1), InputError);
+  o.components = 0;
+  EXPECT_THROW(fit_gmm(X, o, 1), InputError);
+  o = GmmOptions();
+  o.tol = -1;
+  EXPECT_THROW(fit_gmm(X, o, 1), InputError);
+  o = GmmOptions();
+  o.max_iter = 0;
+  EXPECT_THROW(fit_gmm(X, o, 1), InputError);
+  o = GmmOptions();
+  o.reg_covar = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(fit_gmm(X, o, 1), InputError);
+  o = GmmOptions();
+  const GaussianMixture g = fit_gmm(X, o, 1);
+  GmmOptions full = o;
+  full.covariance = CovarianceType::Full;
+  EXPECT_THROW(fit_gmm_from(X, g, full), InputError);
+  EXPECT_THROW(score_samples(g, MatrixF::Ones(3, 5)), InputError);
+  Rng rng(1);
+  EXPECT_THROW(sample_gmm(g, -1, rng), InputError);
+  GaussianMixture broken = g;
+  broken.covariances(0, 0) = -1;
+  EXPECT_THROW(sample_gmm(broken, 5, rng), InputError);
+}
+
+TEST(Gmm, RobustCholeskyRegularisesIndefiniteMatrices) {
+  MatrixD pd(2, 2);
+  pd << 4, 1, 1, 3;
+  MatrixD L;
+  EXPECT_EQ(robust_cholesky(pd, L), 0);
+  EXPECT_TRUE((L * L.transpose()).isApprox(pd, 1e-14));
+
+  MatrixD singular = MatrixD::Ones(3, 3);  // rank one
+  EXPECT_EQ(robust_cholesky(singular, L), 1);
+  EXPECT_TRUE(L.allFinite());
+  EXPECT_TRUE((L.diagonal().array() > 0).all());
+  EXPECT_LT((L * L.transpose() - singular).norm(), 1e-6);
+
+  MatrixD indefinite(2, 2);
+  indefinite << 1, 2, 2, 1;
+  EXPECT_EQ(robust_cholesky(indefinite, L), 1);
+  EXPECT_TRUE(L.allFinite());
+  EXPECT_TRUE((L.diagonal().array() > 0).all());
+}
+
+TEST(Gmm, FullCovarianceOnDegenerateSubspaceStaysFinite) {
+  // Points on a line in 4 dimensions: every empirical covariance is singular.
+  MatrixF X(200, 4);
+  Rng rng(121);
+  for (int i = 0; i < 200; ++i) {
+    const double t = rng.normal() + (i % 2) * 10;
+    X.row(i) << static_cast<float>(t), static_cast<float>(2 * t), static_cast<float>(-t), 1.0f;
+  }
+  FitInfo info;
+  const GaussianMixture g = fit_gmm(X, options_for(CovarianceType::Full, 2), 122, &info);
+  EXPECT_NO_THROW(g.validate("line"));
+  EXPECT_TRUE(score_samples(g, X).allFinite());
+  Rng s(123);
+  EXPECT_TRUE(sample_gmm(g, 100, s).allFinite());
+}
+
+}  // namespace
+}  // namespace fednode
