@@ -41,4 +41,8 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
 std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const AdapterTrainOptions& opt,
                                                 const EpochCallback& on_epoch = {});
 
+// The adapter's forward pass through the LibTorch module that train_adapter_head trains, for
+// checking AdapterHead's Eigen inference against it (and any exported copy against both).
+MatrixF adapter_scores_torch(const AdapterHead& head, const MatrixF& X);
+
 }  // namespace fednode
