@@ -85,6 +85,7 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
   if (opt.hidden1 < 1 || opt.hidden1 > kMaxHidden || opt.hidden2 < 1 || opt.hidden2 > kMaxHidden)
     throw InputError(who + ": hidden sizes must be in [1, " + std::to_string(kMaxHidden) + "], got " +
                      std::to_string(opt.hidden1) + " and " + std::to_string(opt.hidden2));
+  if (opt.min_steps < 0) throw InputError(who + ": min_steps must be >= 0, got " + std::to_string(opt.min_steps));
   if (!(opt.momentum >= 0.0 && opt.momentum < 1.0))
     throw InputError(who + ": momentum must be in [0, 1), got " + std::to_string(opt.momentum));
   TorchThreadsGuard threads(opt.threads);
@@ -113,7 +114,8 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
                               .to(torch::kInt64);
   Rng shuffle_rng = Rng::stream(opt.seed, Purpose::HeadShuffle);
   const int64_t batch = std::min<int64_t>(opt.batch_size, n);
-  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+  const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     const std::vector<int64_t> order = shuffled_order(shuffle_rng, n);
     const torch::Tensor perm = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kInt64);
     double loss_sum = 0.0;
@@ -127,7 +129,7 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
       optimizer.step();
       loss_sum += loss.item<double>() * static_cast<double>(len);
     }
-    if (on_epoch) on_epoch(epoch, loss_sum / static_cast<double>(n));
+    if (on_epoch) on_epoch(static_cast<int>(epoch), loss_sum / static_cast<double>(n));
   }
   return std::make_unique<AdapterHead>(net->layers());
 }

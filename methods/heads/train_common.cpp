@@ -3,6 +3,7 @@
 // Only the thread-pool API: far cheaper to compile than <torch/torch.h>.
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -25,6 +26,13 @@ void check_optimizer_settings(double lr, int epochs, int batch_size, double weig
     throw InputError(who + ": weight decay must be non-negative and finite, got " +
                      std::to_string(weight_decay));
   if (threads < 0) throw InputError(who + ": threads must be >= 0, got " + std::to_string(threads));
+}
+
+int64_t training_epochs(int64_t n, int batch_size, int epochs, int min_steps) {
+  if (n <= 0 || batch_size <= 0) return std::max(epochs, 0);
+  const int64_t batch = std::min<int64_t>(batch_size, n);
+  const int64_t steps_per_epoch = (n + batch - 1) / batch;
+  return std::max<int64_t>(epochs, (std::max(min_steps, 0) + steps_per_epoch - 1) / steps_per_epoch);
 }
 
 std::vector<int64_t> shuffled_order(Rng& rng, int64_t n) {

@@ -31,6 +31,7 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
   const std::string who = "linear head training";
   check_training_set(train, who);
   check_optimizer_settings(opt.lr, opt.epochs, opt.batch_size, opt.weight_decay, opt.threads, who);
+  if (opt.min_steps < 0) throw InputError(who + ": min_steps must be >= 0, got " + std::to_string(opt.min_steps));
   TorchThreadsGuard threads(opt.threads);
   torch::NoGradGuard no_grad_outside_steps;
 
@@ -66,7 +67,8 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
 
   Rng shuffle_rng = Rng::stream(opt.seed, Purpose::HeadShuffle);
   const int64_t batch = std::min<int64_t>(opt.batch_size, n);
-  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+  const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     const std::vector<int64_t> order = shuffled_order(shuffle_rng, n);
     const torch::Tensor perm = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kInt64);
     double loss_sum = 0.0;
@@ -83,7 +85,7 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
       optimizer.step();
       loss_sum += loss.item<double>() * static_cast<double>(len);
     }
-    if (on_epoch) on_epoch(epoch, loss_sum / static_cast<double>(n));
+    if (on_epoch) on_epoch(static_cast<int>(epoch), loss_sum / static_cast<double>(n));
   }
 
   MatrixF W = to_matrix(linear->weight);

@@ -48,6 +48,7 @@ FedTcOptions quick_options() {
   o.head.hidden2 = 16;
   o.head.lr = 0.05;
   o.head.epochs = 30;
+  o.head.min_steps = 0;
   o.head.batch_size = 16;
   o.head.threads = 1;
   return o;

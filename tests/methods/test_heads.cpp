@@ -37,6 +37,7 @@ LinearTrainOptions quick_linear() {
   LinearTrainOptions o;
   o.lr = 1e-2;
   o.epochs = 30;
+  o.min_steps = 0;
   o.batch_size = 32;
   o.threads = 1;
   o.seed = 7;
@@ -49,6 +50,7 @@ AdapterTrainOptions quick_adapter() {
   o.hidden2 = 16;
   o.lr = 0.05;
   o.epochs = 40;
+  o.min_steps = 0;
   o.batch_size = 16;
   o.threads = 1;
   o.seed = 3;
@@ -83,6 +85,20 @@ TEST(LinearHeadTraining, ReportsEveryEpochAndLossFalls) {
   });
   ASSERT_EQ(losses.size(), 12u);
   EXPECT_LT(losses.back(), 0.5 * losses.front());
+
+  // 120 samples in batches of 32 are 4 steps an epoch: 50 steps need 13 epochs.
+  opt.epochs = 3;
+  opt.min_steps = 50;
+  losses.clear();
+  train_linear_head(train, opt, [&](int, double loss) { losses.push_back(loss); });
+  EXPECT_EQ(losses.size(), 13u);
+}
+
+TEST(HeadTraining, MinStepsExtendsShortRuns) {
+  EXPECT_EQ(training_epochs(60000, 64, 30, 5000), 30);   // 938 steps an epoch: epochs rule
+  EXPECT_EQ(training_epochs(1000, 64, 30, 5000), 313);   // 16 steps an epoch
+  EXPECT_EQ(training_epochs(10, 64, 3, 7), 7);           // one (short) batch an epoch
+  EXPECT_EQ(training_epochs(100, 10, 5, 0), 5);
 }
 
 TEST(LinearHeadTraining, SameSeedSameBitsDifferentSeedDifferent) {
@@ -158,11 +174,17 @@ TEST(LinearHeadTraining, RejectsBadInput) {
   opt.batch_size = 0;
   EXPECT_THROW(train_linear_head(ok, opt), InputError);
   opt = quick_linear();
+  opt.min_steps = -1;
+  EXPECT_THROW(train_linear_head(ok, opt), InputError);
+  opt = quick_linear();
   opt.weight_decay = -1;
   EXPECT_THROW(train_linear_head(ok, opt), InputError);
 
   auto aopt = quick_adapter();
   aopt.momentum = 1.0;
+  EXPECT_THROW(train_adapter_head(ok, aopt), InputError);
+  aopt = quick_adapter();
+  aopt.min_steps = -5;
   EXPECT_THROW(train_adapter_head(ok, aopt), InputError);
   aopt = quick_adapter();
   aopt.hidden1 = 0;
