@@ -1,5 +1,6 @@
 #include "methods/heads/head.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <istream>
@@ -45,9 +46,21 @@ MatrixF read_matrix(std::istream& in, const std::string& where) {
       rows * cols > kMaxHeadScalars)
     throw InputError(where + ": implausible head matrix shape " + std::to_string(rows) + "x" +
                      std::to_string(cols));
-  MatrixF m(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  if (!in.read(reinterpret_cast<char*>(m.data()), static_cast<std::streamsize>(m.size() * 4)))
-    throw InputError(where + ": truncated head file");
+  // Read in chunks so that memory grows with the bytes actually present: a corrupt shape in a
+  // short file costs at most one chunk, not the gigabyte the shape claims.
+  const uint64_t total = rows * cols;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  std::vector<float> data;
+  data.reserve(static_cast<size_t>(std::min(total, kChunk)));
+  while (data.size() < total) {
+    const size_t at = data.size();
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, total - at));
+    data.resize(at + len);
+    if (!in.read(reinterpret_cast<char*>(data.data() + at), static_cast<std::streamsize>(len * 4)))
+      throw InputError(where + ": truncated head file");
+  }
+  MatrixF m = Eigen::Map<const MatrixF>(data.data(), static_cast<Eigen::Index>(rows),
+                                        static_cast<Eigen::Index>(cols));
   if (!m.allFinite()) throw InputError(where + ": head holds NaN or Inf");
   return m;
 }
@@ -81,7 +94,23 @@ Labels Head::predict(const MatrixF& X) const {
   return out;
 }
 
+namespace {
+
+// Prediction bookkeeping indexes by label: check before indexing, never after.
+void check_test_set(const Features& test, int classes) {
+  if (static_cast<size_t>(test.X.rows()) != test.y.size())
+    throw InputError("test set: " + std::to_string(test.X.rows()) + " feature rows but " +
+                     std::to_string(test.y.size()) + " labels");
+  for (size_t i = 0; i < test.y.size(); ++i)
+    if (test.y[i] < 0 || test.y[i] >= classes)
+      throw InputError("test set: label " + std::to_string(test.y[i]) + " at row " + std::to_string(i) +
+                       " is outside [0, " + std::to_string(classes) + ")");
+}
+
+}  // namespace
+
 double Head::accuracy(const Features& test) const {
+  check_test_set(test, std::max(num_classes(), test.num_classes));
   if (test.size() == 0) return 0.0;
   const Labels p = predict(test.X);
   int64_t correct = 0;
@@ -90,7 +119,10 @@ double Head::accuracy(const Features& test) const {
 }
 
 std::vector<ClassAccuracy> Head::per_class_accuracy(const Features& test) const {
-  std::vector<ClassAccuracy> out(static_cast<size_t>(std::max(num_classes(), test.num_classes)));
+  const int classes = std::max(num_classes(), test.num_classes);
+  check_test_set(test, classes);
+  std::vector<ClassAccuracy> out(static_cast<size_t>(classes));
+  if (test.size() == 0) return out;
   const Labels p = predict(test.X);
   for (size_t i = 0; i < p.size(); ++i) {
     auto& c = out.at(static_cast<size_t>(test.y[i]));
@@ -110,13 +142,18 @@ void Head::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError("cannot open '" + path + "' for writing");
   save(out);
+  out.flush();
   if (!out) throw InputError("failed writing head to '" + path + "'");
 }
 
 std::unique_ptr<Head> Head::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open head file '" + path + "'");
-  return load(in, path);
+  auto head = load(in, path);
+  // A file holds exactly one head; anything after it means the file is not what it claims.
+  if (in.peek() != std::char_traits<char>::eof())
+    throw InputError(path + ": unexpected bytes after the head");
+  return head;
 }
 
 std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {

@@ -1,0 +1,80 @@
+#include "methods/heads/train_common.h"
+
+// Only the thread-pool API: far cheaper to compile than <torch/torch.h>.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace fednode {
+
+void check_training_set(const Features& train, const std::string& who) {
+  if (train.size() == 0) throw InputError(who + ": no training samples");
+  if (train.dim() <= 0) throw InputError(who + ": training features have no columns");
+  train.validate(who + " training set");
+}
+
+void check_optimizer_settings(double lr, int epochs, int batch_size, double weight_decay, int threads,
+                              const std::string& who) {
+  if (!(lr > 0.0) || !std::isfinite(lr))
+    throw InputError(who + ": learning rate must be positive and finite, got " + std::to_string(lr));
+  if (epochs < 1) throw InputError(who + ": epochs must be at least 1, got " + std::to_string(epochs));
+  if (batch_size < 1)
+    throw InputError(who + ": batch size must be at least 1, got " + std::to_string(batch_size));
+  if (!(weight_decay >= 0.0) || !std::isfinite(weight_decay))
+    throw InputError(who + ": weight decay must be non-negative and finite, got " +
+                     std::to_string(weight_decay));
+  if (threads < 0) throw InputError(who + ": threads must be >= 0, got " + std::to_string(threads));
+}
+
+int64_t training_epochs(int64_t n, int batch_size, int epochs, int min_steps) {
+  if (n <= 0 || batch_size <= 0) return std::max(epochs, 0);
+  const int64_t batch = std::min<int64_t>(batch_size, n);
+  const int64_t steps_per_epoch = (n + batch - 1) / batch;
+  return std::max<int64_t>(epochs, (std::max(min_steps, 0) + steps_per_epoch - 1) / steps_per_epoch);
+}
+
+std::vector<int64_t> shuffled_order(Rng& rng, int64_t n) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+  }
+  return order;
+}
+
+void pytorch_default_init(Rng& rng, MatrixF& W, VectorF& b) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(W.cols()));
+  for (Eigen::Index i = 0; i < W.rows(); ++i)
+    for (Eigen::Index j = 0; j < W.cols(); ++j)
+      W(i, j) = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+  for (Eigen::Index i = 0; i < b.size(); ++i) b(i) = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+}
+
+Standardizer fit_standardizer(const MatrixF& X) {
+  Standardizer s;
+  const Eigen::Index n = X.rows(), d = X.cols();
+  s.mean = VectorD::Zero(d);
+  VectorD sq = VectorD::Zero(d);
+  for (Eigen::Index i = 0; i < n; ++i) s.mean += X.row(i).cast<double>().transpose();
+  s.mean /= static_cast<double>(n);
+  // Two-pass variance: the one-pass formula loses everything on large-offset columns.
+  for (Eigen::Index i = 0; i < n; ++i)
+    sq += (X.row(i).cast<double>().transpose() - s.mean).array().square().matrix();
+  s.scale = (sq / static_cast<double>(n)).array().sqrt().matrix();
+  for (Eigen::Index j = 0; j < d; ++j)
+    if (!(s.scale(j) > 1e-12 * std::max(1.0, std::abs(s.mean(j))))) s.scale(j) = 1.0;
+  return s;
+}
+
+TorchThreadsGuard::TorchThreadsGuard(int threads) : previous_(at::get_num_threads()) {
+  if (threads > 0) at::set_num_threads(threads);
+}
+
+TorchThreadsGuard::~TorchThreadsGuard() {
+  if (at::get_num_threads() != previous_) at::set_num_threads(previous_);
+}
+
+}  // namespace fednode

@@ -1,0 +1,52 @@
+// The LibTorch-free parts of head training shared by train_linear.cpp and train_adapter.cpp:
+// input checks, seeded mini-batch orders, seeded PyTorch-style initialisation and thread
+// settings. Kept out of the two LibTorch translation units so that they stay small.
+#pragma once
+
+#include "methods/heads/train.h"
+#include "methods/rng.h"
+#include "methods/types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+// Throws InputError naming what is wrong with a training set (empty, labels out of range,
+// non-finite values, no columns) or with the generic optimiser settings.
+void check_training_set(const Features& train, const std::string& who);
+void check_optimizer_settings(double lr, int epochs, int batch_size, double weight_decay, int threads,
+                              const std::string& who);
+
+// A fresh permutation of [0, n) per epoch, drawn from `rng` by Fisher-Yates with Rng::below, so
+// that the order does not depend on the standard library's shuffle.
+std::vector<int64_t> shuffled_order(Rng& rng, int64_t n);
+
+// PyTorch's default nn.Linear initialisation (kaiming_uniform with a = sqrt(5), i.e.
+// U(-1/sqrt(in), 1/sqrt(in)) for weights and biases), drawn from our own stream instead of
+// LibTorch's global generator: no global state, safe when several nodes train at once.
+void pytorch_default_init(Rng& rng, MatrixF& W, VectorF& b);
+
+// Per-column mean and standard deviation (population, as scikit-learn's StandardScaler), in
+// double precision; a constant column gets scale 1 so that it passes through unchanged.
+struct Standardizer {
+  VectorD mean;
+  VectorD scale;
+};
+Standardizer fit_standardizer(const MatrixF& X);
+
+// Sets LibTorch's intra-op thread count for the lifetime of the guard and restores the previous
+// value afterwards, so that training one head does not change the caller's setting.
+class TorchThreadsGuard {
+ public:
+  explicit TorchThreadsGuard(int threads);
+  ~TorchThreadsGuard();
+  TorchThreadsGuard(const TorchThreadsGuard&) = delete;
+  TorchThreadsGuard& operator=(const TorchThreadsGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace fednode
