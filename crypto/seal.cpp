@@ -91,6 +91,16 @@ Sealed seal_with_nonce(const MessageKeys& keys, std::string_view header, std::st
 
 }  // namespace detail
 
+void seal_into(const MessageKeys& keys, std::string_view header, std::string_view plaintext,
+               uint8_t nonce[kSealNonceBytes], uint8_t tag[kSealHeaderTagBytes], char* ciphertext) {
+  ensure_sodium();
+  randombytes_buf(nonce, kSealNonceBytes);
+  header_tag(keys, header, tag);
+  crypto_aead_xchacha20poly1305_ietf_encrypt(reinterpret_cast<uint8_t*>(ciphertext), nullptr, u8(plaintext),
+                                             plaintext.size(), u8(header), header.size(), nullptr, nonce,
+                                             MessageKeysAccess::aead(keys).data());
+}
+
 Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view plaintext) {
   ensure_sodium();
   // Random 192-bit nonces never repeat in practice, so no counter state has to survive crashes.

@@ -55,6 +55,10 @@ struct SealedView {
 };
 
 Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view plaintext);
+// The same, writing nonce, header tag and ciphertext (plaintext size + kSealAeadTagBytes bytes)
+// to caller-provided memory, e.g. straight into a frame buffer.
+void seal_into(const MessageKeys& keys, std::string_view header, std::string_view plaintext,
+               uint8_t nonce[kSealNonceBytes], uint8_t header_tag[kSealHeaderTagBytes], char* ciphertext);
 // Throws SecurityError: HeaderTampered when the header tag fails, CiphertextTampered when the
 // AEAD fails, Malformed when a field has the wrong length.
 std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed);

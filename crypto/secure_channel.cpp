@@ -43,19 +43,32 @@ SecureChannel::SecureChannel(Identity identity, NodeId self, RunId run, const Pe
 
 std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Payload& payload,
                                 const EncodeOptions& options) const {
+  if (auto* k = std::get_if<Knowledge>(&payload)) return seal(to, msg_id, *k, options);
+  return seal_plaintext(to, msg_id, type_of(payload), encode_payload(payload, options));
+}
+
+std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge,
+                                const EncodeOptions& options) const {
+  return seal_plaintext(to, msg_id, MessageType::Knowledge, encode_payload(knowledge, options));
+}
+
+std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageType type,
+                                          const std::string& plaintext) const {
   const auto it = peers_.find(to);
   if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
   EnvelopeHeader header;
-  header.type = type_of(payload);
+  header.type = type;
   header.from = self_;
   header.to = to;
   header.msg_id = msg_id;
   header.run = run_;
   const std::string header_bytes = encode_header(header);
-  const std::string plaintext = encode_payload(payload, options);
-  const Sealed sealed = fednode::seal(it->second.send, header_bytes, plaintext);
-  auto view = [](const auto& a) { return std::string_view(reinterpret_cast<const char*>(a.data()), a.size()); };
-  return encode_frame({header_bytes, view(sealed.header_tag), view(sealed.nonce), sealed.ciphertext});
+  // The ciphertext is written straight into the frame: no copy of a multi-megabyte message.
+  FrameLayout frame = layout_frame(header_bytes, plaintext.size() + kSealAeadTagBytes);
+  char* base = frame.bytes.data();
+  seal_into(it->second.send, header_bytes, plaintext, reinterpret_cast<uint8_t*>(base + frame.nonce_at),
+            reinterpret_cast<uint8_t*>(base + frame.header_tag_at), base + frame.ciphertext_at);
+  return std::move(frame.bytes);
 }
 
 Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay) const {

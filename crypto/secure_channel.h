@@ -50,6 +50,8 @@ class SecureChannel {
   // everything this node sends in this run, across restarts). Throws InputError for an unknown
   // recipient and ProtocolError for a payload that cannot be encoded.
   std::string seal(NodeId to, uint64_t msg_id, const Payload& payload, const EncodeOptions& options = {}) const;
+  // The same for knowledge held outside a Payload, without copying its tensors.
+  std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {}) const;
 
   // Opens one frame. On success the message's id is recorded in `replay`; on any failure
   // nothing is recorded and RejectedMessage says why. An authentic duplicate (Replayed with
@@ -58,6 +60,8 @@ class SecureChannel {
   Message open(std::string_view frame, ReplayGuard& replay) const;
 
  private:
+  std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
+
   struct Peer {
     PublicKey key;
     MessageKeys send;

@@ -33,11 +33,21 @@ struct FrameView {
   std::string_view ciphertext;  // >= kAeadTagBytes
 };
 std::string encode_frame(const FrameView& frame);
+// A complete frame with zeroed tag, nonce and ciphertext, and where each lies in `bytes`, so that
+// a sender can seal straight into it and save a copy of a multi-megabyte message.
+struct FrameLayout {
+  std::string bytes;
+  size_t header_tag_at = 0, nonce_at = 0, ciphertext_at = 0;
+};
+FrameLayout layout_frame(std::string_view header, size_t ciphertext_size);
 FrameView decode_frame(std::string_view bytes, const Limits& limits);
 
 // Payload <-> plaintext bytes. decode_payload checks the payload against the header it came
 // with (type, and Hello.node against header.from).
 std::string encode_payload(const Payload& payload, const EncodeOptions& options = {});
+// The same for knowledge held outside a Payload: converting a Knowledge to a Payload would copy
+// every tensor (tens of megabytes for FedPFT at d = 1280).
+std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options = {});
 Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits);
 
 // The checks decode_payload applies to knowledge, for callers that build Knowledge themselves

@@ -69,23 +69,37 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
   return h;
 }
 
-std::string encode_frame(const FrameView& f) {
-  if (f.header.size() > kMaxHeaderBytes) invalid("frame: header longer than 256 bytes");
-  if (f.header_tag.size() != kHeaderTagBytes) invalid("frame: header tag must be 16 bytes");
-  if (f.nonce.size() != kNonceBytes) invalid("frame: nonce must be 24 bytes");
-  if (f.ciphertext.size() < kAeadTagBytes) invalid("frame: ciphertext shorter than its tag");
-  if (f.ciphertext.size() > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
-  std::string out;
-  out.reserve(f.header.size() + f.ciphertext.size() + 64);
-  StringSink sink{&out};
+FrameLayout layout_frame(std::string_view header, size_t ciphertext_size) {
+  if (header.size() > kMaxHeaderBytes) invalid("frame: header longer than 256 bytes");
+  if (ciphertext_size < kAeadTagBytes) invalid("frame: ciphertext shorter than its tag");
+  if (ciphertext_size > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
+  FrameLayout f;
+  f.bytes.reserve(header.size() + ciphertext_size + 64);
+  StringSink sink{&f.bytes};
   Packer pk(sink);
   pk.pack_array(5);
   pack_str(pk, kFrameMagic);
-  pack_bin(pk, f.header);
-  pack_bin(pk, f.header_tag);
-  pack_bin(pk, f.nonce);
-  pack_bin(pk, f.ciphertext);
-  return out;
+  pack_bin(pk, header);
+  pk.pack_bin(kHeaderTagBytes);
+  f.header_tag_at = f.bytes.size();
+  f.bytes.append(kHeaderTagBytes, '\0');
+  pk.pack_bin(kNonceBytes);
+  f.nonce_at = f.bytes.size();
+  f.bytes.append(kNonceBytes, '\0');
+  pk.pack_bin(static_cast<uint32_t>(ciphertext_size));
+  f.ciphertext_at = f.bytes.size();
+  f.bytes.append(ciphertext_size, '\0');
+  return f;
+}
+
+std::string encode_frame(const FrameView& f) {
+  if (f.header_tag.size() != kHeaderTagBytes) invalid("frame: header tag must be 16 bytes");
+  if (f.nonce.size() != kNonceBytes) invalid("frame: nonce must be 24 bytes");
+  FrameLayout layout = layout_frame(f.header, f.ciphertext.size());
+  layout.bytes.replace(layout.header_tag_at, kHeaderTagBytes, f.header_tag);
+  layout.bytes.replace(layout.nonce_at, kNonceBytes, f.nonce);
+  layout.bytes.replace(layout.ciphertext_at, f.ciphertext.size(), f.ciphertext);
+  return std::move(layout.bytes);
 }
 
 FrameView decode_frame(std::string_view bytes, const Limits& limits) {

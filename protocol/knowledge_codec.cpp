@@ -36,18 +36,29 @@ Eigen::Index covariance_cols(CovarianceType t, Eigen::Index d) {
   return t == CovarianceType::Spherical ? 1 : d;
 }
 
-void check_mixture(const GaussianMixture& g, int dim, const std::string& where) {
-  const Eigen::Index K = g.weights.size();
+// The rules of GaussianMixture::validate, each with its own code. Finiteness is checked only on
+// request: tensor encoding and decoding already refuse NaN/Inf in the same pass as converting,
+// and a second pass over megabytes of parameters is what this avoids.
+void check_mixture(const GaussianMixture& g, int dim, const std::string& where, bool check_finite) {
+  const Eigen::Index K = g.weights.size(), d = dim;
   if (K < 1) fail(ProtocolErrorCode::InvalidValue, where + ": mixture has no components");
-  expect_dims(g.means, K, dim, where + ".means");
-  expect_dims(g.covariances, covariance_rows(g.type, K, dim), covariance_cols(g.type, dim), where + ".covariances");
-  expect_finite(g.weights, where + ".weights");
-  expect_finite(g.means, where + ".means");
-  expect_finite(g.covariances, where + ".covariances");
-  try {
-    g.validate(where);  // weights sum to 1, positive variances: the methods' own rules
-  } catch (const InputError& e) {
-    fail(ProtocolErrorCode::InvalidValue, e.what());
+  expect_dims(g.means, K, d, where + ".means");
+  expect_dims(g.covariances, covariance_rows(g.type, K, d), covariance_cols(g.type, d), where + ".covariances");
+  if (check_finite) {
+    expect_finite(g.weights, where + ".weights");
+    expect_finite(g.means, where + ".means");
+    expect_finite(g.covariances, where + ".covariances");
+  }
+  if ((g.weights.array() < 0).any() || std::abs(g.weights.sum() - 1.0) > 1e-2)
+    fail(ProtocolErrorCode::InvalidValue, where + ".weights: must be non-negative and sum to 1 (sum is " +
+                                              std::to_string(g.weights.sum()) + ")");
+  if (g.type == CovarianceType::Full) {
+    for (Eigen::Index k = 0; k < K; ++k)
+      if ((g.covariances.block(k * d, 0, d, d).diagonal().array() <= 0).any())
+        fail(ProtocolErrorCode::InvalidValue, where + ".covariances: component " + std::to_string(k) +
+                                                  " has a non-positive variance");
+  } else if ((g.covariances.array() <= 0).any()) {
+    fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variances must be positive");
   }
 }
 
@@ -62,7 +73,7 @@ void check_class_entry(int label, int64_t count, int previous, int num_classes, 
   if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
 }
 
-void check_structure(const Knowledge& k, const std::string& where) {
+void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
   if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
   if (k.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
@@ -72,7 +83,7 @@ void check_structure(const Knowledge& k, const std::string& where) {
       const auto& c = g->classes[i];
       const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
       check_class_entry(c.label, c.count, previous, k.num_classes, at);
-      check_mixture(c.mixture, k.dim, at);
+      check_mixture(c.mixture, k.dim, at, check_finite);
       previous = c.label;
     }
   } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
@@ -83,8 +94,10 @@ void check_structure(const Knowledge& k, const std::string& where) {
                                                      " counts for " + std::to_string(k.num_classes) + " classes");
     for (size_t c = 0; c < s->N.size(); ++c)
       if (s->N[c] < 0) fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
-    expect_finite(s->A, where + ".body.A");
-    expect_finite(s->B, where + ".body.B");
+    if (check_finite) {
+      expect_finite(s->A, where + ".body.A");
+      expect_finite(s->B, where + ".body.B");
+    }
   } else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) {
     int previous = -1;
     for (size_t i = 0; i < p->classes.size(); ++i) {
@@ -93,29 +106,25 @@ void check_structure(const Knowledge& k, const std::string& where) {
       check_class_entry(c.label, c.count, previous, k.num_classes, at);
       if (c.prototypes.rows() < 1) fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
       expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
-      expect_finite(c.prototypes, at + ".prototypes");
+      if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
       previous = c.label;
     }
   }
 }
 
 // A variance that rounds to zero in float16 would make the receiver reject the whole message.
-void check_half_variances(const GaussianMixture& g, const std::string& where) {
-  auto survives = [](double v) { return round_to_half(static_cast<float>(v)) > 0.0f; };
+// Diagonal and spherical variances are checked while they are converted (pack_tensor's
+// `nonzero`); for full covariances only the diagonal must stay positive.
+void check_half_diagonals(const GaussianMixture& g, const std::string& where) {
+  if (g.type != CovarianceType::Full) return;
   const Eigen::Index d = g.dim();
-  for (Eigen::Index k = 0; k < g.components(); ++k) {
-    if (g.type == CovarianceType::Full) {
-      for (Eigen::Index j = 0; j < d; ++j)
-        if (!survives(g.covariances(k * d + j, j)))
-          fail(ProtocolErrorCode::InvalidValue, where + ": variance " + std::to_string(g.covariances(k * d + j, j)) +
-                                                    " underflows float16; transfer in float32");
-    } else {
-      for (Eigen::Index j = 0; j < g.covariances.cols(); ++j)
-        if (!survives(g.covariances(k, j)))
-          fail(ProtocolErrorCode::InvalidValue, where + ": variance " + std::to_string(g.covariances(k, j)) +
-                                                    " underflows float16; transfer in float32");
+  for (Eigen::Index k = 0; k < g.components(); ++k)
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double v = g.covariances(k * d + j, j);
+      if (!(round_to_half(static_cast<float>(v)) > 0.0f))
+        fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variance " + std::to_string(v) +
+                                                  " underflows float16 to 0; transfer in float32");
     }
-  }
 }
 
 using Shape = std::vector<uint64_t>;
@@ -129,7 +138,7 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
     const auto& c = g.classes[i];
     const GaussianMixture& m = c.mixture;
     const std::string at = "knowledge.body.classes[" + std::to_string(i) + "]";
-    if (dtype == DType::F16) check_half_variances(m, at);
+    if (dtype == DType::F16) check_half_diagonals(m, at);
     const uint64_t K = u(m.components()), d = u(m.dim());
     pk.pack_map(6);
     pack_str(pk, "label");
@@ -148,10 +157,10 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
         pack_tensor(pk, out, dtype, Layout::Upper, Shape{K, d, d}, m.covariances.data(), at + ".covariances");
         break;
       case CovarianceType::Diag:
-        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.covariances.data(), at + ".covariances");
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.covariances.data(), at + ".covariances", true);
         break;
       case CovarianceType::Spherical:
-        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), at + ".covariances");
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), at + ".covariances", true);
         break;
     }
   }
@@ -331,13 +340,13 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
     for (const auto& c : p->classes)
       check_limit(static_cast<uint64_t>(c.prototypes.rows()), limits.max_prototypes, where + ".body.classes",
                   "max_prototypes");
-  check_structure(k, where);
+  check_structure(k, where, true);
 }
 
 namespace wire {
 
 void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options) {
-  check_structure(k, "knowledge");
+  check_structure(k, "knowledge", false);  // pack_tensor refuses NaN/Inf as it converts
   const DType floats = options.precision == Precision::Float16 ? DType::F16 : DType::F32;
   pk.pack_map(6);
   pack_str(pk, "method");
@@ -371,7 +380,7 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
   if (method == "fedpft") k.payload = read_gmm(body, k, limits);
   else if (method == "fedcgs") k.payload = read_stats(body, k);
   else k.payload = read_prototypes(body, k, limits);
-  check_structure(k, "knowledge");
+  check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
   return k;
 }
 

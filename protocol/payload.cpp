@@ -158,20 +158,28 @@ ErrorMessage read_error(const msgpack::object& o) {
 }  // namespace
 
 std::string encode_payload(const Payload& payload, const EncodeOptions& options) {
+  if (auto* k = std::get_if<Knowledge>(&payload)) return encode_payload(*k, options);
   std::string out;
-  if (auto* k = std::get_if<Knowledge>(&payload)) out.reserve(static_cast<size_t>(k->payload_bytes(false)) + 4096);
   StringSink sink{&out};
   Packer pk(sink);
   std::visit(
       [&](const auto& p) {
         using T = std::decay_t<decltype(p)>;
         if constexpr (std::is_same_v<T, Hello>) pack_hello(pk, p);
-        else if constexpr (std::is_same_v<T, Knowledge>) pack_knowledge(pk, out, p, options);
         else if constexpr (std::is_same_v<T, HeadMessage>) pack_head(pk, out, p);
         else if constexpr (std::is_same_v<T, Ack>) pack_ack(pk, p);
-        else pack_error(pk, p);
+        else if constexpr (std::is_same_v<T, ErrorMessage>) pack_error(pk, p);
       },
       payload);
+  return out;
+}
+
+std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options) {
+  std::string out;
+  out.reserve(static_cast<size_t>(knowledge.payload_bytes(options.precision == Precision::Float16)) + 4096);
+  StringSink sink{&out};
+  Packer pk(sink);
+  pack_knowledge(pk, out, knowledge, options);
   return out;
 }
 

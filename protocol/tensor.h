@@ -20,12 +20,14 @@ const char* dtype_name(DType d);
 size_t dtype_size(DType d);
 
 // `values` holds prod(shape) values in row-major order; for Layout::Upper that is complete
-// symmetric matrices, of which only the upper triangles are written. Throws ProtocolError
-// (NonFinite) for NaN/Inf, and for values that overflow float16 when dtype is F16.
+// symmetric matrices, of which only the upper triangles are written. Throws ProtocolError:
+// NonFinite for NaN/Inf and for values that overflow the dtype; InvalidValue, when `nonzero`
+// is set (variances), for a non-zero value that becomes 0 in float16.
 // `out` is the string the packer appends to: the data is converted straight into it.
 template <typename T>
 void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout,
-                 const std::vector<uint64_t>& shape, const T* values, const std::string& path);
+                 const std::vector<uint64_t>& shape, const T* values, const std::string& path,
+                 bool nonzero = false);
 
 struct TensorIn {
   DType dtype = DType::F32;

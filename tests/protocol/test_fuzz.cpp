@@ -197,7 +197,12 @@ void feed(Target target, MessageType type, const std::string& bytes, Outcome& o)
       case Target::Payload: {
         const Payload p = decode_payload(test::header_for(type), bytes, Limits{});
         // Whatever decodes must satisfy the same rules the encoder enforces.
-        if (auto* k = std::get_if<Knowledge>(&p)) validate_knowledge(*k, Limits{}, "decoded");
+        if (auto* k = std::get_if<Knowledge>(&p)) {
+          validate_knowledge(*k, Limits{}, "decoded");
+          // ...and the methods' own rules, which the protocol must not be laxer than.
+          if (auto* g = std::get_if<GmmKnowledge>(&k->payload))
+            for (const auto& c : g->classes) c.mixture.validate("decoded");
+        }
         if (auto* h = std::get_if<HeadMessage>(&p)) EXPECT_TRUE(h->head);
         break;
       }
