@@ -105,6 +105,8 @@ Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay) c
     throw reject(SecurityCode::WrongRun, who + " belongs to run " + header.run.to_hex() + ", this run is " +
                                              run_.to_hex(),
                  header, false);
+  if (header.from == self_)
+    throw reject(SecurityCode::UnknownSender, who + ": claims to come from this node itself", header, false);
   const auto peer = peers_.find(header.from);
   if (peer == peers_.end())
     throw reject(SecurityCode::UnknownSender, who + ": node " + std::to_string(header.from) +

@@ -33,6 +33,8 @@ struct RejectedMessage : SecurityError {
   std::optional<ProtocolErrorCode> protocol_code;  // for Malformed and MalformedPayload
 };
 
+// seal() and open() only read the channel, so threads may share one; the ReplayGuard passed to
+// open() is the caller's to serialise access to.
 class SecureChannel {
  public:
   // `peers` may include this node itself (as a topology would); its key must then match

@@ -78,7 +78,8 @@ struct ErrorMessage {
   ErrorReason reason = ErrorReason::Internal;  // any uint16 is accepted on decode
   uint64_t ref_id = 0;   // msg_id this error answers, 0 for none
   bool abort = false;    // the sender abandons the run
-  std::string text;      // human-readable detail, for logs
+  std::string text;      // human-readable detail, for logs; receivers refuse more than
+                         // Limits::max_string_bytes (1024 by default)
 };
 
 using Payload = std::variant<Hello, Knowledge, HeadMessage, Ack, ErrorMessage>;

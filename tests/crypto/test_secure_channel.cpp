@@ -178,6 +178,19 @@ TEST(SecureChannel, VersionAndPayloadErrorsAfterSealing) {
   EXPECT_EQ(e.protocol_code, ProtocolErrorCode::WrongType);
   EXPECT_EQ(guard.senders(), 0u);
 
+  // A frame claiming to come from the receiver itself.
+  EnvelopeHeader self = h;
+  self.from = 2;
+  const MessageKeys to_self = MessageKeys::for_sending(node_identity(2), node_identity(2).public_key());
+  const std::string self_header = encode_header(self);
+  const Sealed s = seal(to_self, self_header, encode_payload(Ack{1}));
+  e = rejection(two,
+                encode_frame({self_header, std::string(reinterpret_cast<const char*>(s.header_tag.data()), 16),
+                              std::string(reinterpret_cast<const char*>(s.nonce.data()), 24), s.ciphertext}),
+                guard);
+  EXPECT_EQ(e.code, SecurityCode::UnknownSender);
+  EXPECT_NE(std::string(e.what()).find("itself"), std::string::npos);
+
   // A newer protocol version: the header cannot even be read.
   std::string v2 = encode_header(h);
   ASSERT_EQ(v2.substr(1, 8), "\xa7version");
