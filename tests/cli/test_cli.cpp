@@ -15,14 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int code = -1;
   std::string output;  // stdout and stderr together
 };
 
-Run run_cli(const std::string& args) {
+CliRun run_cli(const std::string& args) {
   const std::string cmd = std::string(FEDNODE_CLI) + " " + args + " 2>&1";
-  Run r;
+  CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -68,7 +68,7 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, SimulateWritesAReport) {
   const fs::path report = dir_ / "report.json";
-  const Run r = run_cli("simulate " + data_args() +
+  const CliRun r = run_cli("simulate " + data_args() +
                         " --method fedcgs --topology star --nodes 4 --partition dirichlet"
                         " --dirichlet-alpha 0.5 --min-samples 5 --seed 3 --quiet --report " +
                         report.string());
@@ -81,13 +81,13 @@ TEST_F(Cli, SimulateWritesAReport) {
 }
 
 TEST_F(Cli, UnknownOptionIsAUsageError) {
-  const Run r = run_cli("simulate " + data_args() + " --nodse 3");
+  const CliRun r = run_cli("simulate " + data_args() + " --nodse 3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--nodse"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, MissingFileIsNamed) {
-  const Run r = run_cli("simulate --train-features /nonexistent/X.npy --train-labels a --test-features b"
+  const CliRun r = run_cli("simulate --train-features /nonexistent/X.npy --train-labels a --test-features b"
                         " --test-labels c");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("/nonexistent/X.npy"), std::string::npos) << r.output;
@@ -95,7 +95,7 @@ TEST_F(Cli, MissingFileIsNamed) {
 
 TEST_F(Cli, CorruptNpyIsRejectedClearly) {
   std::ofstream((dir_ / "train_X.npy").string(), std::ios::trunc) << "\x93NUMPY garbage";
-  const Run r = run_cli("simulate " + data_args() + " --quiet");
+  const CliRun r = run_cli("simulate " + data_args() + " --quiet");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("train_X.npy"), std::string::npos) << r.output;
 }

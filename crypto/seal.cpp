@@ -1,0 +1,145 @@
+#include "crypto/seal.h"
+
+#include "crypto/errors.h"
+#include "crypto/secret_access.h"
+
+#include <sodium.h>
+
+#include <cstring>
+
+namespace fednode {
+
+static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == kSealNonceBytes, "XChaCha20 nonce");
+static_assert(crypto_aead_xchacha20poly1305_ietf_ABYTES == kSealAeadTagBytes, "Poly1305 tag");
+static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == 32, "XChaCha20 key");
+
+struct MessageKeysAccess {
+  static std::array<uint8_t, 32>& aead(MessageKeys& k) { return k.aead_; }
+  static std::array<uint8_t, 32>& header(MessageKeys& k) { return k.header_; }
+  static const std::array<uint8_t, 32>& aead(const MessageKeys& k) { return k.aead_; }
+  static const std::array<uint8_t, 32>& header(const MessageKeys& k) { return k.header_; }
+  static MessageKeys make() { return MessageKeys(); }
+};
+
+namespace {
+
+constexpr char kKeyContext[] = "fednode/1 message keys";  // 22 bytes, no terminator on the wire
+
+MessageKeys derive(const Identity& self, const PublicKey& peer, const PublicKey& sender, const PublicKey& recipient) {
+  ensure_sodium();
+  uint8_t q[crypto_scalarmult_BYTES];
+  if (crypto_scalarmult(q, SecretKeyAccess::secret(self).data(), peer.bytes.data()) != 0) {
+    sodium_memzero(q, sizeof(q));
+    throw SecurityError(SecurityCode::InvalidKey,
+                        "public key " + peer.to_hex() + " is a low-order point: no shared secret");
+  }
+  uint8_t okm[64];
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, sizeof(okm));
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kKeyContext), sizeof(kKeyContext) - 1);
+  crypto_generichash_update(&st, q, sizeof(q));
+  crypto_generichash_update(&st, sender.bytes.data(), sender.bytes.size());
+  crypto_generichash_update(&st, recipient.bytes.data(), recipient.bytes.size());
+  crypto_generichash_final(&st, okm, sizeof(okm));
+  MessageKeys keys = MessageKeysAccess::make();
+  std::memcpy(MessageKeysAccess::aead(keys).data(), okm, 32);
+  std::memcpy(MessageKeysAccess::header(keys).data(), okm + 32, 32);
+  sodium_memzero(q, sizeof(q));
+  sodium_memzero(okm, sizeof(okm));
+  sodium_memzero(&st, sizeof(st));
+  return keys;
+}
+
+void header_tag(const MessageKeys& keys, std::string_view header, uint8_t out[kSealHeaderTagBytes]) {
+  crypto_generichash(out, kSealHeaderTagBytes, reinterpret_cast<const uint8_t*>(header.data()), header.size(),
+                     MessageKeysAccess::header(keys).data(), 32);
+}
+
+const uint8_t* u8(std::string_view s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+}  // namespace
+
+MessageKeys MessageKeys::for_sending(const Identity& self, const PublicKey& recipient) {
+  return derive(self, recipient, self.public_key(), recipient);
+}
+
+MessageKeys MessageKeys::for_receiving(const Identity& self, const PublicKey& sender) {
+  return derive(self, sender, sender, self.public_key());
+}
+
+MessageKeys::~MessageKeys() {
+  sodium_memzero(aead_.data(), aead_.size());
+  sodium_memzero(header_.data(), header_.size());
+}
+
+namespace detail {
+
+Sealed seal_with_nonce(const MessageKeys& keys, std::string_view header, std::string_view plaintext,
+                       const std::array<uint8_t, kSealNonceBytes>& nonce) {
+  ensure_sodium();
+  Sealed s;
+  s.nonce = nonce;
+  header_tag(keys, header, s.header_tag.data());
+  s.ciphertext.resize(plaintext.size() + kSealAeadTagBytes);
+  unsigned long long written = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(reinterpret_cast<uint8_t*>(s.ciphertext.data()), &written,
+                                             u8(plaintext), plaintext.size(), u8(header), header.size(), nullptr,
+                                             s.nonce.data(), MessageKeysAccess::aead(keys).data());
+  s.ciphertext.resize(static_cast<size_t>(written));
+  return s;
+}
+
+}  // namespace detail
+
+void seal_into(const MessageKeys& keys, std::string_view header, std::string_view plaintext,
+               uint8_t nonce[kSealNonceBytes], uint8_t tag[kSealHeaderTagBytes], char* ciphertext) {
+  ensure_sodium();
+  randombytes_buf(nonce, kSealNonceBytes);
+  header_tag(keys, header, tag);
+  crypto_aead_xchacha20poly1305_ietf_encrypt(reinterpret_cast<uint8_t*>(ciphertext), nullptr, u8(plaintext),
+                                             plaintext.size(), u8(header), header.size(), nullptr, nonce,
+                                             MessageKeysAccess::aead(keys).data());
+}
+
+Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view plaintext) {
+  ensure_sodium();
+  // Random 192-bit nonces never repeat in practice, so no counter state has to survive crashes.
+  std::array<uint8_t, kSealNonceBytes> nonce;
+  randombytes_buf(nonce.data(), nonce.size());
+  return detail::seal_with_nonce(keys, header, plaintext, nonce);
+}
+
+std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+  ensure_sodium();
+  if (sealed.nonce.size() != kSealNonceBytes || sealed.header_tag.size() != kSealHeaderTagBytes ||
+      sealed.ciphertext.size() < kSealAeadTagBytes)
+    throw SecurityError(SecurityCode::Malformed, "sealed message: nonce, header tag or ciphertext has the wrong length");
+  uint8_t expected[kSealHeaderTagBytes];
+  header_tag(keys, header, expected);
+  if (crypto_verify_16(expected, u8(sealed.header_tag)) != 0)
+    throw SecurityError(SecurityCode::HeaderTampered,
+                        "header tag does not verify: the header was altered or not written by the claimed sender");
+  std::string plaintext(sealed.ciphertext.size() - kSealAeadTagBytes, '\0');
+  unsigned long long written = 0;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<uint8_t*>(plaintext.data()), &written, nullptr,
+                                                 u8(sealed.ciphertext), sealed.ciphertext.size(), u8(header),
+                                                 header.size(), u8(sealed.nonce),
+                                                 MessageKeysAccess::aead(keys).data()) != 0) {
+    sodium_memzero(plaintext.data(), plaintext.size());
+    throw SecurityError(SecurityCode::CiphertextTampered,
+                        "ciphertext does not authenticate: the ciphertext or nonce was altered");
+  }
+  plaintext.resize(static_cast<size_t>(written));
+  return plaintext;
+}
+
+Sealed seal(const Identity& sender, const PublicKey& recipient, std::string_view header, std::string_view plaintext) {
+  return seal(MessageKeys::for_sending(sender, recipient), header, plaintext);
+}
+
+std::string open(const Identity& recipient, const PublicKey& sender, std::string_view header,
+                 const SealedView& sealed) {
+  return open(MessageKeys::for_receiving(recipient, sender), header, sealed);
+}
+
+}  // namespace fednode

@@ -1,0 +1,144 @@
+#include "crypto/secure_channel.h"
+
+#include <sodium.h>
+
+#include <cstring>
+
+namespace fednode {
+
+RunId derive_run_id(std::string_view name) {
+  ensure_sodium();
+  static constexpr char kContext[] = "fednode/1 run id";
+  RunId run;
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, run.bytes.size());
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kContext), sizeof(kContext) - 1);
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(name.data()), name.size());
+  crypto_generichash_final(&st, run.bytes.data(), run.bytes.size());
+  return run;
+}
+
+RunId random_run_id() {
+  ensure_sodium();
+  RunId run;
+  randombytes_buf(run.bytes.data(), run.bytes.size());
+  return run;
+}
+
+RejectedMessage::RejectedMessage(SecurityCode code, const std::string& message) : SecurityError(code, message) {}
+
+SecureChannel::SecureChannel(Identity identity, NodeId self, RunId run, const PeerKeys& peers, Limits limits)
+    : identity_(std::move(identity)), self_(self), run_(run), limits_(limits) {
+  limits_.validate();
+  for (const auto& [id, key] : peers) {
+    if (id == self_) {
+      if (key != identity_.public_key())
+        throw InputError("the allow list gives node " + std::to_string(id) + " the public key " + key.to_hex() +
+                         ", but this node's identity has " + identity_.public_key().to_hex());
+      continue;
+    }
+    peers_.emplace(id, Peer{key, MessageKeys::for_sending(identity_, key), MessageKeys::for_receiving(identity_, key)});
+  }
+}
+
+std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Payload& payload,
+                                const EncodeOptions& options) const {
+  if (auto* k = std::get_if<Knowledge>(&payload)) return seal(to, msg_id, *k, options);
+  return seal_plaintext(to, msg_id, type_of(payload), encode_payload(payload, options));
+}
+
+std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge,
+                                const EncodeOptions& options) const {
+  return seal_plaintext(to, msg_id, MessageType::Knowledge, encode_payload(knowledge, options));
+}
+
+std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageType type,
+                                          const std::string& plaintext) const {
+  const auto it = peers_.find(to);
+  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  EnvelopeHeader header;
+  header.type = type;
+  header.from = self_;
+  header.to = to;
+  header.msg_id = msg_id;
+  header.run = run_;
+  const std::string header_bytes = encode_header(header);
+  // The ciphertext is written straight into the frame: no copy of a multi-megabyte message.
+  FrameLayout frame = layout_frame(header_bytes, plaintext.size() + kSealAeadTagBytes);
+  char* base = frame.bytes.data();
+  seal_into(it->second.send, header_bytes, plaintext, reinterpret_cast<uint8_t*>(base + frame.nonce_at),
+            reinterpret_cast<uint8_t*>(base + frame.header_tag_at), base + frame.ciphertext_at);
+  return std::move(frame.bytes);
+}
+
+Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay) const {
+  auto reject = [](SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
+                   bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
+    RejectedMessage e(code, why);
+    e.header = header;
+    e.authenticated = authenticated;
+    e.protocol_code = protocol_code;
+    return e;
+  };
+
+  // 1. Frame and header: structure only, nothing trusted yet.
+  FrameView frame;
+  EnvelopeHeader header;
+  try {
+    frame = decode_frame(frame_bytes, limits_);
+    header = decode_header(frame.header, limits_);
+  } catch (const ProtocolError& e) {
+    throw reject(e.code == ProtocolErrorCode::UnsupportedVersion ? SecurityCode::UnsupportedVersion
+                                                                  : SecurityCode::Malformed,
+                 e.what(), std::nullopt, false, e.code);
+  }
+  const std::string who = std::string(to_string(header.type)) + " message " + std::to_string(header.msg_id) +
+                          " from node " + std::to_string(header.from);
+
+  // 2. Claims in the header that make the message none of our business. Cheap, and refusing
+  //    here spends no key agreement or MAC on traffic meant for someone else.
+  if (header.to != self_)
+    throw reject(SecurityCode::WrongRecipient, who + " is addressed to node " + std::to_string(header.to) +
+                                                   ", this is node " + std::to_string(self_),
+                 header, false);
+  if (header.run != run_)
+    throw reject(SecurityCode::WrongRun, who + " belongs to run " + header.run.to_hex() + ", this run is " +
+                                             run_.to_hex(),
+                 header, false);
+  if (header.from == self_)
+    throw reject(SecurityCode::UnknownSender, who + ": claims to come from this node itself", header, false);
+  const auto peer = peers_.find(header.from);
+  if (peer == peers_.end())
+    throw reject(SecurityCode::UnknownSender, who + ": node " + std::to_string(header.from) +
+                                                  " is not in the allow list",
+                 header, false);
+
+  // 3. Authenticity: header tag, then the AEAD over the payload with the header as associated data.
+  std::string plaintext;
+  try {
+    plaintext = fednode::open(peer->second.receive, frame.header, {frame.nonce, frame.header_tag, frame.ciphertext});
+  } catch (const SecurityError& e) {
+    throw reject(e.code, who + ": " + e.what(), header, false);
+  }
+
+  // 4. Freshness, now that the id is known to be the sender's.
+  const ReplayVerdict verdict = replay.check(header.from, header.msg_id);
+  if (verdict != ReplayVerdict::Fresh)
+    throw reject(SecurityCode::Replayed,
+                 who + " was refused as a replay (" + to_string(verdict) + "; highest accepted id " +
+                     std::to_string(replay.highest(header.from)) + ")",
+                 header, true);
+
+  // 5. The payload itself.
+  Message message;
+  message.header = header;
+  try {
+    message.payload = decode_payload(header, plaintext, limits_);
+  } catch (const ProtocolError& e) {
+    throw reject(SecurityCode::MalformedPayload, who + ": " + e.what(), header, true, e.code);
+  }
+  replay.accept(header.from, header.msg_id);
+  return message;
+}
+
+}  // namespace fednode

@@ -1,0 +1,79 @@
+// What a node uses to talk: seal a protocol message for one peer, and open what arrives, with
+// every check of docs/protocol.md ("Opening a frame") in its order. Builds on protocol/ (the
+// envelope header that sealing binds) and crypto/seal.h.
+#pragma once
+
+#include "crypto/errors.h"
+#include "crypto/keys.h"
+#include "crypto/replay.h"
+#include "crypto/seal.h"
+#include "protocol/codec.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fednode {
+
+// The allow list: every node this node may exchange messages with, and its public key. It comes
+// from the topology; a node not in it cannot get a message accepted.
+using PeerKeys = std::map<NodeId, PublicKey>;
+
+// A deterministic run id from a name (e.g. the topology's run name): BLAKE2b-128 of
+// "fednode/1 run id" || name. Every node of a run must use the same one, and a new run must
+// use a new one (docs/security.md, "Replays across runs").
+RunId derive_run_id(std::string_view name);
+RunId random_run_id();
+
+struct RejectedMessage : SecurityError {
+  RejectedMessage(SecurityCode code, const std::string& message);
+  std::optional<EnvelopeHeader> header;          // set once the header decoded
+  bool authenticated = false;                    // header proven to come from header->from
+  std::optional<ProtocolErrorCode> protocol_code;  // for Malformed and MalformedPayload
+};
+
+// seal() and open() only read the channel, so threads may share one; the ReplayGuard passed to
+// open() is the caller's to serialise access to.
+class SecureChannel {
+ public:
+  // `peers` may include this node itself (as a topology would); its key must then match
+  // `identity`. Throws InputError for a mismatch and SecurityError(InvalidKey) for a peer key
+  // that is a low-order point. Key agreement with every peer happens here, once.
+  SecureChannel(Identity identity, NodeId self, RunId run, const PeerKeys& peers, Limits limits = {});
+
+  NodeId id() const { return self_; }
+  const PublicKey& public_key() const { return identity_.public_key(); }
+  const RunId& run() const { return run_; }
+  const Limits& limits() const { return limits_; }
+  bool knows(NodeId peer) const { return peers_.count(peer) != 0; }
+
+  // One frame for `to`, carrying `payload` as message `msg_id` (>= 1, strictly increasing over
+  // everything this node sends in this run, across restarts). Throws InputError for an unknown
+  // recipient and ProtocolError for a payload that cannot be encoded.
+  std::string seal(NodeId to, uint64_t msg_id, const Payload& payload, const EncodeOptions& options = {}) const;
+  // The same for knowledge held outside a Payload, without copying its tensors.
+  std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {}) const;
+
+  // Opens one frame. On success the message's id is recorded in `replay`; on any failure
+  // nothing is recorded and RejectedMessage says why. An authentic duplicate (Replayed with
+  // authenticated = true) is what a peer whose acknowledgement was lost sends again: answer it
+  // with another Ack, and use nothing from it.
+  Message open(std::string_view frame, ReplayGuard& replay) const;
+
+ private:
+  std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
+
+  struct Peer {
+    PublicKey key;
+    MessageKeys send;
+    MessageKeys receive;
+  };
+  Identity identity_;
+  NodeId self_;
+  RunId run_;
+  Limits limits_;
+  std::map<NodeId, Peer> peers_;
+};
+
+}  // namespace fednode

@@ -1,0 +1,57 @@
+// Bytes <-> messages. Decoders take untrusted input: they check every size against Limits
+// before allocating, and throw ProtocolError (never anything else) for any malformed input.
+// Encoders throw ProtocolError for values that cannot be represented (NaN, float16 overflow,
+// shapes that disagree), so a node never sends what its peers would reject.
+#pragma once
+
+#include "protocol/errors.h"
+#include "protocol/limits.h"
+#include "protocol/messages.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace fednode {
+
+constexpr size_t kNonceBytes = 24;      // XChaCha20-Poly1305 nonce
+constexpr size_t kHeaderTagBytes = 16;  // keyed BLAKE2b over the header bytes
+constexpr size_t kAeadTagBytes = 16;    // Poly1305 tag, the last bytes of the ciphertext
+constexpr size_t kMaxHeaderBytes = 256;
+
+// Header <-> its MessagePack bytes. The bytes, exactly as sent, are the associated data, so
+// decoders never re-encode a header to authenticate it.
+std::string encode_header(const EnvelopeHeader& header);
+EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits);
+
+// One frame = one transport message: the header, its tag, the nonce and the ciphertext.
+// The views of a decoded frame point into the input bytes.
+struct FrameView {
+  std::string_view header;
+  std::string_view header_tag;  // kHeaderTagBytes
+  std::string_view nonce;       // kNonceBytes
+  std::string_view ciphertext;  // >= kAeadTagBytes
+};
+std::string encode_frame(const FrameView& frame);
+// A complete frame with zeroed tag, nonce and ciphertext, and where each lies in `bytes`, so that
+// a sender can seal straight into it and save a copy of a multi-megabyte message.
+struct FrameLayout {
+  std::string bytes;
+  size_t header_tag_at = 0, nonce_at = 0, ciphertext_at = 0;
+};
+FrameLayout layout_frame(std::string_view header, size_t ciphertext_size);
+FrameView decode_frame(std::string_view bytes, const Limits& limits);
+
+// Payload <-> plaintext bytes. decode_payload checks the payload against the header it came
+// with (type, and Hello.node against header.from).
+std::string encode_payload(const Payload& payload, const EncodeOptions& options = {});
+// The same for knowledge held outside a Payload: converting a Knowledge to a Payload would copy
+// every tensor (tens of megabytes for FedPFT at d = 1280).
+std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options = {});
+Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits);
+
+// The checks decode_payload applies to knowledge, for callers that build Knowledge themselves
+// (and for encode_payload): shapes, sorted labels, finiteness, counts within limits.
+void validate_knowledge(const Knowledge& k, const Limits& limits, const std::string& where);
+
+}  // namespace fednode

@@ -1,0 +1,128 @@
+// The envelope: header and frame encoding (docs/protocol.md, "Frame" and "Header").
+#include "protocol/codec.h"
+#include "protocol/msgpack_io.h"
+
+#include <cstring>
+
+namespace fednode {
+
+using namespace wire;
+
+namespace {
+constexpr std::string_view kFrameMagic = "fednode";
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw ProtocolError(ProtocolErrorCode::InvalidValue, message);
+}
+}  // namespace
+
+std::string encode_header(const EnvelopeHeader& h) {
+  if (h.msg_id == 0) invalid("header: msg_id must be at least 1");
+  std::string out;
+  StringSink sink{&out};
+  Packer pk(sink);
+  pk.pack_map(6);
+  pack_str(pk, "version");
+  pk.pack_uint32(h.version);
+  pack_str(pk, "type");
+  pk.pack_uint8(static_cast<uint8_t>(h.type));
+  pack_str(pk, "from");
+  pk.pack_uint32(h.from);
+  pack_str(pk, "to");
+  pk.pack_uint32(h.to);
+  pack_str(pk, "msg_id");
+  pk.pack_uint64(h.msg_id);
+  pack_str(pk, "run");
+  pack_bin(pk, std::string_view(reinterpret_cast<const char*>(h.run.bytes.data()), h.run.bytes.size()));
+  return out;
+}
+
+EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
+  check_limit(bytes.size(), kMaxHeaderBytes, "header", "256 bytes");
+  Document doc(bytes, limits, "header");
+  MapReader map(doc.root(), "header");
+  EnvelopeHeader h;
+  // The version decides how to read everything else, so it is checked first.
+  const uint64_t version = map.uint("version");
+  if (version != kProtocolVersion)
+    throw ProtocolError(ProtocolErrorCode::UnsupportedVersion,
+                        "header: protocol version " + std::to_string(version) + ", this node speaks " +
+                            std::to_string(kProtocolVersion));
+  h.version = static_cast<uint32_t>(version);
+  const uint64_t type = map.uint("type");
+  if (type < 1 || type > 5)
+    throw ProtocolError(ProtocolErrorCode::UnknownMessageType,
+                        "header.type: unknown message type " + std::to_string(type));
+  h.type = static_cast<MessageType>(type);
+  const uint64_t from = map.uint("from"), to = map.uint("to");
+  if (from > UINT32_MAX) invalid("header.from: node id " + std::to_string(from) + " exceeds 32 bits");
+  if (to > UINT32_MAX) invalid("header.to: node id " + std::to_string(to) + " exceeds 32 bits");
+  h.from = static_cast<NodeId>(from);
+  h.to = static_cast<NodeId>(to);
+  h.msg_id = map.uint("msg_id");
+  if (h.msg_id == 0) invalid("header.msg_id: must be at least 1");
+  const std::string_view run = as_bin(map.at("run"), "header.run");
+  if (run.size() != h.run.bytes.size())
+    invalid("header.run: expected 16 bytes, found " + std::to_string(run.size()));
+  std::memcpy(h.run.bytes.data(), run.data(), run.size());
+  map.finish();
+  return h;
+}
+
+FrameLayout layout_frame(std::string_view header, size_t ciphertext_size) {
+  if (header.size() > kMaxHeaderBytes) invalid("frame: header longer than 256 bytes");
+  if (ciphertext_size < kAeadTagBytes) invalid("frame: ciphertext shorter than its tag");
+  if (ciphertext_size > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
+  FrameLayout f;
+  f.bytes.reserve(header.size() + ciphertext_size + 64);
+  StringSink sink{&f.bytes};
+  Packer pk(sink);
+  pk.pack_array(5);
+  pack_str(pk, kFrameMagic);
+  pack_bin(pk, header);
+  pk.pack_bin(kHeaderTagBytes);
+  f.header_tag_at = f.bytes.size();
+  f.bytes.append(kHeaderTagBytes, '\0');
+  pk.pack_bin(kNonceBytes);
+  f.nonce_at = f.bytes.size();
+  f.bytes.append(kNonceBytes, '\0');
+  pk.pack_bin(static_cast<uint32_t>(ciphertext_size));
+  f.ciphertext_at = f.bytes.size();
+  f.bytes.append(ciphertext_size, '\0');
+  return f;
+}
+
+std::string encode_frame(const FrameView& f) {
+  if (f.header_tag.size() != kHeaderTagBytes) invalid("frame: header tag must be 16 bytes");
+  if (f.nonce.size() != kNonceBytes) invalid("frame: nonce must be 24 bytes");
+  FrameLayout layout = layout_frame(f.header, f.ciphertext.size());
+  layout.bytes.replace(layout.header_tag_at, kHeaderTagBytes, f.header_tag);
+  layout.bytes.replace(layout.nonce_at, kNonceBytes, f.nonce);
+  layout.bytes.replace(layout.ciphertext_at, f.ciphertext.size(), f.ciphertext);
+  return std::move(layout.bytes);
+}
+
+FrameView decode_frame(std::string_view bytes, const Limits& limits) {
+  Document doc(bytes, limits, "frame");
+  const auto& parts = as_array(doc.root(), "frame");
+  if (parts.size != 5 || parts.ptr[0].type != msgpack::type::STR ||
+      as_str(parts.ptr[0], "frame[0]") != kFrameMagic)
+    throw ProtocolError(ProtocolErrorCode::Malformed,
+                        "frame: not a fednode frame (expected [\"fednode\", header, tag, nonce, ciphertext])");
+  FrameView f;
+  f.header = as_bin(parts.ptr[1], "frame.header");
+  f.header_tag = as_bin(parts.ptr[2], "frame.header_tag");
+  f.nonce = as_bin(parts.ptr[3], "frame.nonce");
+  f.ciphertext = as_bin(parts.ptr[4], "frame.ciphertext");
+  check_limit(f.header.size(), kMaxHeaderBytes, "frame.header", "256 bytes");
+  if (f.header_tag.size() != kHeaderTagBytes)
+    invalid("frame.header_tag: expected 16 bytes, found " + std::to_string(f.header_tag.size()));
+  if (f.nonce.size() != kNonceBytes)
+    invalid("frame.nonce: expected 24 bytes, found " + std::to_string(f.nonce.size()));
+  if (f.ciphertext.size() < kAeadTagBytes)
+    invalid("frame.ciphertext: " + std::to_string(f.ciphertext.size()) +
+            " bytes, shorter than the 16-byte authentication tag");
+  return f;
+}
+
+}  // namespace fednode

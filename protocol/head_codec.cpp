@@ -1,0 +1,128 @@
+// Head payloads: a trained LinearHead ("linear", "lda") or AdapterHead ("adapter").
+#include "protocol/payload_parts.h"
+#include "protocol/tensor.h"
+
+namespace fednode {
+
+using namespace wire;
+
+namespace {
+
+[[noreturn]] void fail(ProtocolErrorCode code, const std::string& message) { throw ProtocolError(code, message); }
+
+using Shape = std::vector<uint64_t>;
+uint64_t u(Eigen::Index v) { return static_cast<uint64_t>(v); }
+
+void pack_layer(Packer& pk, std::string& out, const MatrixF& W, const VectorF& b, const std::string& at) {
+  if (b.size() != W.rows())
+    fail(ProtocolErrorCode::DimensionMismatch, at + ": bias of " + std::to_string(b.size()) + " for " +
+                                                   std::to_string(W.rows()) + " outputs");
+  pk.pack_map(2);
+  pack_str(pk, "W");
+  pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{u(W.rows()), u(W.cols())}, W.data(), at + ".W");
+  pack_str(pk, "b");
+  pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{u(b.size())}, b.data(), at + ".b");
+}
+
+// One layer whose input width is known; its output width comes from W's shape, bounded by
+// `max_out` before anything is allocated. `expected_out` > 0 pins it (the class count).
+AdapterHead::Layer read_layer(const msgpack::object& o, const std::string& at, uint64_t in, uint64_t expected_out,
+                              uint64_t max_out) {
+  MapReader m(o, at);
+  const TensorIn W = read_tensor(m.at("W"), m.path("W"));
+  const TensorIn b = read_tensor(m.at("b"), m.path("b"));
+  m.finish();
+  if (W.shape.size() != 2)
+    fail(ProtocolErrorCode::DimensionMismatch, W.path + ": must be two-dimensional, shape is " + shape_string(W.shape));
+  const uint64_t out = W.shape[0];
+  if (expected_out > 0 && out != expected_out)
+    fail(ProtocolErrorCode::DimensionMismatch, W.path + ": " + std::to_string(out) + " outputs, expected " +
+                                                   std::to_string(expected_out));
+  if (out == 0) fail(ProtocolErrorCode::InvalidValue, W.path + ": layer has no outputs");
+  check_limit(out, max_out, W.path, "max_dim");
+  expect_shape(W, {out, in}, Layout::Dense);
+  expect_shape(b, {out}, Layout::Dense);
+  AdapterHead::Layer layer;
+  layer.W.resize(static_cast<Eigen::Index>(out), static_cast<Eigen::Index>(in));
+  layer.b.resize(static_cast<Eigen::Index>(out));
+  unpack_tensor(W, layer.W.data());
+  unpack_tensor(b, layer.b.data());
+  return layer;
+}
+
+}  // namespace
+
+namespace wire {
+
+void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
+  if (!h.head) fail(ProtocolErrorCode::InvalidValue, "head: no head to send");
+  if (h.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, "head: names no contributors");
+  const Head& head = *h.head;
+  const auto* linear = dynamic_cast<const LinearHead*>(&head);
+  const auto* adapter = dynamic_cast<const AdapterHead*>(&head);
+  if (!linear && !adapter)
+    fail(ProtocolErrorCode::InvalidValue, "head: kind '" + head.kind() + "' cannot be sent (linear, lda or adapter)");
+  const std::string kind = head.kind();
+  pk.pack_map(6);
+  pack_str(pk, "kind");
+  pack_str(pk, kind);
+  pack_str(pk, "contributors");
+  pack_contributors(pk, h.contributors);
+  pack_str(pk, "backbone");
+  pack_str(pk, h.backbone_fingerprint);
+  pack_str(pk, "dim");
+  pk.pack_uint32(static_cast<uint32_t>(head.dim()));
+  pack_str(pk, "classes");
+  pk.pack_uint32(static_cast<uint32_t>(head.num_classes()));
+  pack_str(pk, "layers");
+  if (linear) {
+    pk.pack_array(1);
+    pack_layer(pk, out, linear->weights(), linear->bias(), "head.layers[0]");
+  } else {
+    const auto& layers = adapter->layers();
+    pk.pack_array(static_cast<uint32_t>(layers.size()));
+    for (size_t i = 0; i < layers.size(); ++i)
+      pack_layer(pk, out, layers[i].W, layers[i].b, "head.layers[" + std::to_string(i) + "]");
+  }
+}
+
+HeadMessage read_head(const msgpack::object& o, const Limits& limits) {
+  MapReader map(o, "head");
+  HeadMessage h;
+  const std::string kind = read_string(map.at("kind"), map.path("kind"));
+  if (kind != "linear" && kind != "lda" && kind != "adapter")
+    fail(ProtocolErrorCode::InvalidValue, "head.kind: unknown head kind '" + printable(kind) +
+                                              "' (linear, lda or adapter)");
+  h.contributors = read_contributors(map.at("contributors"), map.path("contributors"), limits);
+  h.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
+  const uint64_t dim = static_cast<uint64_t>(read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim"));
+  const uint64_t classes =
+      static_cast<uint64_t>(read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes"));
+  const auto& layers = as_array(map.at("layers"), map.path("layers"));
+  map.finish();
+  const uint32_t expected_layers = kind == "adapter" ? 3 : 1;
+  if (layers.size != expected_layers)
+    fail(ProtocolErrorCode::DimensionMismatch, "head.layers: a " + kind + " head has " +
+                                                   std::to_string(expected_layers) + " layers, found " +
+                                                   std::to_string(layers.size));
+  std::vector<AdapterHead::Layer> read;
+  uint64_t in = dim;
+  for (uint32_t i = 0; i < layers.size; ++i) {
+    const bool last = i + 1 == layers.size;
+    read.push_back(read_layer(layers.ptr[i], "head.layers[" + std::to_string(i) + "]", in, last ? classes : 0,
+                              last ? limits.max_classes : limits.max_dim));
+    in = static_cast<uint64_t>(read.back().W.rows());
+  }
+  try {
+    if (kind == "adapter")
+      h.head = std::make_shared<AdapterHead>(std::move(read));
+    else
+      h.head = std::make_shared<LinearHead>(kind, std::move(read[0].W), std::move(read[0].b));
+  } catch (const std::exception& e) {
+    fail(ProtocolErrorCode::InvalidValue, std::string("head: ") + e.what());
+  }
+  return h;
+}
+
+}  // namespace wire
+}  // namespace fednode

@@ -1,0 +1,388 @@
+// Knowledge payloads: the three method variants (docs/protocol.md, "knowledge").
+#include "protocol/payload_parts.h"
+#include "protocol/tensor.h"
+
+#include "methods/float16.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace fednode {
+
+using namespace wire;
+
+namespace {
+
+[[noreturn]] void fail(ProtocolErrorCode code, const std::string& message) { throw ProtocolError(code, message); }
+
+std::string dims(Eigen::Index r, Eigen::Index c) { return std::to_string(r) + "x" + std::to_string(c); }
+
+template <typename M>
+void expect_dims(const M& m, Eigen::Index rows, Eigen::Index cols, const std::string& where) {
+  if (m.rows() != rows || m.cols() != cols)
+    fail(ProtocolErrorCode::DimensionMismatch, where + ": is " + dims(m.rows(), m.cols()) + ", expected " +
+                                                   dims(rows, cols));
+}
+
+template <typename M>
+void expect_finite(const M& m, const std::string& where) {
+  if (!m.allFinite()) fail(ProtocolErrorCode::NonFinite, where + ": holds NaN or Inf");
+}
+
+Eigen::Index covariance_rows(CovarianceType t, Eigen::Index K, Eigen::Index d) {
+  return t == CovarianceType::Full ? K * d : K;
+}
+Eigen::Index covariance_cols(CovarianceType t, Eigen::Index d) {
+  return t == CovarianceType::Spherical ? 1 : d;
+}
+
+// The rules of GaussianMixture::validate, each with its own code. Finiteness is checked only on
+// request: tensor encoding and decoding already refuse NaN/Inf in the same pass as converting,
+// and a second pass over megabytes of parameters is what this avoids.
+void check_mixture(const GaussianMixture& g, int dim, const std::string& where, bool check_finite) {
+  const Eigen::Index K = g.weights.size(), d = dim;
+  if (K < 1) fail(ProtocolErrorCode::InvalidValue, where + ": mixture has no components");
+  expect_dims(g.means, K, d, where + ".means");
+  expect_dims(g.covariances, covariance_rows(g.type, K, d), covariance_cols(g.type, d), where + ".covariances");
+  if (check_finite) {
+    expect_finite(g.weights, where + ".weights");
+    expect_finite(g.means, where + ".means");
+    expect_finite(g.covariances, where + ".covariances");
+  }
+  if ((g.weights.array() < 0).any() || std::abs(g.weights.sum() - 1.0) > 1e-2)
+    fail(ProtocolErrorCode::InvalidValue, where + ".weights: must be non-negative and sum to 1 (sum is " +
+                                              std::to_string(g.weights.sum()) + ")");
+  if (g.type == CovarianceType::Full) {
+    for (Eigen::Index k = 0; k < K; ++k)
+      if ((g.covariances.block(k * d, 0, d, d).diagonal().array() <= 0).any())
+        fail(ProtocolErrorCode::InvalidValue, where + ".covariances: component " + std::to_string(k) +
+                                                  " has a non-positive variance");
+  } else if ((g.covariances.array() <= 0).any()) {
+    fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variances must be positive");
+  }
+}
+
+// Classes listed per label must be sorted, distinct, within range and backed by data.
+void check_class_entry(int label, int64_t count, int previous, int num_classes, const std::string& where) {
+  if (label < 0 || label >= num_classes)
+    fail(ProtocolErrorCode::InvalidValue,
+         where + ": label " + std::to_string(label) + " outside [0, " + std::to_string(num_classes) + ")");
+  if (label <= previous)
+    fail(ProtocolErrorCode::InvalidValue, where + ": labels must be strictly increasing (" +
+                                              std::to_string(label) + " after " + std::to_string(previous) + ")");
+  if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
+}
+
+void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
+  if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
+  if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
+  if (k.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) {
+    int previous = -1;
+    for (size_t i = 0; i < g->classes.size(); ++i) {
+      const auto& c = g->classes[i];
+      const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
+      check_class_entry(c.label, c.count, previous, k.num_classes, at);
+      check_mixture(c.mixture, k.dim, at, check_finite);
+      previous = c.label;
+    }
+  } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
+    expect_dims(s->A, k.num_classes, k.dim, where + ".body.A");
+    expect_dims(s->B, k.dim, k.dim, where + ".body.B");
+    if (s->N.size() != static_cast<size_t>(k.num_classes))
+      fail(ProtocolErrorCode::DimensionMismatch, where + ".body.N: " + std::to_string(s->N.size()) +
+                                                     " counts for " + std::to_string(k.num_classes) + " classes");
+    for (size_t c = 0; c < s->N.size(); ++c)
+      if (s->N[c] < 0) fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
+    if (check_finite) {
+      expect_finite(s->A, where + ".body.A");
+      expect_finite(s->B, where + ".body.B");
+    }
+  } else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) {
+    int previous = -1;
+    for (size_t i = 0; i < p->classes.size(); ++i) {
+      const auto& c = p->classes[i];
+      const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
+      check_class_entry(c.label, c.count, previous, k.num_classes, at);
+      if (c.prototypes.rows() < 1) fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
+      expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
+      if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
+      previous = c.label;
+    }
+  }
+}
+
+// A variance that rounds to zero in float16 would make the receiver reject the whole message.
+// Diagonal and spherical variances are checked while they are converted (pack_tensor's
+// `nonzero`); for full covariances only the diagonal must stay positive.
+void check_half_diagonals(const GaussianMixture& g, const std::string& where) {
+  if (g.type != CovarianceType::Full) return;
+  const Eigen::Index d = g.dim();
+  for (Eigen::Index k = 0; k < g.components(); ++k)
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double v = g.covariances(k * d + j, j);
+      if (!(round_to_half(static_cast<float>(v)) > 0.0f))
+        fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variance " + std::to_string(v) +
+                                                  " underflows float16 to 0; transfer in float32");
+    }
+}
+
+using Shape = std::vector<uint64_t>;
+uint64_t u(Eigen::Index v) { return static_cast<uint64_t>(v); }
+
+void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) {
+  pk.pack_map(1);
+  pack_str(pk, "classes");
+  pk.pack_array(static_cast<uint32_t>(g.classes.size()));
+  for (size_t i = 0; i < g.classes.size(); ++i) {
+    const auto& c = g.classes[i];
+    const GaussianMixture& m = c.mixture;
+    const std::string at = "knowledge.body.classes[" + std::to_string(i) + "]";
+    if (dtype == DType::F16) check_half_diagonals(m, at);
+    const uint64_t K = u(m.components()), d = u(m.dim());
+    pk.pack_map(6);
+    pack_str(pk, "label");
+    pk.pack_uint32(static_cast<uint32_t>(c.label));
+    pack_str(pk, "count");
+    pk.pack_uint64(static_cast<uint64_t>(c.count));
+    pack_str(pk, "covariance");
+    pack_str(pk, to_string(m.type));
+    pack_str(pk, "weights");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.weights.data(), at + ".weights");
+    pack_str(pk, "means");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.means.data(), at + ".means");
+    pack_str(pk, "covariances");
+    switch (m.type) {
+      case CovarianceType::Full:
+        pack_tensor(pk, out, dtype, Layout::Upper, Shape{K, d, d}, m.covariances.data(), at + ".covariances");
+        break;
+      case CovarianceType::Diag:
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.covariances.data(), at + ".covariances", true);
+        break;
+      case CovarianceType::Spherical:
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), at + ".covariances", true);
+        break;
+    }
+  }
+}
+
+void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s) {
+  const uint64_t C = u(s.A.rows()), d = u(s.A.cols());
+  pk.pack_map(3);
+  pack_str(pk, "A");
+  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A");
+  pack_str(pk, "N");
+  pk.pack_array(static_cast<uint32_t>(s.N.size()));
+  for (int64_t n : s.N) pk.pack_uint64(static_cast<uint64_t>(n));
+  pack_str(pk, "B");
+  pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B");
+}
+
+void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, DType dtype) {
+  pk.pack_map(1);
+  pack_str(pk, "classes");
+  pk.pack_array(static_cast<uint32_t>(p.classes.size()));
+  for (size_t i = 0; i < p.classes.size(); ++i) {
+    const auto& c = p.classes[i];
+    pk.pack_map(3);
+    pack_str(pk, "label");
+    pk.pack_uint32(static_cast<uint32_t>(c.label));
+    pack_str(pk, "count");
+    pk.pack_uint64(static_cast<uint64_t>(c.count));
+    pack_str(pk, "prototypes");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(c.prototypes.rows()), u(c.prototypes.cols())},
+                c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes");
+  }
+}
+
+// Label and count of one per-class entry; the label must exceed `previous`.
+std::pair<int, int64_t> read_class_header(MapReader& m, int previous, int num_classes) {
+  const uint64_t label = m.uint("label");
+  if (label >= static_cast<uint64_t>(num_classes))
+    fail(ProtocolErrorCode::InvalidValue, m.path("label") + ": " + std::to_string(label) + " outside [0, " +
+                                              std::to_string(num_classes) + ")");
+  if (static_cast<int>(label) <= previous)
+    fail(ProtocolErrorCode::InvalidValue, m.path("label") + ": labels must be strictly increasing");
+  const uint64_t count = m.uint("count");
+  if (count < 1 || count > static_cast<uint64_t>(INT64_MAX))
+    fail(ProtocolErrorCode::InvalidValue, m.path("count") + ": must lie in [1, 2^63)");
+  return {static_cast<int>(label), static_cast<int64_t>(count)};
+}
+
+const msgpack::object_array& read_class_list(MapReader& body, int num_classes) {
+  const auto& list = as_array(body.at("classes"), body.path("classes"));
+  if (list.size > static_cast<uint32_t>(num_classes))
+    fail(ProtocolErrorCode::InvalidValue, body.path("classes") + ": " + std::to_string(list.size) +
+                                              " entries for " + std::to_string(num_classes) + " classes");
+  return list;
+}
+
+GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
+  MapReader body(o, "knowledge.body");
+  const auto& list = read_class_list(body, k.num_classes);
+  GmmKnowledge g;
+  g.classes.reserve(list.size);
+  int previous = -1;
+  const uint64_t d = static_cast<uint64_t>(k.dim);
+  for (uint32_t i = 0; i < list.size; ++i) {
+    MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
+    ClassMixture c;
+    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes);
+    previous = c.label;
+    const std::string_view type = m.str("covariance");
+    if (type == "full") c.mixture.type = CovarianceType::Full;
+    else if (type == "diag") c.mixture.type = CovarianceType::Diag;
+    else if (type == "spherical") c.mixture.type = CovarianceType::Spherical;
+    else
+      fail(ProtocolErrorCode::InvalidValue, m.path("covariance") + ": unknown covariance type '" +
+                                                printable(type) + "' (full, diag or spherical)");
+    const TensorIn weights = read_tensor(m.at("weights"), m.path("weights"));
+    const TensorIn means = read_tensor(m.at("means"), m.path("means"));
+    const TensorIn covs = read_tensor(m.at("covariances"), m.path("covariances"));
+    m.finish();
+    if (weights.shape.size() != 1)
+      fail(ProtocolErrorCode::DimensionMismatch, weights.path + ": must be one-dimensional, shape is " +
+                                                     shape_string(weights.shape));
+    const uint64_t K = weights.shape[0];
+    if (K == 0) fail(ProtocolErrorCode::InvalidValue, weights.path + ": mixture has no components");
+    check_limit(K, limits.max_components, weights.path, "max_components");
+    expect_shape(weights, {K}, Layout::Dense);
+    expect_shape(means, {K, d}, Layout::Dense);
+    switch (c.mixture.type) {
+      case CovarianceType::Full: expect_shape(covs, {K, d, d}, Layout::Upper); break;
+      case CovarianceType::Diag: expect_shape(covs, {K, d}, Layout::Dense); break;
+      case CovarianceType::Spherical: expect_shape(covs, {K}, Layout::Dense); break;
+    }
+    // Every shape is now proven against the data actually present: allocation is bounded.
+    const auto Ki = static_cast<Eigen::Index>(K), di = static_cast<Eigen::Index>(d);
+    c.mixture.weights.resize(Ki);
+    c.mixture.means.resize(Ki, di);
+    c.mixture.covariances.resize(covariance_rows(c.mixture.type, Ki, di), covariance_cols(c.mixture.type, di));
+    unpack_tensor(weights, c.mixture.weights.data());
+    unpack_tensor(means, c.mixture.means.data());
+    unpack_tensor(covs, c.mixture.covariances.data());
+    g.classes.push_back(std::move(c));
+  }
+  body.finish();
+  return g;
+}
+
+StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k) {
+  MapReader body(o, "knowledge.body");
+  const uint64_t C = static_cast<uint64_t>(k.num_classes), d = static_cast<uint64_t>(k.dim);
+  const TensorIn A = read_tensor(body.at("A"), body.path("A"));
+  const TensorIn B = read_tensor(body.at("B"), body.path("B"));
+  const auto& N = as_array(body.at("N"), body.path("N"));
+  body.finish();
+  // Additive statistics must stay exact (DESIGN.md), so nothing narrower than float64 is accepted.
+  expect_dtype(A, DType::F64);
+  expect_dtype(B, DType::F64);
+  expect_shape(A, {C, d}, Layout::Dense);
+  expect_shape(B, {d, d}, Layout::Upper);
+  if (N.size != C)
+    fail(ProtocolErrorCode::DimensionMismatch, body.path("N") + ": " + std::to_string(N.size) +
+                                                   " counts for " + std::to_string(C) + " classes");
+  StatsKnowledge s;
+  s.N.resize(N.size);
+  for (uint32_t c = 0; c < N.size; ++c) {
+    const uint64_t n = as_uint(N.ptr[c], body.path("N") + "[" + std::to_string(c) + "]");
+    if (n > static_cast<uint64_t>(INT64_MAX))
+      fail(ProtocolErrorCode::InvalidValue, body.path("N") + ": count exceeds 2^63-1");
+    s.N[c] = static_cast<int64_t>(n);
+  }
+  s.A.resize(static_cast<Eigen::Index>(C), static_cast<Eigen::Index>(d));
+  s.B.resize(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
+  unpack_tensor(A, s.A.data());
+  unpack_tensor(B, s.B.data());
+  return s;
+}
+
+PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
+  MapReader body(o, "knowledge.body");
+  const auto& list = read_class_list(body, k.num_classes);
+  PrototypeKnowledge p;
+  p.classes.reserve(list.size);
+  int previous = -1;
+  for (uint32_t i = 0; i < list.size; ++i) {
+    MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
+    ClassPrototypes c;
+    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes);
+    previous = c.label;
+    const TensorIn t = read_tensor(m.at("prototypes"), m.path("prototypes"));
+    m.finish();
+    if (t.shape.size() != 2)
+      fail(ProtocolErrorCode::DimensionMismatch, t.path + ": must be two-dimensional, shape is " + shape_string(t.shape));
+    const uint64_t P = t.shape[0];
+    if (P == 0) fail(ProtocolErrorCode::InvalidValue, t.path + ": no prototypes");
+    check_limit(P, limits.max_prototypes, t.path, "max_prototypes");
+    expect_shape(t, {P, static_cast<uint64_t>(k.dim)}, Layout::Dense);
+    c.prototypes.resize(static_cast<Eigen::Index>(P), k.dim);
+    unpack_tensor(t, c.prototypes.data());
+    p.classes.push_back(std::move(c));
+  }
+  body.finish();
+  return p;
+}
+
+}  // namespace
+
+void validate_knowledge(const Knowledge& k, const Limits& limits, const std::string& where) {
+  check_limit(static_cast<uint64_t>(std::max(k.dim, 0)), limits.max_dim, where + ".dim", "max_dim");
+  check_limit(static_cast<uint64_t>(std::max(k.num_classes, 0)), limits.max_classes, where + ".classes",
+              "max_classes");
+  check_limit(k.contributors.size(), limits.max_contributors, where + ".contributors", "max_contributors");
+  check_limit(k.backbone_fingerprint.size(), limits.max_string_bytes, where + ".backbone", "max_string_bytes");
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload))
+    for (const auto& c : g->classes)
+      check_limit(static_cast<uint64_t>(c.mixture.components()), limits.max_components,
+                  where + ".body.classes", "max_components");
+  if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload))
+    for (const auto& c : p->classes)
+      check_limit(static_cast<uint64_t>(c.prototypes.rows()), limits.max_prototypes, where + ".body.classes",
+                  "max_prototypes");
+  check_structure(k, where, true);
+}
+
+namespace wire {
+
+void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options) {
+  check_structure(k, "knowledge", false);  // pack_tensor refuses NaN/Inf as it converts
+  const DType floats = options.precision == Precision::Float16 ? DType::F16 : DType::F32;
+  pk.pack_map(6);
+  pack_str(pk, "method");
+  pack_str(pk, k.method_name());
+  pack_str(pk, "contributors");
+  pack_contributors(pk, k.contributors);
+  pack_str(pk, "backbone");
+  pack_str(pk, k.backbone_fingerprint);
+  pack_str(pk, "dim");
+  pk.pack_uint32(static_cast<uint32_t>(k.dim));
+  pack_str(pk, "classes");
+  pk.pack_uint32(static_cast<uint32_t>(k.num_classes));
+  pack_str(pk, "body");
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats);
+  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s);
+  else pack_prototypes(pk, out, std::get<PrototypeKnowledge>(k.payload), floats);
+}
+
+Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
+  MapReader map(o, "knowledge");
+  Knowledge k;
+  const std::string method = read_string(map.at("method"), map.path("method"));
+  if (method != "fedpft" && method != "fedcgs" && method != "fedtc")
+    fail(ProtocolErrorCode::InvalidValue, "knowledge.method: unknown method '" + printable(method) + "'");
+  k.contributors = read_contributors(map.at("contributors"), map.path("contributors"), limits);
+  k.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
+  k.dim = read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim");
+  k.num_classes = read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes");
+  const msgpack::object& body = map.at("body");
+  map.finish();
+  if (method == "fedpft") k.payload = read_gmm(body, k, limits);
+  else if (method == "fedcgs") k.payload = read_stats(body, k);
+  else k.payload = read_prototypes(body, k, limits);
+  check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
+  return k;
+}
+
+}  // namespace wire
+}  // namespace fednode

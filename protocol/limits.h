@@ -1,0 +1,26 @@
+// Bounds on everything a peer can make a node allocate. Each is checked before the memory it
+// guards is allocated: the message length before parsing, MessagePack container and string
+// lengths while parsing, dimensions and counts before any Eigen matrix is sized.
+#pragma once
+
+#include <cstdint>
+
+namespace fednode {
+
+struct Limits {
+  uint64_t max_message_bytes = uint64_t{256} << 20;  // a whole frame, and so any payload
+  uint32_t max_dim = 16384;            // feature dimension and head layer widths
+  uint32_t max_classes = 100000;
+  uint32_t max_components = 4096;     // Gaussian components per class (FedPFT K)
+  uint32_t max_prototypes = 65536;     // prototypes per class (FedTC)
+  uint32_t max_contributors = 65536;   // node ids in one contributor set
+  uint32_t max_string_bytes = 1024;    // any string field: method, backbone fingerprint, reason
+  uint32_t max_depth = 8;              // MessagePack nesting; the v1 schema needs 6
+  uint64_t max_items = uint64_t{1} << 22;  // MessagePack values in one message, all levels
+
+  // Throws InputError if a limit is zero, too small for valid v1 messages, or so large that
+  // size arithmetic could overflow.
+  void validate() const;
+};
+
+}  // namespace fednode

@@ -1,0 +1,50 @@
+#include "protocol/messages.h"
+
+namespace fednode {
+
+const char* to_string(MessageType t) {
+  switch (t) {
+    case MessageType::Hello: return "hello";
+    case MessageType::Knowledge: return "knowledge";
+    case MessageType::Head: return "head";
+    case MessageType::Ack: return "ack";
+    case MessageType::Error: return "error";
+  }
+  return "unknown";
+}
+
+const char* to_string(ErrorReason r) {
+  switch (r) {
+    case ErrorReason::Malformed: return "malformed";
+    case ErrorReason::Incompatible: return "incompatible";
+    case ErrorReason::UnsupportedVersion: return "unsupported-version";
+    case ErrorReason::Rejected: return "rejected";
+    case ErrorReason::Busy: return "busy";
+    case ErrorReason::Shutdown: return "shutdown";
+    case ErrorReason::Timeout: return "timeout";
+    case ErrorReason::Internal: return "internal";
+  }
+  return "unknown";
+}
+
+MessageType type_of(const Payload& p) {
+  switch (p.index()) {
+    case 0: return MessageType::Hello;
+    case 1: return MessageType::Knowledge;
+    case 2: return MessageType::Head;
+    case 3: return MessageType::Ack;
+    default: return MessageType::Error;
+  }
+}
+
+std::string RunId::to_hex() const {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+}  // namespace fednode

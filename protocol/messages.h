@@ -1,0 +1,101 @@
+// The messages nodes exchange, as C++ values. Their byte layout is docs/protocol.md; codec.h turns
+// one into the other. Every message travels sealed (crypto/secure_channel.h): the envelope header
+// is readable by anyone on the path but authenticated; the payload is encrypted.
+#pragma once
+
+#include "methods/heads/head.h"
+#include "methods/knowledge.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fednode {
+
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class MessageType : uint8_t { Hello = 1, Knowledge = 2, Head = 3, Ack = 4, Error = 5 };
+const char* to_string(MessageType t);
+
+// Names one run of a federation. Message ids restart with every run, so without it a message
+// recorded in an earlier run with the same keys could be replayed into a fresh one.
+struct RunId {
+  std::array<uint8_t, 16> bytes{};
+  std::string to_hex() const;
+  bool operator==(const RunId& o) const { return bytes == o.bytes; }
+  bool operator!=(const RunId& o) const { return bytes != o.bytes; }
+};
+
+// Travels in the clear, bound to the ciphertext as associated data.
+struct EnvelopeHeader {
+  uint32_t version = kProtocolVersion;
+  MessageType type = MessageType::Hello;
+  NodeId from = 0;
+  NodeId to = 0;
+  uint64_t msg_id = 0;  // >= 1, strictly increasing per sender within a run (replay protection)
+  RunId run;
+};
+
+// First message on a link: lets the peer refuse an incompatible node before any knowledge flows.
+// The sender's id and the version of this very message are in the (authenticated) header.
+struct Hello {
+  std::vector<uint32_t> versions{kProtocolVersion};  // every protocol version the sender speaks
+  NodeId node = 0;                                   // must equal header.from
+  std::string method;                                // "fedpft", "fedcgs", "fedtc"
+  std::string backbone_fingerprint;
+  int dim = 0;
+  int num_classes = 0;
+  std::string software;                              // e.g. "fednode 0.1.0", for logs only
+};
+
+// A trained head (star mode's answer from the hub, ring's second pass) and whose data it saw.
+struct HeadMessage {
+  std::shared_ptr<const Head> head;  // LinearHead ("linear", "lda") or AdapterHead
+  Contributors contributors;
+  std::string backbone_fingerprint;
+};
+
+struct Ack {
+  uint64_t acked_id = 0;  // msg_id of the message received and stored
+};
+
+enum class ErrorReason : uint16_t {
+  Malformed = 1,           // the referenced message could not be decoded
+  Incompatible = 2,        // method, backbone, dimension or class count differ
+  UnsupportedVersion = 3,
+  Rejected = 4,            // refused by policy (unknown contributor, duplicate run, ...)
+  Busy = 5,                // try again later
+  Shutdown = 6,            // the sender is stopping
+  Timeout = 7,             // the sender gave up waiting
+  Internal = 8,
+};
+const char* to_string(ErrorReason r);  // "unknown" for codes a newer peer may send
+
+struct ErrorMessage {
+  ErrorReason reason = ErrorReason::Internal;  // any uint16 is accepted on decode
+  uint64_t ref_id = 0;   // msg_id this error answers, 0 for none
+  bool abort = false;    // the sender abandons the run
+  std::string text;      // human-readable detail, for logs; receivers refuse more than
+                         // Limits::max_string_bytes (1024 by default)
+};
+
+using Payload = std::variant<Hello, Knowledge, HeadMessage, Ack, ErrorMessage>;
+MessageType type_of(const Payload& p);
+
+struct Message {
+  EnvelopeHeader header;
+  Payload payload;
+};
+
+// How floating-point tensors of knowledge travel. Statistics (FedCGS) always travel as float64
+// and heads as float32; this chooses for GMM parameters and prototypes.
+enum class Precision { Float32, Float16 };
+
+struct EncodeOptions {
+  Precision precision = Precision::Float32;
+};
+
+}  // namespace fednode

@@ -1,0 +1,199 @@
+// Payload dispatch, and the small control messages: hello, ack, error.
+#include "protocol/payload_parts.h"
+
+#include <algorithm>
+
+namespace fednode {
+
+using namespace wire;
+
+namespace wire {
+
+void pack_contributors(Packer& pk, const Contributors& c) {
+  pk.pack_array(static_cast<uint32_t>(c.size()));
+  for (NodeId id : c) pk.pack_uint32(id);  // std::set iterates in increasing order
+}
+
+Contributors read_contributors(const msgpack::object& o, const std::string& path, const Limits& limits) {
+  const auto& a = as_array(o, path);
+  check_limit(a.size, limits.max_contributors, path, "max_contributors");
+  if (a.size == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": names no contributors");
+  Contributors out;
+  uint64_t previous = 0;
+  for (uint32_t i = 0; i < a.size; ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    const uint64_t id = as_uint(a.ptr[i], item);
+    if (id > UINT32_MAX)
+      throw ProtocolError(ProtocolErrorCode::InvalidValue, item + ": node id exceeds 32 bits");
+    if (i > 0 && id <= previous)
+      throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                          path + ": ids must be strictly increasing (" + std::to_string(id) + " after " +
+                              std::to_string(previous) + ")");
+    previous = id;
+    out.insert(out.end(), static_cast<NodeId>(id));
+  }
+  return out;
+}
+
+int read_count(const msgpack::object& o, const std::string& path, uint64_t limit, const char* limit_name) {
+  const uint64_t v = as_uint(o, path);
+  if (v == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": must be at least 1");
+  check_limit(v, limit, path, limit_name);
+  return static_cast<int>(v);  // limits are capped far below INT_MAX (Limits::validate)
+}
+
+std::string read_string(const msgpack::object& o, const std::string& path) {
+  return std::string(as_str(o, path));  // length bounded by max_string_bytes while parsing
+}
+
+}  // namespace wire
+
+namespace {
+
+constexpr uint32_t kMaxVersions = 16;
+
+bool known_method(std::string_view m) { return m == "fedpft" || m == "fedcgs" || m == "fedtc"; }
+
+void pack_hello(Packer& pk, const Hello& h) {
+  if (h.versions.empty() || h.versions.size() > kMaxVersions)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello: 1 to 16 protocol versions");
+  if (h.dim <= 0 || h.num_classes <= 0)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello: dim and classes must be positive");
+  pk.pack_map(7);
+  pack_str(pk, "versions");
+  pk.pack_array(static_cast<uint32_t>(h.versions.size()));
+  for (uint32_t v : h.versions) pk.pack_uint32(v);
+  pack_str(pk, "node");
+  pk.pack_uint32(h.node);
+  pack_str(pk, "method");
+  pack_str(pk, h.method);
+  pack_str(pk, "backbone");
+  pack_str(pk, h.backbone_fingerprint);
+  pack_str(pk, "dim");
+  pk.pack_uint32(static_cast<uint32_t>(h.dim));
+  pack_str(pk, "classes");
+  pk.pack_uint32(static_cast<uint32_t>(h.num_classes));
+  pack_str(pk, "software");
+  pack_str(pk, h.software);
+}
+
+Hello read_hello(const msgpack::object& o, const EnvelopeHeader& header, const Limits& limits) {
+  MapReader map(o, "hello");
+  Hello h;
+  const auto& versions = as_array(map.at("versions"), map.path("versions"));
+  if (versions.size == 0 || versions.size > kMaxVersions)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello.versions: 1 to 16 entries, found " +
+                                                             std::to_string(versions.size));
+  h.versions.clear();
+  for (uint32_t i = 0; i < versions.size; ++i) {
+    const uint64_t v = as_uint(versions.ptr[i], "hello.versions[" + std::to_string(i) + "]");
+    if (v == 0 || v > UINT32_MAX)
+      throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello.versions: version " + std::to_string(v));
+    h.versions.push_back(static_cast<uint32_t>(v));
+  }
+  if (std::find(h.versions.begin(), h.versions.end(), header.version) == h.versions.end())
+    throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                        "hello.versions: does not list version " + std::to_string(header.version) +
+                            " the message itself uses");
+  const uint64_t node = map.uint("node");
+  if (node != header.from)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                        "hello.node: names node " + std::to_string(node) + " but was sent by node " +
+                            std::to_string(header.from));
+  h.node = static_cast<NodeId>(node);
+  h.method = read_string(map.at("method"), map.path("method"));
+  if (!known_method(h.method))
+    throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                        "hello.method: unknown method '" + printable(h.method) + "'");
+  h.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
+  h.dim = read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim");
+  h.num_classes = read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes");
+  h.software = read_string(map.at("software"), map.path("software"));
+  map.finish();
+  return h;
+}
+
+void pack_ack(Packer& pk, const Ack& a) {
+  if (a.acked_id == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, "ack: acked id must be at least 1");
+  pk.pack_map(1);
+  pack_str(pk, "acked");
+  pk.pack_uint64(a.acked_id);
+}
+
+Ack read_ack(const msgpack::object& o) {
+  MapReader map(o, "ack");
+  Ack a;
+  a.acked_id = map.uint("acked");
+  if (a.acked_id == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, "ack.acked: must be at least 1");
+  map.finish();
+  return a;
+}
+
+void pack_error(Packer& pk, const ErrorMessage& e) {
+  pk.pack_map(4);
+  pack_str(pk, "reason");
+  pk.pack_uint16(static_cast<uint16_t>(e.reason));
+  pack_str(pk, "ref");
+  pk.pack_uint64(e.ref_id);
+  pack_str(pk, "abort");
+  if (e.abort) pk.pack_true(); else pk.pack_false();
+  pack_str(pk, "text");
+  pack_str(pk, e.text);
+}
+
+ErrorMessage read_error(const msgpack::object& o) {
+  MapReader map(o, "error");
+  ErrorMessage e;
+  const uint64_t reason = map.uint("reason");
+  if (reason > UINT16_MAX)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "error.reason: code exceeds 16 bits");
+  e.reason = static_cast<ErrorReason>(reason);  // unknown codes are kept: a newer peer may send them
+  e.ref_id = map.uint("ref");
+  e.abort = as_bool(map.at("abort"), map.path("abort"));
+  e.text = read_string(map.at("text"), map.path("text"));
+  map.finish();
+  return e;
+}
+
+}  // namespace
+
+std::string encode_payload(const Payload& payload, const EncodeOptions& options) {
+  if (auto* k = std::get_if<Knowledge>(&payload)) return encode_payload(*k, options);
+  std::string out;
+  StringSink sink{&out};
+  Packer pk(sink);
+  std::visit(
+      [&](const auto& p) {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, Hello>) pack_hello(pk, p);
+        else if constexpr (std::is_same_v<T, HeadMessage>) pack_head(pk, out, p);
+        else if constexpr (std::is_same_v<T, Ack>) pack_ack(pk, p);
+        else if constexpr (std::is_same_v<T, ErrorMessage>) pack_error(pk, p);
+      },
+      payload);
+  return out;
+}
+
+std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options) {
+  std::string out;
+  out.reserve(static_cast<size_t>(knowledge.payload_bytes(options.precision == Precision::Float16)) + 4096);
+  StringSink sink{&out};
+  Packer pk(sink);
+  pack_knowledge(pk, out, knowledge, options);
+  return out;
+}
+
+Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits) {
+  Document doc(bytes, limits, std::string(to_string(header.type)) + " payload");
+  switch (header.type) {
+    case MessageType::Hello: return read_hello(doc.root(), header, limits);
+    case MessageType::Knowledge: return read_knowledge(doc.root(), limits);
+    case MessageType::Head: return read_head(doc.root(), limits);
+    case MessageType::Ack: return read_ack(doc.root());
+    case MessageType::Error: return read_error(doc.root());
+  }
+  throw ProtocolError(ProtocolErrorCode::UnknownMessageType,
+                      "payload: unknown message type " + std::to_string(static_cast<int>(header.type)));
+}
+
+}  // namespace fednode

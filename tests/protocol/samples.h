@@ -1,0 +1,163 @@
+// Small, seeded sample messages shared by the protocol tests.
+#pragma once
+
+#include "methods/rng.h"
+#include "protocol/codec.h"
+
+#include <memory>
+
+namespace fednode::test {
+
+inline RunId sample_run() {
+  RunId r;
+  for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = static_cast<uint8_t>(0xA0 + i);
+  return r;
+}
+
+inline EnvelopeHeader header_for(MessageType type, uint64_t msg_id = 7) {
+  EnvelopeHeader h;
+  h.type = type;
+  h.from = 3;
+  h.to = 5;
+  h.msg_id = msg_id;
+  h.run = sample_run();
+  return h;
+}
+
+inline GaussianMixture sample_mixture(Rng& rng, CovarianceType type, int K, int d) {
+  GaussianMixture g;
+  g.type = type;
+  g.weights.resize(K);
+  for (int k = 0; k < K; ++k) g.weights[k] = 0.5 + rng.uniform();
+  g.weights /= g.weights.sum();
+  g.means.resize(K, d);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < d; ++j) g.means(k, j) = 3.0 * rng.normal();
+  switch (type) {
+    case CovarianceType::Full: {
+      g.covariances.resize(K * d, d);
+      for (int k = 0; k < K; ++k) {
+        MatrixD L(d, d);
+        for (int i = 0; i < d; ++i)
+          for (int j = 0; j < d; ++j) L(i, j) = rng.normal();
+        MatrixD S = L * L.transpose() / d;
+        S.diagonal().array() += 0.1;
+        g.covariances.block(k * d, 0, d, d) = S;
+      }
+      break;
+    }
+    case CovarianceType::Diag:
+      g.covariances.resize(K, d);
+      for (int k = 0; k < K; ++k)
+        for (int j = 0; j < d; ++j) g.covariances(k, j) = 0.05 + rng.uniform();
+      break;
+    case CovarianceType::Spherical:
+      g.covariances.resize(K, 1);
+      for (int k = 0; k < K; ++k) g.covariances(k, 0) = 0.05 + rng.uniform();
+      break;
+  }
+  return g;
+}
+
+inline Knowledge sample_gmm(uint64_t seed, CovarianceType type, int K = 3, int d = 6, int C = 4) {
+  Rng rng = Rng::stream(seed, Purpose::Generic);
+  Knowledge k;
+  k.contributors = {1, 2, 9};
+  k.backbone_fingerprint = "resnet18:abc123";
+  k.dim = d;
+  k.num_classes = C;
+  GmmKnowledge g;
+  for (int c = 0; c < C; c += 2) g.classes.push_back({c, 10 + c, sample_mixture(rng, type, K, d)});
+  k.payload = std::move(g);
+  return k;
+}
+
+inline Knowledge sample_stats(uint64_t seed, int d = 5, int C = 3) {
+  Rng rng = Rng::stream(seed, Purpose::Generic);
+  Knowledge k;
+  k.contributors = {4};
+  k.backbone_fingerprint = "pixels";
+  k.dim = d;
+  k.num_classes = C;
+  StatsKnowledge s;
+  MatrixD X(20, d);
+  for (int i = 0; i < X.rows(); ++i)
+    for (int j = 0; j < d; ++j) X(i, j) = rng.normal() / 3.0;
+  s.A = MatrixD::Zero(C, d);
+  s.N.assign(C, 0);
+  for (int i = 0; i < X.rows(); ++i) {
+    s.A.row(i % C) += X.row(i);
+    ++s.N[i % C];
+  }
+  s.B = X.transpose() * X;
+  s.B = (0.5 * (s.B + s.B.transpose())).eval();
+  k.payload = std::move(s);
+  return k;
+}
+
+inline Knowledge sample_prototypes(uint64_t seed, int d = 7, int C = 5) {
+  Rng rng = Rng::stream(seed, Purpose::Generic);
+  Knowledge k;
+  k.contributors = {2, 3};
+  k.backbone_fingerprint = "clip-vit-b32";
+  k.dim = d;
+  k.num_classes = C;
+  PrototypeKnowledge p;
+  for (int c = 1; c < C; c += 2) {
+    ClassPrototypes cp;
+    cp.label = c;
+    cp.count = 5 * (c + 1);
+    cp.prototypes.resize(c + 1, d);
+    for (int i = 0; i < cp.prototypes.rows(); ++i)
+      for (int j = 0; j < d; ++j) cp.prototypes(i, j) = static_cast<float>(rng.normal());
+    p.classes.push_back(std::move(cp));
+  }
+  k.payload = std::move(p);
+  return k;
+}
+
+inline MatrixF random_matrix(Rng& rng, int rows, int cols) {
+  MatrixF m(rows, cols);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) m(i, j) = static_cast<float>(rng.normal());
+  return m;
+}
+
+inline HeadMessage sample_linear_head(uint64_t seed, int d = 6, int C = 4, const std::string& kind = "linear") {
+  Rng rng = Rng::stream(seed, Purpose::Generic);
+  HeadMessage h;
+  MatrixF W = random_matrix(rng, C, d);
+  VectorF b = random_matrix(rng, C, 1).col(0);
+  h.head = std::make_shared<LinearHead>(kind, W, b);
+  h.contributors = {1, 2, 3};
+  h.backbone_fingerprint = "resnet18:abc123";
+  return h;
+}
+
+inline HeadMessage sample_adapter_head(uint64_t seed, int d = 6, int h1 = 5, int h2 = 4, int C = 3) {
+  Rng rng = Rng::stream(seed, Purpose::Generic);
+  std::vector<AdapterHead::Layer> layers(3);
+  const int sizes[4] = {d, h1, h2, C};
+  for (int i = 0; i < 3; ++i) {
+    layers[i].W = random_matrix(rng, sizes[i + 1], sizes[i]);
+    layers[i].b = random_matrix(rng, sizes[i + 1], 1).col(0);
+  }
+  HeadMessage h;
+  h.head = std::make_shared<AdapterHead>(std::move(layers));
+  h.contributors = {7};
+  h.backbone_fingerprint = "clip-vit-b32";
+  return h;
+}
+
+inline Hello sample_hello() {
+  Hello h;
+  h.node = 3;
+  h.method = "fedpft";
+  h.backbone_fingerprint = "resnet18:abc123";
+  h.dim = 512;
+  h.num_classes = 10;
+  h.software = "fednode 0.1.0";
+  return h;
+}
+
+}  // namespace fednode::test

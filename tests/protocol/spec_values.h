@@ -1,0 +1,55 @@
+// Small messages written field by field as docs/protocol.md describes them.
+#pragma once
+
+#include "value.h"
+
+namespace fednode::test {
+
+// docs/protocol.md, "FedTC prototypes": two classes' worth, dim 2, 3 classes.
+inline Value prototypes_value() {
+  return Map{{"method", "fedtc"},
+             {"contributors", Array{2, 3}},
+             {"backbone", "clip"},
+             {"dim", 2},
+             {"classes", 3},
+             {"body", Map{{"classes", Array{Map{{"label", 0},
+                                                {"count", 4},
+                                                {"prototypes", tensor("f32", Array{2, 2}, "dense",
+                                                                      f32_bytes({1, 2, 3, 4}))}},
+                                            Map{{"label", 2},
+                                                {"count", 1},
+                                                {"prototypes", tensor("f32", Array{1, 2}, "dense",
+                                                                      f32_bytes({5, 6}))}}}}}}};
+}
+
+// docs/protocol.md, "FedCGS statistics".
+inline Value stats_value() {
+  return Map{{"method", "fedcgs"},
+             {"contributors", Array{1}},
+             {"backbone", "pixels"},
+             {"dim", 2},
+             {"classes", 2},
+             {"body", Map{{"A", tensor("f64", Array{2, 2}, "dense", f64_bytes({1, 2, 3, 4}))},
+                          {"N", Array{3, 4}},
+                          {"B", tensor("f64", Array{2, 2}, "upper", f64_bytes({5, 6, 7}))}}}};
+}
+
+// docs/protocol.md, "FedPFT mixtures": one class, K = 2, diagonal.
+inline Value gmm_value(const char* covariance = "diag") {
+  Value covs = std::string(covariance) == "full"
+                   ? tensor("f32", Array{2, 2, 2}, "upper", f32_bytes({1, 0, 1, 2, 0, 2}))
+                   : tensor("f32", Array{2, 2}, "dense", f32_bytes({1, 1, 2, 2}));
+  return Map{{"method", "fedpft"},
+             {"contributors", Array{5}},
+             {"backbone", "resnet"},
+             {"dim", 2},
+             {"classes", 2},
+             {"body", Map{{"classes", Array{Map{{"label", 1},
+                                                {"count", 30},
+                                                {"covariance", covariance},
+                                                {"weights", tensor("f32", Array{2}, "dense", f32_bytes({0.25f, 0.75f}))},
+                                                {"means", tensor("f32", Array{2, 2}, "dense", f32_bytes({0, 1, 2, 3}))},
+                                                {"covariances", covs}}}}}}};
+}
+
+}  // namespace fednode::test

@@ -1,0 +1,427 @@
+// Every way a message can be wrong yields a ProtocolError with its own code and a message that
+// names the field. Messages are written by hand from docs/protocol.md (value.h), so these tests
+// also check that the spec and the library agree byte for byte.
+#include "samples.h"
+#include "spec_values.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace fednode {
+namespace {
+
+using test::Array;
+using test::Bin;
+using test::Map;
+using test::Value;
+using test::f32_bytes;
+using test::f64_bytes;
+using test::pack;
+using test::tensor;
+using test::prototypes_value;
+using test::stats_value;
+using test::gmm_value;
+
+void expect_code(ProtocolErrorCode code, const std::function<void()>& f, const std::string& mentions = "") {
+  try {
+    f();
+    ADD_FAILURE() << "expected ProtocolError " << to_string(code) << ", nothing thrown";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.code, code) << e.what();
+    if (!mentions.empty()) EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+  }
+}
+
+Payload decode(MessageType type, const std::string& bytes, const Limits& limits = Limits{}) {
+  return decode_payload(test::header_for(type), bytes, limits);
+}
+Payload decode_knowledge(const Value& v, const Limits& limits = Limits{}) {
+  return decode(MessageType::Knowledge, pack(v), limits);
+}
+void expect_knowledge_error(ProtocolErrorCode code, const Value& v, const std::string& mentions = "",
+                            const Limits& limits = Limits{}) {
+  expect_code(code, [&] { decode_knowledge(v, limits); }, mentions);
+}
+
+Value& first_class(Value& v) { return v["body"]["classes"][0]; }
+
+TEST(ProtocolSpec, HandWrittenMessagesDecode) {
+  const Knowledge p = std::get<Knowledge>(decode_knowledge(prototypes_value()));
+  EXPECT_EQ(std::get<PrototypeKnowledge>(p.payload).classes[1].prototypes(0, 1), 6.0f);
+  const Knowledge s = std::get<Knowledge>(decode_knowledge(stats_value()));
+  const auto& stats = std::get<StatsKnowledge>(s.payload);
+  EXPECT_EQ(stats.B(1, 0), 6.0);  // mirrored from the upper triangle
+  EXPECT_EQ(stats.B(1, 1), 7.0);
+  EXPECT_EQ(stats.N, (std::vector<int64_t>{3, 4}));
+  for (const char* cov : {"diag", "full"}) {
+    const Knowledge g = std::get<Knowledge>(decode_knowledge(gmm_value(cov)));
+    const auto& m = std::get<GmmKnowledge>(g.payload).classes.at(0).mixture;
+    EXPECT_EQ(m.weights(1), 0.75);
+    EXPECT_EQ(std::string(cov) == "full" ? m.covariances(3, 1) : m.covariances(1, 1), 2.0);
+  }
+}
+
+TEST(ProtocolSpec, LibraryEncodesExactlyTheDocumentedBytes) {
+  Knowledge k;
+  k.contributors = {1};
+  k.backbone_fingerprint = "pixels";
+  k.dim = 2;
+  k.num_classes = 2;
+  StatsKnowledge s;
+  s.A.resize(2, 2);
+  s.A << 1, 2, 3, 4;
+  s.N = {3, 4};
+  s.B.resize(2, 2);
+  s.B << 5, 6, 6, 7;
+  k.payload = s;
+  EXPECT_EQ(encode_payload(k), pack(stats_value()));
+
+  const EnvelopeHeader h = test::header_for(MessageType::Knowledge, 300);
+  Bin run;
+  run.bytes.assign(reinterpret_cast<const char*>(h.run.bytes.data()), 16);
+  const Value header = Map{{"version", 1}, {"type", 2}, {"from", 3}, {"to", 5}, {"msg_id", 300}, {"run", run}};
+  EXPECT_EQ(encode_header(h), pack(header));
+}
+
+TEST(ProtocolErrors, EveryPrefixIsTruncated) {
+  const std::string bytes = encode_payload(test::sample_gmm(1, CovarianceType::Full));
+  for (size_t n = 0; n < bytes.size(); ++n)
+    expect_code(ProtocolErrorCode::Truncated, [&] { decode(MessageType::Knowledge, bytes.substr(0, n)); });
+  expect_code(ProtocolErrorCode::TrailingBytes, [&] { decode(MessageType::Knowledge, bytes + '\0'); });
+}
+
+TEST(ProtocolErrors, NotTheSchema) {
+  expect_code(ProtocolErrorCode::Malformed, [] { decode(MessageType::Ack, "\xc1"); });
+  expect_code(ProtocolErrorCode::WrongType, [] { decode(MessageType::Ack, pack(Array{1})); });
+  expect_code(ProtocolErrorCode::WrongType, [] { decode(MessageType::Ack, "\x81\x01\x02"); }, "keys must be strings");
+  expect_code(ProtocolErrorCode::WrongType, [] { decode(MessageType::Ack, pack(Map{{"acked", "7"}})); }, "ack.acked");
+  expect_code(ProtocolErrorCode::MissingField, [] { decode(MessageType::Ack, pack(Map{})); }, "acked");
+  expect_code(ProtocolErrorCode::UnknownField,
+              [] { decode(MessageType::Ack, pack(Map{{"acked", 1}, {"later", 2}})); }, "later");
+  expect_code(ProtocolErrorCode::Malformed,
+              [] { decode(MessageType::Ack, pack(Map{{"acked", 1}, {"acked", 2}})); }, "twice");
+  expect_code(ProtocolErrorCode::InvalidValue, [] { decode(MessageType::Ack, pack(Map{{"acked", -1}})); });
+  expect_code(ProtocolErrorCode::InvalidValue, [] { decode(MessageType::Ack, pack(Map{{"acked", 0}})); });
+  expect_code(ProtocolErrorCode::WrongType, [] { decode(MessageType::Ack, std::string("\xd4\x01\x00", 3)); }, "extension");
+  expect_code(ProtocolErrorCode::WrongType, [] { decode(MessageType::Ack, pack(Map{{"acked", 1.5}})); });
+  // A message of one type read as another is a schema error, not a crash.
+  expect_code(ProtocolErrorCode::MissingField, [] { decode(MessageType::Hello, pack(Map{{"acked", 1}})); });
+}
+
+TEST(ProtocolErrors, KnowledgeFields) {
+  Value v = prototypes_value();
+  v.erase("backbone");
+  expect_knowledge_error(ProtocolErrorCode::MissingField, v, "backbone");
+  v = prototypes_value();
+  v.add("privacy_budget", 1);
+  expect_knowledge_error(ProtocolErrorCode::UnknownField, v, "privacy_budget");
+  v = prototypes_value();
+  v["method"] = "fedavg";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "fedavg");
+  v["method"] = "fed\navg";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "fed?avg");  // no raw control bytes in logs
+  v = prototypes_value();
+  v["dim"] = "2";
+  expect_knowledge_error(ProtocolErrorCode::WrongType, v, "knowledge.dim");
+  v["dim"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "knowledge.dim");
+  v["dim"] = -2;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "knowledge.dim");
+  v["dim"] = 100000;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_dim");
+  v = prototypes_value();
+  v["classes"] = 2;  // label 2 no longer exists
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "label");
+  v["classes"] = 1;  // and now two entries for one class
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "2 entries for 1 classes");
+}
+
+TEST(ProtocolErrors, Contributors) {
+  for (const Array& bad : {Array{}, Array{3, 2}, Array{2, 2}}) {
+    Value v = prototypes_value();
+    v["contributors"] = bad;
+    expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "contributors");
+  }
+  Value v = prototypes_value();
+  v["contributors"] = Array{uint64_t{1} << 32};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "32 bits");
+  v["contributors"] = Array{1, 2, 3};
+  Limits limits;
+  limits.max_contributors = 2;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_contributors", limits);
+}
+
+TEST(ProtocolErrors, PerClassEntries) {
+  Value v = prototypes_value();
+  v["body"]["classes"][1]["label"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "strictly increasing");
+  v = prototypes_value();
+  first_class(v)["count"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "count");
+  v = prototypes_value();
+  Limits limits;
+  limits.max_prototypes = 1;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_prototypes", limits);
+}
+
+TEST(ProtocolErrors, Tensors) {
+  auto with_prototypes = [](Value t) {
+    Value v = prototypes_value();
+    first_class(v)["prototypes"] = std::move(t);
+    return v;
+  };
+  const std::string at = "knowledge.body.classes[0].prototypes";
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_prototypes(tensor("f32", Array{2, 3}, "dense", f32_bytes({1, 2, 3, 4, 5, 6}))), at);
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_prototypes(tensor("f32", Array{2, 2}, "dense", f32_bytes({1, 2, 3}))), "needs 16");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue,
+                         with_prototypes(tensor("f8", Array{2, 2}, "dense", f32_bytes({1, 2, 3, 4}))), "dtype");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue,
+                         with_prototypes(tensor("f32", Array{2, 2}, "lower", f32_bytes({1, 2, 3, 4}))), "layout");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue,
+                         with_prototypes(tensor("f32", Array{1, 1, 2, 2}, "dense", f32_bytes({1, 2, 3, 4}))), "dimensions");
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_prototypes(tensor("f32", Array{2, 3}, "upper", f32_bytes({1, 2, 3}))), "square");
+  expect_knowledge_error(ProtocolErrorCode::TooLarge,
+                         with_prototypes(tensor("f32", Array{uint64_t{1} << 33, 2}, "dense", f32_bytes({}))), "shape");
+  // Shapes whose product overflows 64 bits are refused before any arithmetic wraps.
+  expect_knowledge_error(ProtocolErrorCode::TooLarge,
+                         with_prototypes(tensor("f32", Array{uint64_t{UINT32_MAX}, uint64_t{UINT32_MAX}, uint64_t{UINT32_MAX}},
+                                                "dense", f32_bytes({}))),
+                         "overflows");
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expect_knowledge_error(ProtocolErrorCode::NonFinite,
+                         with_prototypes(tensor("f32", Array{2, 2}, "dense", f32_bytes({1, nan, 3, 4}))), "element 1");
+  expect_knowledge_error(ProtocolErrorCode::NonFinite,
+                         with_prototypes(tensor("f32", Array{2, 2}, "dense", f32_bytes({1, 2, -inf, 4}))), "element 2");
+  Bin half_inf;
+  half_inf.bytes = std::string("\x00\x3c\x00\x7c\x00\x3c\x00\x3c", 8);  // 1, +inf, 1, 1 in float16
+  expect_knowledge_error(ProtocolErrorCode::NonFinite, with_prototypes(tensor("f16", Array{2, 2}, "dense", half_inf)));
+  // float64 on the wire is accepted where float32 is stored, unless it does not fit.
+  EXPECT_NO_THROW(decode_knowledge(with_prototypes(tensor("f64", Array{2, 2}, "dense", f64_bytes({1, 2, 3, 4})))));
+  expect_knowledge_error(ProtocolErrorCode::NonFinite,
+                         with_prototypes(tensor("f64", Array{2, 2}, "dense", f64_bytes({1, 1e300, 3, 4}))), "float32");
+  Value t = tensor("f32", Array{2, 2}, "dense", f32_bytes({1, 2, 3, 4}));
+  t["data"] = "not binary";
+  expect_knowledge_error(ProtocolErrorCode::WrongType, with_prototypes(t), "data");
+}
+
+TEST(ProtocolErrors, Statistics) {
+  Value v = stats_value();
+  v["body"]["A"] = tensor("f32", Array{2, 2}, "dense", f32_bytes({1, 2, 3, 4}));
+  expect_knowledge_error(ProtocolErrorCode::WrongType, v, "must be f64");
+  v = stats_value();
+  v["body"]["N"] = Array{3};
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "1 counts for 2 classes");
+  v = stats_value();
+  v["body"]["B"] = tensor("f64", Array{2, 2}, "dense", f64_bytes({5, 6, 6, 7}));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "upper");
+  v = stats_value();
+  v["body"]["B"] = tensor("f64", Array{2, 2}, "upper", f64_bytes({5, 6, 7, 8}));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "needs 24");
+  v = stats_value();
+  v["body"]["A"] = tensor("f64", Array{3, 2}, "dense", f64_bytes({1, 2, 3, 4, 5, 6}));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "knowledge.body.A");
+}
+
+TEST(ProtocolErrors, Mixtures) {
+  Value v = gmm_value();
+  first_class(v)["weights"] = tensor("f32", Array{2}, "dense", f32_bytes({0.5f, 1.0f}));
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "sum to 1");
+  v = gmm_value();
+  first_class(v)["covariances"] = tensor("f32", Array{2, 2}, "dense", f32_bytes({1, -1, 2, 2}));
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "positive");
+  v = gmm_value();
+  first_class(v)["covariance"] = "banana";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "banana");
+  v = gmm_value("full");
+  first_class(v)["covariances"] = tensor("f32", Array{2, 2, 2}, "dense", f32_bytes({1, 0, 0, 1, 2, 0, 0, 2}));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "(upper)");
+  v = gmm_value();
+  first_class(v)["means"] = tensor("f32", Array{2, 3}, "dense", f32_bytes({0, 1, 2, 3, 4, 5}));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "means");
+  v = gmm_value();
+  Limits limits;
+  limits.max_components = 1;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_components", limits);
+}
+
+TEST(ProtocolErrors, HelloHeadAndError) {
+  Hello hello = test::sample_hello();
+  const EnvelopeHeader from_other = test::header_for(MessageType::Hello);
+  hello.node = from_other.from + 1;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_payload(from_other, encode_payload(hello), Limits{}); },
+              "sent by node");
+  hello = test::sample_hello();
+  hello.versions = {2};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_payload(from_other, encode_payload(hello), Limits{}); },
+              "does not list version 1");
+
+  const std::string adapter = encode_payload(test::sample_adapter_head(1));
+  EXPECT_NO_THROW(decode(MessageType::Head, adapter));
+  Limits narrow;
+  narrow.max_dim = 4;  // the adapter's first hidden layer has 5 units, input 6
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Head, adapter, narrow); }, "max_dim");
+  // The same head claimed as a linear one has the wrong number of layers.
+  std::string as_linear = adapter;
+  const size_t at = as_linear.find("adapter");
+  as_linear.replace(at, 7, "linear\xc0", 7);  // keep the length: "linear" + a byte the str holds
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::Head, as_linear); }, "head kind");
+
+  expect_code(ProtocolErrorCode::InvalidValue,
+              [] {
+                decode(MessageType::Error,
+                       pack(Map{{"reason", 70000}, {"ref", 0}, {"abort", false}, {"text", ""}}));
+              },
+              "16 bits");
+  expect_code(ProtocolErrorCode::WrongType,
+              [] { decode(MessageType::Error, pack(Map{{"reason", 1}, {"ref", 0}, {"abort", 1}, {"text", ""}})); },
+              "error.abort");
+}
+
+TEST(ProtocolErrors, HeadShapes) {
+  const HeadMessage h = test::sample_linear_head(2, 6, 4);
+  // Decoded with a header that says 5 classes: hand-edit "classes": 4 -> 5.
+  std::string bytes = encode_payload(h);
+  const std::string key = std::string("\xa7") + "classes";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes[at + key.size()], '\x04');
+  bytes[at + key.size()] = '\x05';
+  expect_code(ProtocolErrorCode::DimensionMismatch, [&] { decode(MessageType::Head, bytes); }, "expected 5");
+  bytes[at + key.size()] = '\x04';
+  const std::string dim_key = std::string("\xa3") + "dim";
+  const size_t d = bytes.find(dim_key);
+  bytes[d + dim_key.size()] = '\x07';
+  expect_code(ProtocolErrorCode::DimensionMismatch, [&] { decode(MessageType::Head, bytes); }, "head.layers[0].W");
+}
+
+TEST(ProtocolErrors, EnvelopeHeader) {
+  const EnvelopeHeader h = test::header_for(MessageType::Ack);
+  Bin run;
+  run.bytes.assign(reinterpret_cast<const char*>(h.run.bytes.data()), 16);
+  auto header = [&] {
+    return Value(Map{{"version", 1}, {"type", 4}, {"from", 3}, {"to", 5}, {"msg_id", 9}, {"run", run}});
+  };
+  EXPECT_NO_THROW(decode_header(pack(header()), Limits{}));
+  Value v = header();
+  v["version"] = 2;
+  v["type"] = "garbage";  // irrelevant: the version is judged first
+  expect_code(ProtocolErrorCode::UnsupportedVersion, [&] { decode_header(pack(v), Limits{}); }, "version 2");
+  v = header();
+  v["type"] = 6;
+  expect_code(ProtocolErrorCode::UnknownMessageType, [&] { decode_header(pack(v), Limits{}); });
+  v = header();
+  v["msg_id"] = 0;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "msg_id");
+  v = header();
+  v["to"] = uint64_t{1} << 32;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.to");
+  v = header();
+  v["run"] = Bin{std::string(15, 'x')};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "16 bytes");
+  v = header();
+  v.add("padding", std::string(300, 'x'));
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode_header(pack(v), Limits{}); }, "256");
+}
+
+TEST(ProtocolErrors, Frame) {
+  const std::string tag(16, 't'), nonce(24, 'n'), ct(16, 'c');
+  const std::string header = encode_header(test::header_for(MessageType::Ack));
+  auto frame = [&] {
+    return Value(Array{"fednode", Bin{header}, Bin{tag}, Bin{nonce}, Bin{ct}});
+  };
+  EXPECT_NO_THROW(decode_frame(pack(frame()), Limits{}));
+  Value v = frame();
+  v[0] = "fedn0de";
+  expect_code(ProtocolErrorCode::Malformed, [&] { decode_frame(pack(v), Limits{}); }, "not a fednode frame");
+  v = frame();
+  std::get<Array>(v.v).pop_back();
+  expect_code(ProtocolErrorCode::Malformed, [&] { decode_frame(pack(v), Limits{}); });
+  v = frame();
+  v[3] = Bin{std::string(23, 'n')};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_frame(pack(v), Limits{}); }, "nonce");
+  v = frame();
+  v[4] = Bin{std::string(15, 'c')};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_frame(pack(v), Limits{}); }, "ciphertext");
+  v = frame();
+  v[2] = "tag as a string";
+  expect_code(ProtocolErrorCode::WrongType, [&] { decode_frame(pack(v), Limits{}); }, "header_tag");
+}
+
+TEST(ProtocolLimits, ClaimsAreRefusedBeforeAllocation) {
+  // Array and map headers claiming 4G entries: a decoder that allocated first would run out of
+  // memory. Binaries and strings are only ever views of bytes that are present.
+  for (const char* claim : {"\xdd\xff\xff\xff\xff", "\xdf\xff\xff\xff\xff"})
+    expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Ack, std::string(claim, 5)); });
+  for (const char* claim : {"\xc6\xff\xff\xff\xff", "\xdb\xff\xff\xff\xff"})
+    expect_code(ProtocolErrorCode::Truncated, [&] { decode(MessageType::Ack, std::string(claim, 5)); });
+  // Within the limits but not present: truncated, still without allocating 4 GiB.
+  expect_code(ProtocolErrorCode::Truncated, [] { decode(MessageType::Ack, std::string("\xdd\x00\x00\xff\xff", 5)); });
+
+  const std::string deep(100000, '\x91');
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Ack, deep); }, "max_depth");
+
+  Limits few;
+  few.max_items = 100;
+  Array nils(200);
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Ack, pack(nils), few); }, "max_items");
+
+  Limits small;
+  small.max_message_bytes = 1024;
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Ack, std::string(2000, '\0'), small); },
+              "max_message_bytes");
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode_frame(std::string(2000, '\0'), small); });
+
+  Limits strings;
+  strings.max_string_bytes = 16;
+  Value v = prototypes_value();
+  v["backbone"] = std::string(17, 'b');
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_string_bytes", strings);
+}
+
+TEST(ProtocolLimits, Validate) {
+  EXPECT_NO_THROW(Limits{}.validate());
+  Limits l;
+  l.max_depth = 3;  // the schema nests 6 deep
+  EXPECT_THROW(l.validate(), InputError);
+  l = Limits{};
+  l.max_dim = 0;
+  EXPECT_THROW(l.validate(), InputError);
+  l = Limits{};
+  l.max_message_bytes = uint64_t{1} << 33;
+  EXPECT_THROW(l.validate(), InputError);
+}
+
+TEST(ProtocolEncoder, RefusesWhatPeersWouldReject) {
+  Knowledge k = test::sample_gmm(1, CovarianceType::Diag);
+  auto& m = std::get<GmmKnowledge>(k.payload).classes[0].mixture;
+  m.means(0, 0) = std::nan("");
+  expect_code(ProtocolErrorCode::NonFinite, [&] { encode_payload(k); }, "means");
+  m.means(0, 0) = 1e5;  // fine in float32, +inf in float16
+  EXPECT_NO_THROW(encode_payload(k, {Precision::Float32}));
+  expect_code(ProtocolErrorCode::NonFinite, [&] { encode_payload(k, {Precision::Float16}); }, "overflows f16");
+  m.means(0, 0) = 1;
+  m.covariances(1, 2) = 1e-9;  // positive, but zero in float16
+  EXPECT_NO_THROW(encode_payload(k, {Precision::Float32}));
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(k, {Precision::Float16}); }, "underflows");
+  m.covariances(1, 2) = 1;
+  m.means.conservativeResize(m.means.rows(), m.means.cols() - 1);
+  expect_code(ProtocolErrorCode::DimensionMismatch, [&] { encode_payload(k); }, "means");
+
+  Knowledge s = test::sample_stats(1);
+  std::get<StatsKnowledge>(s.payload).N.pop_back();
+  expect_code(ProtocolErrorCode::DimensionMismatch, [&] { encode_payload(s); }, "N");
+
+  HeadMessage h = test::sample_linear_head(1);
+  h.contributors.clear();
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(h); }, "contributors");
+  EXPECT_THROW(encode_header(test::header_for(MessageType::Ack, 0)), ProtocolError);
+}
+
+}  // namespace
+}  // namespace fednode

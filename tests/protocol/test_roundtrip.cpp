@@ -1,0 +1,218 @@
+// Every message type and every Knowledge variant survives encode -> decode, with float16 and
+// float32 rounding exactly as docs/protocol.md specifies.
+#include "samples.h"
+
+#include "methods/float16.h"
+
+#include <gtest/gtest.h>
+
+namespace fednode {
+namespace {
+
+using test::header_for;
+
+Payload roundtrip(const Payload& p, const EncodeOptions& options = {}) {
+  const std::string bytes = encode_payload(p, options);
+  return decode_payload(header_for(type_of(p)), bytes, Limits{});
+}
+
+MatrixD through_float(const MatrixD& m) { return m.cast<float>().cast<double>(); }
+MatrixD through_half(const MatrixD& m) {
+  return m.unaryExpr([](double v) { return static_cast<double>(round_to_half(static_cast<float>(v))); });
+}
+
+TEST(ProtocolRoundTrip, Header) {
+  EnvelopeHeader h = header_for(MessageType::Knowledge, 0x1234567890ULL);
+  h.from = 0xFFFFFFFFu;
+  const std::string bytes = encode_header(h);
+  const EnvelopeHeader back = decode_header(bytes, Limits{});
+  EXPECT_EQ(back.version, kProtocolVersion);
+  EXPECT_EQ(back.type, MessageType::Knowledge);
+  EXPECT_EQ(back.from, 0xFFFFFFFFu);
+  EXPECT_EQ(back.to, 5u);
+  EXPECT_EQ(back.msg_id, 0x1234567890ULL);
+  EXPECT_EQ(back.run, test::sample_run());
+  EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0x86);  // fixmap of 6 entries
+  EXPECT_LE(bytes.size(), kMaxHeaderBytes);
+  EXPECT_EQ(encode_header(back), bytes);  // canonical: decoding and re-encoding is the identity
+}
+
+TEST(ProtocolRoundTrip, Frame) {
+  const std::string header = encode_header(header_for(MessageType::Ack));
+  const std::string tag(kHeaderTagBytes, '\x11'), nonce(kNonceBytes, '\x22'), ct(40, '\x33');
+  const std::string bytes = encode_frame({header, tag, nonce, ct});
+  const FrameView f = decode_frame(bytes, Limits{});
+  EXPECT_EQ(f.header, header);
+  EXPECT_EQ(f.header_tag, tag);
+  EXPECT_EQ(f.nonce, nonce);
+  EXPECT_EQ(f.ciphertext, ct);
+  // The views point into the frame: nothing is copied.
+  EXPECT_GE(f.ciphertext.data(), bytes.data());
+  EXPECT_LE(f.ciphertext.data() + f.ciphertext.size(), bytes.data() + bytes.size());
+}
+
+TEST(ProtocolRoundTrip, Hello) {
+  Hello h = test::sample_hello();
+  h.versions = {1, 2};
+  const Hello back = std::get<Hello>(roundtrip(h));
+  EXPECT_EQ(back.versions, h.versions);
+  EXPECT_EQ(back.node, h.node);
+  EXPECT_EQ(back.method, h.method);
+  EXPECT_EQ(back.backbone_fingerprint, h.backbone_fingerprint);
+  EXPECT_EQ(back.dim, h.dim);
+  EXPECT_EQ(back.num_classes, h.num_classes);
+  EXPECT_EQ(back.software, h.software);
+}
+
+TEST(ProtocolRoundTrip, AckAndError) {
+  EXPECT_EQ(std::get<Ack>(roundtrip(Ack{0xFFFFFFFFFFFFULL})).acked_id, 0xFFFFFFFFFFFFULL);
+  ErrorMessage e;
+  e.reason = ErrorReason::Incompatible;
+  e.ref_id = 42;
+  e.abort = true;
+  e.text = "backbone differs";
+  const ErrorMessage back = std::get<ErrorMessage>(roundtrip(e));
+  EXPECT_EQ(back.reason, ErrorReason::Incompatible);
+  EXPECT_EQ(back.ref_id, 42u);
+  EXPECT_TRUE(back.abort);
+  EXPECT_EQ(back.text, e.text);
+  // A code from a newer peer is kept, not refused.
+  e.reason = static_cast<ErrorReason>(900);
+  EXPECT_EQ(static_cast<int>(std::get<ErrorMessage>(roundtrip(e)).reason), 900);
+  EXPECT_STREQ(to_string(static_cast<ErrorReason>(900)), "unknown");
+}
+
+void expect_same_frame(const Knowledge& a, const Knowledge& b) {
+  EXPECT_EQ(a.contributors, b.contributors);
+  EXPECT_EQ(a.backbone_fingerprint, b.backbone_fingerprint);
+  EXPECT_EQ(a.dim, b.dim);
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_STREQ(a.method_name(), b.method_name());
+}
+
+class GmmRoundTrip : public ::testing::TestWithParam<std::tuple<CovarianceType, Precision>> {};
+
+TEST_P(GmmRoundTrip, ValuesRoundAsSpecified) {
+  const auto [type, precision] = GetParam();
+  const Knowledge k = test::sample_gmm(11, type);
+  const Knowledge back = std::get<Knowledge>(roundtrip(k, {precision}));
+  expect_same_frame(k, back);
+  const auto& in = std::get<GmmKnowledge>(k.payload).classes;
+  const auto& out = std::get<GmmKnowledge>(back.payload).classes;
+  ASSERT_EQ(in.size(), out.size());
+  auto expected = [&](const MatrixD& m) { return precision == Precision::Float16 ? through_half(m) : through_float(m); };
+  for (size_t c = 0; c < in.size(); ++c) {
+    EXPECT_EQ(out[c].label, in[c].label);
+    EXPECT_EQ(out[c].count, in[c].count);
+    EXPECT_EQ(out[c].mixture.type, type);
+    // Bit-exact: the receiver sees the sender's values rounded to the wire precision, nothing else.
+    EXPECT_EQ(MatrixD(out[c].mixture.weights), expected(in[c].mixture.weights));
+    EXPECT_EQ(out[c].mixture.means, expected(in[c].mixture.means));
+    MatrixD covs = expected(in[c].mixture.covariances);
+    if (type == CovarianceType::Full) {
+      // Only the upper triangle travels; the receiver mirrors it.
+      const int d = k.dim;
+      for (int q = 0; q < in[c].mixture.components(); ++q) {
+        MatrixD S = covs.block(q * d, 0, d, d);
+        covs.block(q * d, 0, d, d) = S.triangularView<Eigen::Upper>().toDenseMatrix() +
+                                     S.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().transpose();
+        const MatrixD R = out[c].mixture.covariances.block(q * d, 0, d, d);
+        EXPECT_EQ(R, R.transpose());
+      }
+    }
+    EXPECT_EQ(out[c].mixture.covariances, covs);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GmmRoundTrip,
+                         ::testing::Combine(::testing::Values(CovarianceType::Full, CovarianceType::Diag,
+                                                              CovarianceType::Spherical),
+                                            ::testing::Values(Precision::Float32, Precision::Float16)));
+
+TEST(ProtocolRoundTrip, Float16HalvesTheTensorsAndIsIdempotent) {
+  const Knowledge k = test::sample_gmm(5, CovarianceType::Diag, 4, 32, 6);
+  const std::string f32 = encode_payload(k, {Precision::Float32});
+  const std::string f16 = encode_payload(k, {Precision::Float16});
+  const int64_t tensors32 = k.payload_bytes(false), tensors16 = k.payload_bytes(true);
+  // Framing overhead is small and the same for both; the tensors are what halves.
+  EXPECT_NEAR(static_cast<double>(f32.size() - f16.size()), static_cast<double>(tensors32 - tensors16), 64.0);
+  // A value that already went through float16 travels unchanged: re-sending received knowledge
+  // does not drift.
+  const Knowledge once = std::get<Knowledge>(decode_payload(header_for(MessageType::Knowledge), f16, Limits{}));
+  EXPECT_EQ(encode_payload(once, {Precision::Float16}), f16);
+}
+
+TEST(ProtocolRoundTrip, FullCovarianceTravelsAsOneTriangle) {
+  const int K = 2, d = 20;
+  const Knowledge k = test::sample_gmm(3, CovarianceType::Full, K, d, 2);
+  const std::string bytes = encode_payload(k, {Precision::Float32});
+  const size_t classes = std::get<GmmKnowledge>(k.payload).classes.size();
+  const size_t triangle = classes * K * (d * (d + 1) / 2) * 4, square = classes * K * d * d * 4;
+  EXPECT_LT(bytes.size(), square);
+  EXPECT_GT(bytes.size(), triangle);
+}
+
+TEST(ProtocolRoundTrip, StatsAreExact) {
+  const Knowledge k = test::sample_stats(21);
+  const Knowledge back = std::get<Knowledge>(roundtrip(k, {Precision::Float16}));  // precision ignored
+  expect_same_frame(k, back);
+  const auto& s = std::get<StatsKnowledge>(k.payload);
+  const auto& t = std::get<StatsKnowledge>(back.payload);
+  EXPECT_EQ(t.A, s.A);
+  EXPECT_EQ(t.B, s.B);
+  EXPECT_EQ(t.N, s.N);
+}
+
+TEST(ProtocolRoundTrip, Prototypes) {
+  for (Precision p : {Precision::Float32, Precision::Float16}) {
+    const Knowledge k = test::sample_prototypes(8);
+    const Knowledge back = std::get<Knowledge>(roundtrip(k, {p}));
+    expect_same_frame(k, back);
+    const auto& in = std::get<PrototypeKnowledge>(k.payload).classes;
+    const auto& out = std::get<PrototypeKnowledge>(back.payload).classes;
+    ASSERT_EQ(in.size(), out.size());
+    for (size_t c = 0; c < in.size(); ++c) {
+      EXPECT_EQ(out[c].label, in[c].label);
+      EXPECT_EQ(out[c].count, in[c].count);
+      const MatrixF expected = p == Precision::Float16 ? MatrixF(in[c].prototypes.unaryExpr(&round_to_half))
+                                                       : in[c].prototypes;
+      EXPECT_EQ(out[c].prototypes, expected);
+    }
+  }
+}
+
+TEST(ProtocolRoundTrip, Heads) {
+  for (const std::string kind : {"linear", "lda"}) {
+    const HeadMessage h = test::sample_linear_head(4, 6, 4, kind);
+    const HeadMessage back = std::get<HeadMessage>(roundtrip(h));
+    EXPECT_EQ(back.head->kind(), kind);
+    EXPECT_EQ(back.contributors, h.contributors);
+    EXPECT_EQ(back.backbone_fingerprint, h.backbone_fingerprint);
+    const auto& a = dynamic_cast<const LinearHead&>(*h.head);
+    const auto& b = dynamic_cast<const LinearHead&>(*back.head);
+    EXPECT_EQ(a.weights(), b.weights());
+    EXPECT_EQ(a.bias(), b.bias());
+  }
+  const HeadMessage h = test::sample_adapter_head(6);
+  const HeadMessage back = std::get<HeadMessage>(roundtrip(h));
+  EXPECT_EQ(back.head->kind(), "adapter");
+  const auto& a = dynamic_cast<const AdapterHead&>(*h.head).layers();
+  const auto& b = dynamic_cast<const AdapterHead&>(*back.head).layers();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].W, b[i].W);
+    EXPECT_EQ(a[i].b, b[i].b);
+  }
+  Rng rng(1);
+  const MatrixF X = test::random_matrix(rng, 5, 6);
+  EXPECT_EQ(h.head->scores(X), back.head->scores(X));
+}
+
+TEST(ProtocolRoundTrip, DecodedKnowledgeIsCompatibleWithTheMethodsRules) {
+  const Knowledge k = std::get<Knowledge>(roundtrip(test::sample_gmm(2, CovarianceType::Diag)));
+  EXPECT_NO_THROW(check_compatible(k, "fedpft", 6, 4, "resnet18:abc123", "test"));
+  EXPECT_NO_THROW(validate_knowledge(k, Limits{}, "knowledge"));
+}
+
+}  // namespace
+}  // namespace fednode
