@@ -30,7 +30,7 @@ class Head {
   double accuracy(const Features& test) const;
   std::vector<ClassAccuracy> per_class_accuracy(const Features& test) const;
 
-  // Binary format "FNHEAD1\0", documented in docs/heads.md.
+  // Binary format "FNHEAD1\0", documented in docs/methods/heads.md.
   void save(const std::string& path) const;
   void save(std::ostream& out) const;
   static std::unique_ptr<Head> load(const std::string& path);
