@@ -7,14 +7,14 @@ const std::set<std::string>& method_option_names() {
       "method",       "components",   "covariance",        "reg-covar",     "tol",
       "max-iter",     "n-init",       "gmm-init",          "transfer-precision",
       "dp-epsilon",   "dp-delta",     "head-lr",           "head-epochs",   "head-batch-size",
-      "head-weight-decay", "threads", "lda-covariance",    "shrinkage",     "keep-ratio",
+      "head-weight-decay", "head-min-steps", "threads", "lda-covariance",    "shrinkage",     "keep-ratio",
       "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs", "adapter-batch-size",
-      "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2"};
+      "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2", "adapter-min-steps"};
   return names;
 }
 
 const std::set<std::string>& method_flag_names() {
-  static const std::set<std::string> names = {"dp", "head-standardize"};
+  static const std::set<std::string> names = {"dp", "head-raw-inputs"};
   return names;
 }
 
@@ -48,7 +48,8 @@ MethodOptions parse_method_options(const Args& a) {
   h.epochs = static_cast<int>(a.integer("head-epochs", h.epochs, 1, 100000));
   h.batch_size = static_cast<int>(a.integer("head-batch-size", h.batch_size, 1, 1 << 24));
   h.weight_decay = a.real("head-weight-decay", h.weight_decay, 0.0, 10.0);
-  if (a.flag("head-standardize")) h.standardize = true;
+  h.min_steps = static_cast<int>(a.integer("head-min-steps", h.min_steps, 0, 1 << 30));
+  if (a.flag("head-raw-inputs")) h.standardize = false;
   h.threads = static_cast<int>(a.integer("threads", h.threads, 0, 1024));
 
   auto& c = m.fedcgs;
@@ -68,6 +69,7 @@ MethodOptions parse_method_options(const Args& a) {
   t.head.weight_decay = a.real("adapter-weight-decay", t.head.weight_decay, 0.0, 10.0);
   t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 1 << 16));
   t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 1 << 16));
+  t.head.min_steps = static_cast<int>(a.integer("adapter-min-steps", t.head.min_steps, 0, 1 << 30));
   t.head.threads = h.threads;
   return m;
 }
@@ -82,14 +84,16 @@ const char* method_options_help() {
          "  --transfer-precision float16|float32   (float16, as the paper)\n"
          "  --dp --dp-epsilon E --dp-delta D  DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
          "linear head (FedPFT and the baselines):\n"
-         "  --head-lr --head-epochs --head-batch-size --head-weight-decay --head-standardize\n"
+         "  --head-lr (1e-4) --head-epochs (30) --head-batch-size (64) --head-weight-decay (0)\n"
+         "  --head-min-steps (5000: small training sets still get this many Adam steps)\n"
+         "  --head-raw-inputs                 train on raw features (default: standardised, folded back)\n"
          "  --threads T                       LibTorch threads (0: leave as is)\n"
          "FedCGS:\n"
          "  --lda-covariance total|within     --shrinkage S in [0, 1]\n"
          "FedTC:\n"
          "  --keep-ratio A (0.99) --prototype-batch B (5)\n"
          "  --adapter-lr --adapter-momentum --adapter-epochs --adapter-batch-size\n"
-         "  --adapter-weight-decay --adapter-hidden1 --adapter-hidden2\n";
+         "  --adapter-weight-decay --adapter-hidden1 --adapter-hidden2 --adapter-min-steps\n";
 }
 
 }  // namespace fednode::cli

@@ -258,6 +258,7 @@ void write_report_json(const SimulationReport& r, std::ostream& out) {
     w.key("epochs").value(t.head.epochs);
     w.key("batch_size").value(t.head.batch_size);
     w.key("weight_decay").value(t.head.weight_decay);
+    w.key("min_steps").value(t.head.min_steps);
     w.end_object();
     w.end_object();
   }
@@ -268,6 +269,7 @@ void write_report_json(const SimulationReport& r, std::ostream& out) {
   w.key("batch_size").value(h.batch_size);
   w.key("weight_decay").value(h.weight_decay);
   w.key("standardize").value(h.standardize);
+  w.key("min_steps").value(h.min_steps);
   w.end_object();
   w.end_object();
   w.key("seed").value(o.seed);
