@@ -18,6 +18,8 @@
 //   output_dim    = 1280         expected feature dimension, checked on a probe batch (optional)
 #pragma once
 
+#include "methods/types.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
