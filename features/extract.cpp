@@ -133,7 +133,11 @@ Extracted extract_features(const ExtractOptions& o) {
   const std::string model = o.backbone.empty() ? default_backbone_path() : o.backbone;
   std::error_code ec;
   if (!fs::is_regular_file(model, ec)) throw InputError(model + ": backbone model file not found");
-  Preprocessing pre = Preprocessing::load(sidecar_path(model));
+  const std::string sidecar = sidecar_path(model);
+  if (!fs::exists(sidecar, ec))
+    throw InputError(sidecar + ": missing; every backbone needs its preprocessing file next to it "
+                     "(see docs/backbones.md)");
+  Preprocessing pre = Preprocessing::load(sidecar);
   if (o.input_size != 0) {
     pre.input_size = o.input_size;
     pre.validate("--input-size");
@@ -203,7 +207,7 @@ Extracted extract_features(const ExtractOptions& o) {
       std::fprintf(stderr, "extract: could not write the feature cache: %s\n", e.what());
       result.cache_entry.clear();
     }
-  } 
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

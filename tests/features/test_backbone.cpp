@@ -252,7 +252,7 @@ TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
   o.progress = false;
   expect_input_error([&] { extract_features(o); }, {"not a TorchScript module"});
   o.backbone = dir + "/nosidecar.pt";
-  expect_input_error([&] { extract_features(o); }, {"nosidecar.pt.preprocessing"});
+  expect_input_error([&] { extract_features(o); }, {"nosidecar.pt.preprocessing", "missing"});
 }
 
 TEST(Backbone, RejectsModulesThatDoNotReturnAFeatureMatrix) {
