@@ -111,7 +111,7 @@ IdxImages read_idx_images(const std::string& path, int64_t limit) {
   std::vector<uint8_t> block;
   for (int64_t done = 0; done < out.count;) {
     const int64_t batch = std::min<int64_t>(out.count - done,
-                                            std::max<int64_t>(1, (16 << 20) / per_image));
+                                            std::max<int64_t>(1, (1 << 20) / per_image));
     block.resize(static_cast<size_t>(batch * per_image));
     try {
       read_exact(f, path, block.data(), block.size(), "image data");
@@ -139,7 +139,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t limit) {
   out.reserve(static_cast<size_t>(std::min<int64_t>(n, 64 << 20)));
   std::vector<uint8_t> block;
   for (int64_t done = 0; done < n;) {
-    const int64_t batch = std::min<int64_t>(n - done, 16 << 20);
+    const int64_t batch = std::min<int64_t>(n - done, 1 << 20);
     block.resize(static_cast<size_t>(batch));
     try {
       read_exact(f, path, block.data(), block.size(), "label data");

@@ -8,9 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <map>
-#include <memory>
-#include <sstream>
 
 namespace fednode {
 namespace {

@@ -1,5 +1,7 @@
 #include "features/idx.h"
 
+#include "methods/rng.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -248,4 +250,25 @@ TEST(Idx, RealFashionMnistWhenInstalled) {
   EXPECT_GT(f.X.maxCoeff(), 0.9f);
   const IdxImages full = read_idx_images(dir + "/t10k-images-idx3-ubyte.gz");
   EXPECT_EQ(full.count, 10000);
+}
+
+TEST(Idx, SurvivesRandomCorruption) {
+  TempDir dir;
+  const auto good = images_bytes(3, 5, 5);
+  uint64_t state = 99;
+  int rejected = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    auto bytes = good;
+    const uint64_t r = fednode::splitmix64(state);
+    bytes[r % 16] = static_cast<uint8_t>(r >> 8);  // damage the header
+    if ((r >> 16) % 3 == 0) bytes.resize((r >> 24) % bytes.size());
+    write_gz(dir.file("c.gz"), bytes);
+    try {
+      const IdxImages im = read_idx_images(dir.file("c.gz"));
+      EXPECT_EQ(im.pixels.size(), static_cast<size_t>(im.count * im.rows * im.cols));
+    } catch (const InputError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 20);
 }

@@ -1,6 +1,7 @@
 #include "features/npy.h"
 
 #include "methods/float16.h"
+#include "methods/rng.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -239,6 +240,8 @@ TEST(Npy, RejectsMalformedContainers) {
     std::vector<std::string> fragments;
   };
   const std::string good = npy_v1(good_dict, data);
+  std::string with_nul = good_dict;
+  with_nul[16] = '\0';  // right after the descr entry's comma
   std::string bad_version = good;
   bad_version[6] = 4;
   std::string huge_len("\x93NUMPY\x02\x00", 8);
@@ -286,7 +289,7 @@ TEST(Npy, RejectsMalformedContainers) {
        {"element size"}},
       {"object.npy", npy_v1("{'descr': '|O', 'fortran_order': False, 'shape': (1, 2)}", data),
        {"unsupported dtype '|O'"}},
-      {"nul.npy", npy_v1(std::string("{'descr': '<f4',\0 'fortran_order': False, 'shape': (1, 2)}", 62), data),
+      {"nul.npy", npy_v1(with_nul, data),
        {"NUL"}},
   };
   for (const Case& c : cases) {
@@ -316,4 +319,35 @@ TEST(Npy, AcceptsHeaderVariants) {
   write_bytes(dir.file("l.npy"), npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }",
                                         std::string("\x02\x00\x01", 3)));
   EXPECT_EQ(read_npy_labels(dir.file("l.npy")), (Labels{2, 0, 1}));
+}
+
+// Random byte damage must end in a clean result or an InputError, never a crash or a huge
+// allocation (run under ASan to make this bite).
+TEST(Npy, SurvivesRandomCorruption) {
+  TempDir dir;
+  const std::string x = read_bytes(kFixtures + "x_fortran_be_f2.npy");
+  const std::string y = read_bytes(kFixtures + "y_be_u8.npy");
+  Rng rng(2024);
+  int rejected = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    const bool labels = trial % 2 == 1;
+    std::string bytes = labels ? y : x;
+    const int edits = 1 + static_cast<int>(rng.below(4));
+    for (int e = 0; e < edits; ++e) {
+      // Mostly the header, where the parser lives.
+      const size_t limit = rng.below(4) == 0 ? bytes.size() : std::min<size_t>(bytes.size(), 128);
+      bytes[rng.below(limit)] = static_cast<char>(rng.below(256));
+    }
+    if (rng.below(5) == 0) bytes.resize(rng.below(bytes.size()));
+    write_bytes(dir.file("c.npy"), bytes);
+    try {
+      if (labels)
+        read_npy_labels(dir.file("c.npy"));
+      else
+        read_npy_features(dir.file("c.npy"));
+    } catch (const InputError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 40);
 }
