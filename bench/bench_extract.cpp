@@ -2,9 +2,9 @@
 // model (the bundled MobileNetV2), images (the first N of Fashion-MNIST train), batch size,
 // thread count and input size. Both sides are timed over the extraction loop alone, from uint8
 // images to a feature matrix: preprocessing (resize, grey to RGB) plus the forward passes; model
-// loading is reported separately. Runs alternate between the two so that a busy machine slows both.
+// loading is reported separately (load s: fednode load + freeze + optimize + probe).
 //
-//   bench_extract [--sizes 224,128,96,64] [--images N] [--threads 2] [--batch-size 32] [--reps 3]
+//   bench_extract [--sizes 224,128,96,64] [--images N] [--threads 2] [--batch-size 32] [--reps 5]
 //                 [--model MODEL.pt] [--python /usr/bin/python3]
 //
 // Columns: fednode as it runs by default (frozen + optimize_for_inference), fednode running the
@@ -23,6 +23,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -49,24 +52,68 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Images per second of one Python run (its own measurement of the extraction loop).
-double python_rate(const std::string& python, const std::string& model, int size, int64_t n, int threads,
-                   int batch, bool optimize) {
-  std::ostringstream cmd;
-  cmd << python << " " << FEDNODE_SOURCE_DIR << "/tests/features/torch_reference.py --model " << model
-      << " --fashion-mnist " << fednode::default_fashion_mnist_dir() << " --limit " << n << " --input-size "
-      << size << " --threads " << threads << " --batch-size " << batch << " --time"
-      << (optimize ? " --optimize" : "");
-  FILE* p = popen(cmd.str().c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run " + cmd.str());
-  char line[256];
-  double rate = -1;
-  while (std::fgets(line, sizeof line, p))
-    if (std::sscanf(line, "images_per_second %lf", &rate) == 1) break;
-  while (std::fgets(line, sizeof line, p)) {
+// A PyTorch process that has loaded the model and images once and extracts again on request, so
+// that Python and fednode runs can alternate one by one: on a shared machine, whatever load
+// comes and goes then hits both sides alike.
+class PythonPeer {
+ public:
+  PythonPeer(const std::vector<std::string>& argv) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      dup2(to_child[0], STDIN_FILENO);
+      dup2(from_child[1], STDOUT_FILENO);
+      close(to_child[0]);
+      close(to_child[1]);
+      close(from_child[0]);
+      close(from_child[1]);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    in_ = fdopen(to_child[1], "w");
+    out_ = fdopen(from_child[0], "r");
+    if (read_line() != "ready") throw std::runtime_error("the Python reference did not start");
   }
-  if (pclose(p) != 0 || rate <= 0) throw std::runtime_error("the Python reference failed: " + cmd.str());
-  return rate;
+  ~PythonPeer() {
+    if (in_) fclose(in_);
+    if (out_) fclose(out_);
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+  }
+  double run_seconds() {
+    std::fputs("run\n", in_);
+    std::fflush(in_);
+    const std::string line = read_line();
+    double seconds = -1;
+    if (std::sscanf(line.c_str(), "seconds %lf", &seconds) != 1 || seconds <= 0)
+      throw std::runtime_error("the Python reference answered '" + line + "'");
+    return seconds;
+  }
+
+ private:
+  std::string read_line() {
+    char buf[256];
+    if (!std::fgets(buf, sizeof buf, out_)) return "";
+    std::string s(buf);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  pid_t pid_ = -1;
+  FILE* in_ = nullptr;
+  FILE* out_ = nullptr;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<int> parse_sizes(const std::string& text) {
@@ -82,7 +129,7 @@ std::vector<int> parse_sizes(const std::string& text) {
 int main(int argc, char** argv) {
   std::string sizes_text = "224,128,96,64", model = fednode::default_backbone_path(), python = "/usr/bin/python3";
   int64_t images = 0;
-  int threads = 2, batch = 32, reps = 3;
+  int threads = 2, batch = 32, reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--sizes") sizes_text = v;
@@ -98,10 +145,10 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<int> sizes = parse_sizes(sizes_text);
-  std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, best of %d\n", model.c_str(),
+  std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds\n", model.c_str(),
               threads, batch, reps);
-  std::printf("%5s %7s %10s | %12s %12s | %12s %12s | %8s %8s\n", "size", "images", "load s", "fednode/s",
-              "fednode-plain", "pytorch/s", "pytorch-opt", "ratio", "plain");
+  std::printf("%5s %7s %8s | %12s %12s | %12s %12s | %6s %6s | %6s\n", "size", "images", "load s", "fednode",
+              "fednode-plain", "pytorch", "pytorch-opt", "ratio", "min", "plain");
 
   for (int size : sizes) {
     // About 3 s of work per measurement at 2 threads: enough to average over batches, short
@@ -129,23 +176,46 @@ int main(int argc, char** argv) {
     fast.extract(source, run);  // warm-up: first-touch allocations and oneDNN primitive caches
     plain.extract(source, run);
 
-    double best_fast = 0, best_plain = 0, best_py = 0, best_py_opt = 0;
+    auto peer_args = [&](bool optimize) {
+      std::vector<std::string> args = {python, std::string(FEDNODE_SOURCE_DIR) + "/tests/features/torch_reference.py",
+                                       "--model", model, "--fashion-mnist", dir, "--limit", std::to_string(n),
+                                       "--input-size", std::to_string(size), "--threads", std::to_string(threads),
+                                       "--batch-size", std::to_string(batch), "--serve"};
+      if (optimize) args.push_back("--optimize");
+      return args;
+    };
+    PythonPeer py(peer_args(false)), py_opt(peer_args(true));
+
+    // Four contenders, measured one after another in each round, the order rotating per round;
+    // ratios are taken within a round, where the machine's load was about the same.
+    std::vector<double> r_fast, r_plain, r_py, r_py_opt, ratio, ratio_plain;
     for (int r = 0; r < reps; ++r) {
-      double t = now();
-      fast.extract(source, run);
-      best_fast = std::max(best_fast, static_cast<double>(n) / (now() - t));
-      best_py = std::max(best_py, python_rate(python, model, size, n, threads, batch, false));
-      t = now();
-      plain.extract(source, run);
-      best_plain = std::max(best_plain, static_cast<double>(n) / (now() - t));
-      best_py_opt = std::max(best_py_opt, python_rate(python, model, size, n, threads, batch, true));
+      double rate[4] = {0, 0, 0, 0};
+      for (int k = 0; k < 4; ++k) {
+        const int which = (k + r) % 4;
+        if (which == 0 || which == 1) {
+          const double t = now();
+          (which == 0 ? fast : plain).extract(source, run);
+          rate[which] = static_cast<double>(n) / (now() - t);
+        } else {
+          rate[which] = static_cast<double>(n) / (which == 2 ? py : py_opt).run_seconds();
+        }
+      }
+      r_fast.push_back(rate[0]);
+      r_plain.push_back(rate[1]);
+      r_py.push_back(rate[2]);
+      r_py_opt.push_back(rate[3]);
+      ratio.push_back(rate[0] / rate[2]);
+      ratio_plain.push_back(rate[1] / rate[2]);
     }
-    std::printf("%5d %7lld %10.2f | %12.1f %12.1f | %12.1f %12.1f | %8.2f %8.2f\n", size,
-                static_cast<long long>(n), load_seconds, best_fast, best_plain, best_py, best_py_opt,
-                best_fast / best_py, best_plain / best_py);
+    std::printf("%5d %7lld %8.2f | %12.1f %12.1f | %12.1f %12.1f | %6.2f %6.2f | %6.2f\n", size,
+                static_cast<long long>(n), load_seconds, median(r_fast), median(r_plain), median(r_py),
+                median(r_py_opt), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                median(ratio_plain));
     std::fflush(stdout);
   }
-  std::printf("ratio: fednode (default, optimised) / PyTorch (torch.jit.load as is); plain: fednode running the "
-              "module as loaded / the same. Target ratio >= 1.0.\n");
+  std::printf("images/s, medians over rounds. ratio: fednode as it runs by default (frozen + "
+              "optimize_for_inference) / PyTorch (torch.jit.load as is), median and minimum over rounds; plain: "
+              "fednode running the module as loaded / the same PyTorch. Target ratio >= 1.0.\n");
   return 0;
 }

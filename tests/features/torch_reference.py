@@ -6,10 +6,12 @@ torch.nn.functional.interpolate, the model runs through torch.jit.load.
 
   torch_reference.py --model M.pt (--fashion-mnist DIR [--split train|test] | --images DIR)
                      [--limit N] [--input-size S] [--threads T] [--batch-size B]
-                     [--out X.npy] [--time] [--optimize]
+                     [--out X.npy] [--time] [--serve] [--optimize]
 
 --out writes the features as float32 .npy; --time prints one line "images_per_second <value>"
-measured over the extraction loop alone (preprocessing + forward, not loading).
+measured over the extraction loop alone (preprocessing + forward, not loading). --serve loads
+once, prints "ready", then for every line "run" on stdin extracts again and prints
+"seconds <value>": a benchmark can then interleave PyTorch and fednode run by run.
 Run with Debian's /usr/bin/python3 (python3-torch, python3-numpy, python3-pil).
 """
 import argparse
@@ -148,6 +150,7 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--out")
     p.add_argument("--time", action="store_true")
+    p.add_argument("--serve", action="store_true")
     p.add_argument("--optimize", action="store_true",
                    help="torch.jit.freeze + optimize_for_inference before running")
     a = p.parse_args()
@@ -173,10 +176,19 @@ def main():
         return outputs
 
     with torch.inference_mode():
-        if a.time:
-            # The TorchScript executor specialises on its first calls of each input shape: time a
-            # second pass, as a long-running job would see it (fednode's benchmark does the same).
+        if a.time or a.serve:
+            # The TorchScript executor specialises on its first calls of each input shape: time
+            # later passes, as a long-running job would see them (fednode's benchmark does the same).
             extract()
+        if a.serve:
+            print("ready", flush=True)
+            for line in sys.stdin:
+                if line.strip() != "run":
+                    break
+                start = time.perf_counter()
+                extract()
+                print(f"seconds {time.perf_counter() - start:.6f}", flush=True)
+            return 0
         start = time.perf_counter()
         outputs = extract()
         seconds = time.perf_counter() - start
