@@ -4,6 +4,7 @@
 #include "features/backbone.h"
 #include "features/extract.h"
 
+#include <iomanip>
 #include <iostream>
 
 namespace fednode::cli {
@@ -69,7 +70,8 @@ int cmd_extract(const std::vector<std::string>& argv) {
             << "  data:        " << e.description << "\n"
             << "  backbone:    " << (o.backbone.empty() ? default_backbone_path() : o.backbone) << "\n"
             << "  fingerprint: " << e.fingerprint << "\n"
-            << "  " << (e.from_cache ? "from cache:  " : "extracted:   ") << e.seconds << " s"
+            << "  " << (e.from_cache ? "from cache:  " : "extracted:   ") << std::fixed << std::setprecision(1)
+            << e.seconds << " s"
             << (e.cache_entry.empty() ? std::string() : "  (" + e.cache_entry + ")") << "\n";
   return 0;
 }

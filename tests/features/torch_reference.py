@@ -11,7 +11,8 @@ torch.nn.functional.interpolate, the model runs through torch.jit.load.
 --out writes the features as float32 .npy; --time prints one line "images_per_second <value>"
 measured over the extraction loop alone (preprocessing + forward, not loading). --serve loads
 once, prints "ready", then for every line "run" on stdin extracts again and prints
-"seconds <value>": a benchmark can then interleave PyTorch and fednode run by run.
+"seconds <wall> cpu <process CPU time>": a benchmark can then interleave PyTorch and fednode run
+by run.
 Run with Debian's /usr/bin/python3 (python3-torch, python3-numpy, python3-pil).
 """
 import argparse
@@ -185,9 +186,10 @@ def main():
             for line in sys.stdin:
                 if line.strip() != "run":
                     break
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 extract()
-                print(f"seconds {time.perf_counter() - start:.6f}", flush=True)
+                print(f"seconds {time.perf_counter() - start:.6f} cpu {time.process_time() - cpu:.6f}",
+                      flush=True)
             return 0
         start = time.perf_counter()
         outputs = extract()
