@@ -11,6 +11,7 @@ namespace fednode::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
+      {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
   };
   return table;
 }

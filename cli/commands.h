@@ -19,5 +19,6 @@ const std::vector<Command>& commands();
 int run_guarded(const Command& c, const std::vector<std::string>& args);
 
 int cmd_simulate(const std::vector<std::string>& args);
+int cmd_extract(const std::vector<std::string>& args);
 
 }  // namespace fednode::cli

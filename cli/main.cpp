@@ -12,6 +12,7 @@ void usage(std::ostream& out) {
   out << "usage: fednode <command> [options]\n\n"
          "commands:\n"
          "  simulate   run a whole federation in one process and write a JSON report\n"
+         "  extract    turn a dataset into features with a TorchScript backbone (.npy)\n"
          "  help       this text; 'fednode <command> --help' for a command's options\n";
 }
 

@@ -1,0 +1,236 @@
+// Feature-extraction throughput of fednode against PyTorch in Python, in the same run, on the same
+// model (the bundled MobileNetV2), images (the first N of Fashion-MNIST train), batch size,
+// thread count and input size. Both sides are timed over the extraction loop alone, from uint8
+// images to a feature matrix: preprocessing (resize, grey to RGB) plus the forward passes; model
+// loading is reported separately (load s: fednode load + freeze + optimize + probe).
+//
+//   bench_extract [--sizes 224,128,96,64] [--images N] [--threads 2] [--batch-size 32] [--reps 5]
+//                 [--model MODEL.pt] [--python /usr/bin/python3]
+//
+// Columns: fednode as it runs by default (frozen + optimize_for_inference), fednode running the
+// module as loaded, PyTorch as a Python user runs it (torch.jit.load, inference_mode), and PyTorch
+// with the same freeze + optimize_for_inference. The headline ratio is the first over the third.
+#include "features/backbone.h"
+#include "features/idx.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+using fednode::Backbone;
+using fednode::BackboneOptions;
+using fednode::Image;
+using fednode::ImageView;
+
+class MemorySource : public fednode::ImageSource {
+ public:
+  explicit MemorySource(const fednode::IdxImages& images) : images_(images) {}
+  int64_t size() const override { return images_.count; }
+  ImageView image(int64_t i, Image&) const override {
+    const size_t per = static_cast<size_t>(images_.rows) * images_.cols;
+    return {images_.pixels.data() + static_cast<size_t>(i) * per, images_.rows, images_.cols, 1};
+  }
+  std::string describe(int64_t i) const override { return "image " + std::to_string(i); }
+
+ private:
+  const fednode::IdxImages& images_;
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A PyTorch process that has loaded the model and images once and extracts again on request, so
+// that Python and fednode runs can alternate one by one: on a shared machine, whatever load
+// comes and goes then hits both sides alike.
+class PythonPeer {
+ public:
+  PythonPeer(const std::vector<std::string>& argv) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw std::runtime_error("pipe failed");
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      dup2(to_child[0], STDIN_FILENO);
+      dup2(from_child[1], STDOUT_FILENO);
+      close(to_child[0]);
+      close(to_child[1]);
+      close(from_child[0]);
+      close(from_child[1]);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    in_ = fdopen(to_child[1], "w");
+    out_ = fdopen(from_child[0], "r");
+    if (read_line() != "ready") throw std::runtime_error("the Python reference did not start");
+  }
+  ~PythonPeer() {
+    if (in_) fclose(in_);
+    if (out_) fclose(out_);
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+  }
+  // Wall seconds and process CPU seconds of one extraction.
+  std::pair<double, double> run() {
+    std::fputs("run\n", in_);
+    std::fflush(in_);
+    const std::string line = read_line();
+    double seconds = -1, cpu = -1;
+    if (std::sscanf(line.c_str(), "seconds %lf cpu %lf", &seconds, &cpu) != 2 || seconds <= 0)
+      throw std::runtime_error("the Python reference answered '" + line + "'");
+    return {seconds, cpu};
+  }
+
+ private:
+  std::string read_line() {
+    char buf[256];
+    if (!std::fgets(buf, sizeof buf, out_)) return "";
+    std::string s(buf);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  pid_t pid_ = -1;
+  FILE* in_ = nullptr;
+  FILE* out_ = nullptr;
+};
+
+double cpu_seconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string sizes_text = "224,128,96,64", model = fednode::default_backbone_path(), python = "/usr/bin/python3";
+  int64_t images = 0;
+  int threads = 2, batch = 32, reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--sizes") sizes_text = v;
+    else if (k == "--images") images = std::stoll(v);
+    else if (k == "--threads") threads = std::stoi(v);
+    else if (k == "--batch-size") batch = std::stoi(v);
+    else if (k == "--reps") reps = std::stoi(v);
+    else if (k == "--model") model = v;
+    else if (k == "--python") python = v;
+    else {
+      std::cerr << "bench_extract: unknown option " << k << "\n";
+      return 2;
+    }
+  }
+  const std::vector<int> sizes = parse_sizes(sizes_text);
+  std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds\n", model.c_str(),
+              threads, batch, reps);
+  std::printf("%5s %7s %8s | %12s %12s | %12s %12s | %6s %6s | %6s | %8s %8s\n", "size", "images", "load s",
+              "fednode", "fednode-plain", "pytorch", "pytorch-opt", "ratio", "min", "plain", "cpu ms", "py cpu");
+
+  for (int size : sizes) {
+    // About 3 s of work per measurement at 2 threads: enough to average over batches, short
+    // enough to repeat.
+    const int64_t n = images > 0 ? images : std::max<int64_t>(batch * 2, static_cast<int64_t>(64.0 * 224 * 224 / size / size));
+    const std::string dir = fednode::default_fashion_mnist_dir();
+    const fednode::IdxImages data = fednode::read_idx_images(
+        std::ifstream(dir + "/train-images-idx3-ubyte.gz") ? dir + "/train-images-idx3-ubyte.gz"
+                                                           : dir + "/train-images-idx3-ubyte",
+        n);
+    fednode::Preprocessing pre = fednode::Preprocessing::load(fednode::sidecar_path(model));
+    pre.input_size = size;
+    BackboneOptions opt;
+    opt.threads = threads;
+    BackboneOptions plain_opt = opt;
+    plain_opt.optimize = false;
+    const double t0 = now();
+    const Backbone fast = Backbone::load(model, pre, opt);
+    const double load_seconds = now() - t0;
+    const Backbone plain = Backbone::load(model, pre, plain_opt);
+    const MemorySource source(data);
+    fednode::RunOptions run;
+    run.batch_size = batch;
+    run.progress = false;
+    fast.extract(source, run);  // warm-up: first-touch allocations and oneDNN primitive caches
+    plain.extract(source, run);
+
+    auto peer_args = [&](bool optimize) {
+      std::vector<std::string> args = {python, std::string(FEDNODE_SOURCE_DIR) + "/tests/features/torch_reference.py",
+                                       "--model", model, "--fashion-mnist", dir, "--limit", std::to_string(n),
+                                       "--input-size", std::to_string(size), "--threads", std::to_string(threads),
+                                       "--batch-size", std::to_string(batch), "--serve"};
+      if (optimize) args.push_back("--optimize");
+      return args;
+    };
+    PythonPeer py(peer_args(false)), py_opt(peer_args(true));
+
+    // Four contenders, measured one after another in each round, the order rotating per round;
+    // ratios are taken within a round, where the machine's load was about the same.
+    std::vector<double> r_fast, r_plain, r_py, r_py_opt, ratio, ratio_plain, cpu_fast, cpu_py;
+    for (int r = 0; r < reps; ++r) {
+      double rate[4] = {0, 0, 0, 0}, cpu[4] = {0, 0, 0, 0};
+      for (int k = 0; k < 4; ++k) {
+        const int which = (k + r) % 4;
+        if (which == 0 || which == 1) {
+          const double t = now(), c = cpu_seconds();
+          (which == 0 ? fast : plain).extract(source, run);
+          rate[which] = static_cast<double>(n) / (now() - t);
+          cpu[which] = cpu_seconds() - c;
+        } else {
+          const auto [wall, cpu_s] = (which == 2 ? py : py_opt).run();
+          rate[which] = static_cast<double>(n) / wall;
+          cpu[which] = cpu_s;
+        }
+      }
+      r_fast.push_back(rate[0]);
+      r_plain.push_back(rate[1]);
+      r_py.push_back(rate[2]);
+      r_py_opt.push_back(rate[3]);
+      ratio.push_back(rate[0] / rate[2]);
+      ratio_plain.push_back(rate[1] / rate[2]);
+      cpu_fast.push_back(1000.0 * cpu[0] / static_cast<double>(n));
+      cpu_py.push_back(1000.0 * cpu[2] / static_cast<double>(n));
+    }
+    std::printf("%5d %7lld %8.2f | %12.1f %12.1f | %12.1f %12.1f | %6.2f %6.2f | %6.2f | %8.1f %8.1f\n", size,
+                static_cast<long long>(n), load_seconds, median(r_fast), median(r_plain), median(r_py),
+                median(r_py_opt), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                median(ratio_plain), median(cpu_fast), median(cpu_py));
+    std::fflush(stdout);
+  }
+  std::printf("images/s, medians over rounds. ratio: fednode as it runs by default (frozen + "
+              "optimize_for_inference) / PyTorch (torch.jit.load as is), median and minimum over rounds; plain: "
+              "fednode running the module as loaded / the same PyTorch; cpu ms: process CPU milliseconds per image of "
+              "fednode (default) and PyTorch (as is), which a busy machine distorts less than wall time. "
+              "Target ratio >= 1.0.\n");
+  return 0;
+}

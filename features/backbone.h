@@ -1,0 +1,77 @@
+// A frozen TorchScript image backbone: any module that maps [N, C, S, S] float images to
+// [N, D] features, with the preprocessing its sidecar file describes (features/preprocess.h).
+// LibTorch stays behind a pimpl so that including this header costs nothing.
+#pragma once
+
+#include "features/preprocess.h"
+#include "methods/types.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fednode {
+
+struct BackboneOptions {
+  int threads = 0;        // LibTorch intra-op threads; 0: one per core (LibTorch's own default here is 1)
+  // torch.jit.freeze + optimize_for_inference: folds batch norms, prepacks convolution weights
+  // for oneDNN. Same features to float rounding (about 1e-5), noticeably faster on CPU.
+  bool optimize = true;
+};
+
+// Random access to the images a backbone runs over. image() is called from several threads at once
+// (a batch is decoded and preprocessed in parallel), each with its own `storage`.
+class ImageSource {
+ public:
+  virtual ~ImageSource() = default;
+  virtual int64_t size() const = 0;
+  // Image i, either pointing into memory the source owns or decoded into `storage`.
+  virtual ImageView image(int64_t i, Image& storage) const = 0;
+  // Names image i in error messages, e.g. "train image 12" or "photos/cat/001.jpg".
+  virtual std::string describe(int64_t i) const = 0;
+};
+
+struct RunOptions {
+  int batch_size = 64;
+  bool progress = true;          // progress line on stderr
+  std::string label = "extract";
+};
+
+class Backbone {
+ public:
+  // Reads the preprocessing from sidecar_path(model_path).
+  static Backbone load(const std::string& model_path, const BackboneOptions& options = {});
+  static Backbone load(const std::string& model_path, const Preprocessing& preprocessing,
+                       const BackboneOptions& options = {});
+
+  Backbone(Backbone&&) noexcept;
+  Backbone& operator=(Backbone&&) noexcept;
+  ~Backbone();
+
+  const std::string& model_path() const;
+  const Preprocessing& preprocessing() const;
+  // backbone_fingerprint(model_path(), preprocessing()), computed once at load.
+  const std::string& fingerprint() const;
+  int output_dim() const;
+  int threads() const;
+
+  // Features of every image of `source`, one row per image, in order.
+  MatrixF extract(const ImageSource& source, const RunOptions& run = {}) const;
+  // Runs already preprocessed images: `batch` holds n * C * S * S planar floats.
+  MatrixF forward(const float* batch, int64_t n) const;
+
+ private:
+  struct Impl;
+  explicit Backbone(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Hex SHA-256 of the model file's bytes followed by the canonical preprocessing text: two nodes
+// agree on it exactly when they compute the same features from the same images.
+std::string backbone_fingerprint(const std::string& model_path, const Preprocessing& preprocessing);
+
+// The bundled MobileNetV2 (models/mobilenet_v2_imagenet_features.pt): $FEDNODE_BACKBONE when set,
+// else the source tree's models/ (build-tree use), else the installed share/fednode/models/.
+std::string default_backbone_path();
+
+}  // namespace fednode

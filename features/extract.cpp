@@ -1,0 +1,225 @@
+#include "features/extract.h"
+
+#include "features/backbone.h"
+#include "features/feature_cache.h"
+#include "features/idx.h"
+#include "features/images.h"
+#include "features/npy.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace fs = std::filesystem;
+
+namespace fednode {
+
+namespace {
+
+const std::vector<std::string> kFashionMnistClasses = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+// Size and modification time stand in for the content: hashing every image on each run would
+// cost as much as a small extraction, and any edit changes at least the time.
+std::string file_stamp(const fs::path& path) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(path, ec);
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw InputError(path.string() + ": cannot stat: " + ec.message());
+  const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
+  return (ec ? path : canonical).string() + " size=" + std::to_string(size) + " mtime=" + std::to_string(mtime);
+}
+
+std::string find_idx_file(const std::string& dir, const std::string& stem) {
+  const std::string base = dir + "/" + stem;
+  std::error_code ec;
+  for (const std::string& candidate : {base + ".gz", base})
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  throw InputError("Fashion-MNIST: neither " + base + ".gz nor " + base +
+                   " exists (install dataset-fashion-mnist, or set FEDNODE_FASHION_MNIST_DIR)");
+}
+
+class IdxSource : public ImageSource {
+ public:
+  explicit IdxSource(IdxImages images, std::string split) : images_(std::move(images)), split_(std::move(split)) {}
+  int64_t size() const override { return images_.count; }
+  ImageView image(int64_t i, Image&) const override {
+    const size_t per = static_cast<size_t>(images_.rows) * images_.cols;
+    return {images_.pixels.data() + static_cast<size_t>(i) * per, images_.rows, images_.cols, 1};
+  }
+  std::string describe(int64_t i) const override { return "Fashion-MNIST " + split_ + " image " + std::to_string(i); }
+
+ private:
+  IdxImages images_;
+  std::string split_;
+};
+
+class FolderSource : public ImageSource {
+ public:
+  explicit FolderSource(const ImageFolder& folder) : folder_(folder) {}
+  int64_t size() const override { return static_cast<int64_t>(folder_.files.size()); }
+  ImageView image(int64_t i, Image& storage) const override {
+    storage = read_image(path(i));
+    return storage.view();
+  }
+  std::string describe(int64_t i) const override { return path(i); }
+
+ private:
+  std::string path(int64_t i) const { return (fs::path(folder_.root) / folder_.files[static_cast<size_t>(i)]).string(); }
+  const ImageFolder& folder_;
+};
+
+// Everything extract_features needs to know about its input before deciding whether the cache
+// answers: identity for the key, then a way to produce the images and labels on a miss.
+struct DatasetPlan {
+  std::string identity;
+  std::string description;
+  std::vector<std::string> class_names;
+  // Fashion-MNIST
+  std::string images_path, labels_path;
+  // Image folder
+  ImageFolder folder;
+};
+
+DatasetPlan plan_dataset(const ExtractOptions& o) {
+  DatasetPlan plan;
+  const std::string limit_text = o.limit < 0 ? "all" : std::to_string(o.limit);
+  if (!o.images_dir.empty()) {
+    plan.folder = scan_image_folder(o.images_dir, o.limit);
+    plan.class_names = plan.folder.class_names;
+    std::error_code ec;
+    plan.identity = "image-folder\nroot=" + fs::weakly_canonical(o.images_dir, ec).string() + "\nlimit=" +
+                    limit_text + "\nclasses=";
+    for (const auto& c : plan.class_names) plan.identity += c + "/";
+    plan.identity += "\n";
+    for (size_t i = 0; i < plan.folder.files.size(); ++i)
+      plan.identity += std::to_string(plan.folder.labels[i]) + " " +
+                       file_stamp(fs::path(o.images_dir) / plan.folder.files[i]) + "\n";
+    plan.description = "image folder " + o.images_dir + ", " + std::to_string(plan.folder.files.size()) +
+                       " images in " + std::to_string(plan.class_names.size()) + " classes";
+    return plan;
+  }
+  const std::string dir = o.dataset_dir.empty() ? default_fashion_mnist_dir() : o.dataset_dir;
+  const std::string prefix = o.split == "train" ? "train" : "t10k";
+  plan.images_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
+  plan.labels_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
+  plan.identity = "fashion-mnist\nsplit=" + o.split + "\nlimit=" + limit_text + "\nimages=" +
+                  file_stamp(plan.images_path) + "\nlabels=" + file_stamp(plan.labels_path) + "\n";
+  plan.description = "fashion-mnist " + o.split + (o.limit < 0 ? ", all images" : ", first " + limit_text + " images");
+  plan.class_names = kFashionMnistClasses;
+  return plan;
+}
+
+void check_options(const ExtractOptions& o) {
+  if (o.images_dir.empty() == o.dataset.empty())
+    throw InputError("extract: give exactly one input, a dataset (fashion-mnist) or an image folder");
+  if (!o.dataset.empty() && o.dataset != "fashion-mnist")
+    throw InputError("extract: unknown dataset '" + o.dataset + "' (known: fashion-mnist)");
+  if (!o.dataset.empty() && o.split != "train" && o.split != "test")
+    throw InputError("extract: unknown split '" + o.split + "' (expected train or test)");
+  if (o.limit == 0 || o.limit < -1) throw InputError("extract: limit must be positive (or -1 for all)");
+  if (o.batch_size < 1 || o.batch_size > 4096) throw InputError("extract: batch size must be in [1, 4096]");
+  if (o.threads < 0 || o.threads > 1024) throw InputError("extract: threads must be in [0, 1024]");
+}
+
+}  // namespace
+
+Extracted extract_features(const ExtractOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_options(o);
+  const std::string model = o.backbone.empty() ? default_backbone_path() : o.backbone;
+  std::error_code ec;
+  if (!fs::is_regular_file(model, ec)) throw InputError(model + ": backbone model file not found");
+  const std::string sidecar = sidecar_path(model);
+  if (!fs::exists(sidecar, ec))
+    throw InputError(sidecar + ": missing; every backbone needs its preprocessing file next to it "
+                     "(see docs/backbones.md)");
+  Preprocessing pre = Preprocessing::load(sidecar);
+  if (o.input_size != 0) {
+    pre.input_size = o.input_size;
+    pre.validate("--input-size");
+  }
+
+  Extracted result;
+  result.fingerprint = backbone_fingerprint(model, pre);
+  DatasetPlan plan = plan_dataset(o);
+  result.class_names = plan.class_names;
+  result.description = plan.description;
+  const CacheKey key{result.fingerprint, plan.identity, plan.description};
+
+  const std::string cache_root = o.use_cache ? (o.cache_dir.empty() ? default_cache_dir() : o.cache_dir) : "";
+  std::unique_ptr<FeatureCache> cache;
+  if (!cache_root.empty()) {
+    cache = std::make_unique<FeatureCache>(cache_root);
+    result.cache_entry = cache->entry_path(key);
+    std::string problem;
+    if (auto cached = cache->load(key, &problem)) {
+      result.features = std::move(*cached);
+      result.from_cache = true;
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (o.progress)
+        std::fprintf(stderr, "extract: %s from the feature cache (%s)\n", plan.description.c_str(),
+                     result.cache_entry.c_str());
+      return result;
+    }
+    if (!problem.empty())
+      std::fprintf(stderr, "extract: damaged feature-cache entry, recomputing: %s\n", problem.c_str());
+  }
+
+  BackboneOptions bo;
+  bo.threads = o.threads;
+  bo.optimize = o.optimize;
+  const Backbone backbone = Backbone::load(model, pre, bo);
+  RunOptions run;
+  run.batch_size = o.batch_size;
+  run.progress = o.progress;
+  run.label = "extract " + plan.description;
+
+  Features& f = result.features;
+  f.num_classes = static_cast<int>(plan.class_names.size());
+  if (!o.images_dir.empty()) {
+    f.X = backbone.extract(FolderSource(plan.folder), run);
+    f.y = plan.folder.labels;
+  } else {
+    IdxImages images = read_idx_images(plan.images_path, o.limit);
+    const std::vector<uint8_t> labels = read_idx_labels(plan.labels_path, o.limit);
+    if (static_cast<int64_t>(labels.size()) != images.count)
+      throw InputError("Fashion-MNIST: " + plan.images_path + " holds " + std::to_string(images.count) +
+                       " images but " + plan.labels_path + " holds " + std::to_string(labels.size()) + " labels");
+    f.y.resize(labels.size());
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (labels[i] >= kFashionMnistClasses.size())
+        throw InputError(plan.labels_path + ": label " + std::to_string(labels[i]) + " at index " +
+                         std::to_string(i) + " is outside [0, 10)");
+      f.y[i] = labels[i];
+    }
+    f.X = backbone.extract(IdxSource(std::move(images), o.split), run);
+  }
+  f.validate("extract " + plan.description);
+  if (cache) {
+    try {
+      cache->store(key, f);
+    } catch (const std::exception& e) {
+      // A read-only or full cache folder costs the next run time, not this run its result.
+      std::fprintf(stderr, "extract: could not write the feature cache: %s\n", e.what());
+      result.cache_entry.clear();
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+void write_extracted(const std::string& prefix, const Extracted& extracted) {
+  write_npy_features(prefix + "_X.npy", extracted.features.X);
+  write_npy_labels(prefix + "_y.npy", extracted.features.y);
+  const std::string classes = prefix + "_classes.txt";
+  std::ofstream out(classes);
+  for (const auto& name : extracted.class_names) out << name << "\n";
+  out.close();
+  if (!out) throw InputError(classes + ": cannot write");
+}
+
+}  // namespace fednode

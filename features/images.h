@@ -1,0 +1,38 @@
+// Image files in: PNG (libpng) and JPEG (libjpeg-turbo) decoded to 8-bit gray or RGB, and folders
+// laid out as one sub-folder per class (torchvision's ImageFolder layout).
+#pragma once
+
+#include "features/preprocess.h"
+#include "methods/types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+// Largest decoded image accepted (width * height), so a hostile header cannot make us allocate
+// gigabytes: 64 megapixels.
+constexpr int64_t kMaxImagePixels = int64_t(64) << 20;
+
+// Decodes a PNG or JPEG file (recognised by its signature, not its name) into 1 channel for
+// grayscale files and 3 (RGB) otherwise. Alpha is dropped without compositing, as PIL's
+// convert("RGB") does. Throws InputError naming the file and the problem.
+Image read_image(const std::string& path);
+Image decode_image(const std::vector<uint8_t>& bytes, const std::string& where);
+
+struct ImageFolder {
+  std::string root;
+  std::vector<std::string> class_names;  // sorted; the label of class_names[i] is i
+  std::vector<std::string> files;        // paths relative to root, "class/name.png"
+  Labels labels;
+};
+
+// Lists root/<class>/<file> for files ending in .png, .jpg or .jpeg (any case); hidden entries
+// are skipped. Classes are the sub-folders sorted by name, files sorted by name within a class.
+// With limit >= 0, at most `limit` files are kept, taken round-robin over the classes so that a
+// small subset still covers every class; the kept files stay in class-then-name order.
+// Throws InputError when root is not a folder, has no class folders, or a class has no image.
+ImageFolder scan_image_folder(const std::string& root, int64_t limit = -1);
+
+}  // namespace fednode

@@ -1,0 +1,404 @@
+// The backbone end to end: `fednode extract` against PyTorch in Python on the bundled MobileNetV2
+// (issue 4, acceptance 1), fingerprints, the feature cache, exported torchvision models, and the
+// errors bad models and sidecars give. The reference is tests/features/torch_reference.py run by
+// Debian's /usr/bin/python3 (python3-torch); tests that need it are skipped, saying so, without it.
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "features/backbone.h"
+#include "features/extract.h"
+#include "features/feature_cache.h"
+#include "features/idx.h"
+#include "features/npy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace fs = std::filesystem;
+
+namespace fednode {
+namespace {
+
+const std::string kSource = FEDNODE_SOURCE_DIR;
+const std::string kReference = kSource + "/tests/features/torch_reference.py";
+const std::string kImages = kSource + "/tests/features/data/images";
+
+bool python_has(const std::string& modules) {
+  const std::string cmd = "/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+bool have_reference() {
+  static const bool ok = python_has("torch, numpy, PIL");
+  return ok;
+}
+
+#define REQUIRE_REFERENCE()                                                                     \
+  if (!have_reference())                                                                        \
+  GTEST_SKIP() << "the PyTorch reference needs /usr/bin/python3 with torch, numpy and PIL "     \
+                  "(Debian: python3-torch python3-numpy python3-pil)"
+
+void run_python(const std::string& args) {
+  const std::string cmd = "/usr/bin/python3 " + args;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("fednode_backbone_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A model path in `dir` that is the bundled model's bytes with a sidecar of our choosing.
+std::string model_with_sidecar(const std::string& dir, const std::string& sidecar) {
+  const std::string path = dir + "/m.pt";
+  fs::remove(path);
+  fs::create_symlink(default_backbone_path(), path);
+  write_text(path + ".preprocessing", sidecar);
+  return path;
+}
+
+float max_abs_diff(const MatrixF& a, const MatrixF& b) {
+  EXPECT_EQ(a.rows(), b.rows());
+  EXPECT_EQ(a.cols(), b.cols());
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return 1e30f;
+  return (a - b).cwiseAbs().maxCoeff();
+}
+
+void expect_input_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    for (const auto& frag : fragments)
+      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << "'" << frag << "' not in: " << e.what();
+  }
+}
+
+TEST(DefaultBackbone, IsFoundFromTheBuildTree) {
+  const std::string path = default_backbone_path();
+  EXPECT_TRUE(fs::is_regular_file(path)) << path;
+  EXPECT_TRUE(fs::is_regular_file(sidecar_path(path))) << path;
+  const Preprocessing p = Preprocessing::load(sidecar_path(path));
+  EXPECT_EQ(p.input_size, 224);
+  EXPECT_EQ(p.output_dim, 1280);
+}
+
+// Acceptance 1: the CLI piece on the default backbone against PyTorch in Python.
+TEST(ExtractCommand, MatchesPyTorchOnFashionMnist) {
+  REQUIRE_REFERENCE();
+  const std::string dir = fresh_dir("fm");
+  const int rc = cli::cmd_extract({"--dataset", "fashion-mnist", "--limit", "32", "--input-size", "96",
+                                   "--threads", "2", "--batch-size", "12", "--out", dir + "/fm",
+                                   "--cache-dir", dir + "/cache", "--quiet"});
+  ASSERT_EQ(rc, 0);
+  const MatrixF X = read_npy_features(dir + "/fm_X.npy");
+  const Labels y = read_npy_labels(dir + "/fm_y.npy");
+  ASSERT_EQ(X.rows(), 32);
+  ASSERT_EQ(X.cols(), 1280);
+
+  run_python(kReference + " --model " + default_backbone_path() + " --fashion-mnist " +
+             default_fashion_mnist_dir() + " --limit 32 --input-size 96 --batch-size 16 --out " + dir +
+             "/ref.npy");
+  const MatrixF R = read_npy_features(dir + "/ref.npy");
+  const float diff = max_abs_diff(X, R);
+  std::cout << "[ info ] max |fednode - PyTorch| = " << diff << " (features up to " << R.maxCoeff() << ")\n";
+  EXPECT_LT(diff, 1e-4f);
+  EXPECT_GT(R.maxCoeff(), 0.1f);  // the comparison is of real activations, not of zeros
+  EXPECT_EQ(y, read_npy_labels(dir + "/ref_labels.npy"));
+
+  std::ifstream classes(dir + "/fm_classes.txt");
+  std::string line;
+  int n = 0;
+  while (std::getline(classes, line)) ++n;
+  EXPECT_EQ(n, 10);
+}
+
+TEST(ExtractCommand, MatchesPyTorchOnImageFolderWithCropBgrAndNormalisation) {
+  REQUIRE_REFERENCE();
+  const std::string dir = fresh_dir("folder");
+  const std::string model = model_with_sidecar(
+      dir, "input_size = 64\nchannel_order = bgr\nfit = center_crop\nmean = 0.4, 0.5, 0.6\nstd = 0.9, 1.1, 1.3\n");
+  ExtractOptions o;
+  o.backbone = model;
+  o.images_dir = kImages;
+  o.use_cache = false;
+  o.progress = false;
+  o.threads = 2;
+  const Extracted e = extract_features(o);
+  ASSERT_EQ(e.features.X.rows(), 5);
+  EXPECT_EQ(e.features.y, (Labels{0, 0, 0, 1, 1}));
+  EXPECT_EQ(e.class_names, (std::vector<std::string>{"cat", "dog"}));
+
+  run_python(kReference + " --model " + model + " --images " + kImages + " --out " + dir + "/ref.npy");
+  const MatrixF R = read_npy_features(dir + "/ref.npy");
+  const float diff = max_abs_diff(e.features.X, R);
+  std::cout << "[ info ] image folder: max |fednode - PyTorch| = " << diff << "\n";
+  EXPECT_LT(diff, 1e-4f);
+}
+
+TEST(ExtractCommand, RejectsBadUsage) {
+  EXPECT_EQ(cli::cmd_extract({"--help"}), 0);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist"}), cli::UsageError);  // no --out
+  EXPECT_THROW(cli::cmd_extract({"--out", "x"}), cli::UsageError);                  // no input
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--images", kImages, "--out", "x"}),
+               cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "mnist", "--out", "x"}), cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--split", "val", "--out", "x"}), cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--limit", "0", "--out", "x"}), cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--images", kImages, "--split", "test", "--out", "x"}), cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--input-size", "4", "--out", "x"}),
+               cli::UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--out", "x", "--bogus", "1"}), cli::UsageError);
+}
+
+TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {
+  const std::string model = default_backbone_path();
+  const Preprocessing p = Preprocessing::load(sidecar_path(model));
+  const std::string base = backbone_fingerprint(model, p);
+  EXPECT_EQ(base.size(), 64u);
+  EXPECT_EQ(base, backbone_fingerprint(model, p));
+
+  Preprocessing q = p;
+  q.input_size = 96;
+  EXPECT_NE(backbone_fingerprint(model, q), base);
+  q = p;
+  q.mean = {0.5f, 0.5f, 0.5f};
+  q.std = {0.5f, 0.5f, 0.5f};
+  EXPECT_NE(backbone_fingerprint(model, q), base);
+  q = p;
+  q.channel_order = ChannelOrder::Bgr;
+  EXPECT_NE(backbone_fingerprint(model, q), base);
+  q = p;
+  q.output_dim = 0;  // a check, not a change of features
+  EXPECT_EQ(backbone_fingerprint(model, q), base);
+
+  const std::string dir = fresh_dir("fingerprint");
+  fs::copy_file(model, dir + "/copy.pt");
+  EXPECT_EQ(backbone_fingerprint(dir + "/copy.pt", p), base);  // bytes, not the path, count
+  {
+    std::ofstream append(dir + "/copy.pt", std::ios::binary | std::ios::app);
+    append << '\0';
+  }
+  EXPECT_NE(backbone_fingerprint(dir + "/copy.pt", p), base);
+
+  BackboneOptions bo;
+  bo.threads = 2;
+  Preprocessing small = p;
+  small.input_size = 64;
+  const Backbone b = Backbone::load(model, small, bo);
+  EXPECT_EQ(b.fingerprint(), backbone_fingerprint(model, small));
+  EXPECT_EQ(b.output_dim(), 1280);
+  EXPECT_EQ(b.threads(), 2);
+}
+
+TEST(Backbone, OptimisedAndPlainModulesAgree) {
+  const std::string model = default_backbone_path();
+  Preprocessing p = Preprocessing::load(sidecar_path(model));
+  p.input_size = 64;
+  BackboneOptions plain;
+  plain.threads = 2;
+  plain.optimize = false;
+  BackboneOptions fast = plain;
+  fast.optimize = true;
+  std::vector<float> batch(4 * 3 * 64 * 64);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+  const MatrixF a = Backbone::load(model, p, plain).forward(batch.data(), 4);
+  const MatrixF b = Backbone::load(model, p, fast).forward(batch.data(), 4);
+  EXPECT_LT(max_abs_diff(a, b), 1e-4f);
+  EXPECT_GT(a.maxCoeff(), 0.1f);
+}
+
+TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
+  const std::string dir = fresh_dir("bad");
+  const std::string good_sidecar = "input_size = 64\n";
+
+  write_text(dir + "/garbage.pt", "this is not a zip archive");
+  write_text(dir + "/garbage.pt.preprocessing", good_sidecar);
+  expect_input_error([&] { Backbone::load(dir + "/garbage.pt"); },
+                     {dir + "/garbage.pt", "not a TorchScript module"});
+
+  expect_input_error([&] { Backbone::load(dir + "/absent.pt"); }, {"absent.pt", "not found"});
+
+  fs::create_symlink(default_backbone_path(), dir + "/nosidecar.pt");
+  expect_input_error([&] { Backbone::load(dir + "/nosidecar.pt"); }, {"nosidecar.pt.preprocessing", "missing"});
+
+  const std::string bad = model_with_sidecar(dir, "input_size = 64\nnormalize = yes\n");
+  expect_input_error([&] { Backbone::load(bad); }, {"m.pt.preprocessing:2", "unknown key 'normalize'"});
+
+  const std::string wrong_dim = model_with_sidecar(dir, "input_size = 64\noutput_dim = 1000\n");
+  expect_input_error([&] { Backbone::load(wrong_dim); },
+                     {"1280-dimensional features", "output_dim = 1000"});
+
+  const std::string one_channel = model_with_sidecar(dir, "input_size = 64\nchannels = 1\n");
+  expect_input_error([&] { Backbone::load(one_channel); }, {"failed on a batch of shape 2x1x64x64"});
+
+  // extract_features reports the same problems before touching any data.
+  ExtractOptions o;
+  o.backbone = dir + "/garbage.pt";
+  o.dataset = "fashion-mnist";
+  o.limit = 4;
+  o.use_cache = false;
+  o.progress = false;
+  expect_input_error([&] { extract_features(o); }, {"not a TorchScript module"});
+  o.backbone = dir + "/nosidecar.pt";
+  expect_input_error([&] { extract_features(o); }, {"nosidecar.pt.preprocessing", "missing"});
+}
+
+TEST(Backbone, RejectsModulesThatDoNotReturnAFeatureMatrix) {
+  REQUIRE_REFERENCE();
+  const std::string dir = fresh_dir("shapes");
+  const std::string script = dir + "/make.py";
+  write_text(script,
+             "import torch, sys\n"
+             "class Tuple(torch.nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.mean((2, 3)), x.amax((2, 3))\n"
+             "class Map(torch.nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x[:, :, :4, :4]\n"
+             "class Ints(torch.nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.mean((2, 3)).long()\n"
+             "class Pooled(torch.nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return torch.nn.functional.adaptive_avg_pool2d(x, 1)\n"
+             "for cls in (Tuple, Map, Ints, Pooled):\n"
+             "    torch.jit.script(cls()).save(sys.argv[1] + '/' + cls.__name__ + '.pt')\n"
+             "    open(sys.argv[1] + '/' + cls.__name__ + '.pt.preprocessing', 'w').write('input_size = 16\\n')\n");
+  run_python(script + " " + dir);
+  expect_input_error([&] { Backbone::load(dir + "/Tuple.pt"); }, {"returns a Tuple", "[N, D]"});
+  expect_input_error([&] { Backbone::load(dir + "/Map.pt"); }, {"returns shape [2, 3, 4, 4]"});
+  expect_input_error([&] { Backbone::load(dir + "/Ints.pt"); }, {"integer features"});
+  // [N, D, 1, 1] (pooling without flatten) is accepted as [N, D].
+  const Backbone pooled = Backbone::load(dir + "/Pooled.pt");
+  EXPECT_EQ(pooled.output_dim(), 3);
+}
+
+TEST(FeatureCacheStore, RoundTripsAndReportsDamage) {
+  const std::string dir = fresh_dir("cache_unit");
+  const FeatureCache cache(dir);
+  Features f;
+  f.num_classes = 3;
+  f.X = MatrixF::Random(7, 5);
+  f.y = {0, 1, 2, 0, 1, 2, 0};
+  const CacheKey key{"fp-a", "dataset one\nfile sizes...\n", "test data"};
+  EXPECT_FALSE(cache.load(key).has_value());
+  cache.store(key, f);
+  auto back = cache.load(key);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->X, f.X);
+  EXPECT_EQ(back->y, f.y);
+  EXPECT_EQ(back->num_classes, 3);
+
+  EXPECT_FALSE(cache.load({"fp-b", key.dataset_identity, ""}).has_value());
+  EXPECT_FALSE(cache.load({key.fingerprint, "dataset two", ""}).has_value());
+  EXPECT_NE(cache.entry_path({"fp-b", key.dataset_identity, ""}), cache.entry_path(key));
+
+  const std::string y_path = cache.entry_path(key) + "/y.npy";
+  fs::resize_file(y_path, fs::file_size(y_path) - 4);
+  std::string problem;
+  EXPECT_FALSE(cache.load(key, &problem).has_value());
+  EXPECT_NE(problem.find("y.npy does not match its checksum"), std::string::npos) << problem;
+
+  cache.store(key, f);  // replaces the damaged entry
+  ASSERT_TRUE(cache.load(key).has_value());
+  fs::remove(cache.entry_path(key) + "/meta.txt");
+  problem.clear();
+  EXPECT_FALSE(cache.load(key, &problem).has_value());
+  EXPECT_NE(problem.find("meta.txt missing"), std::string::npos) << problem;
+}
+
+TEST(FeatureCacheExtract, SecondRunLoadsAndDamagedEntriesAreRecomputed) {
+  const std::string dir = fresh_dir("cache");
+  ExtractOptions o;
+  o.dataset = "fashion-mnist";
+  o.limit = 8;
+  o.input_size = 64;
+  o.threads = 2;
+  o.cache_dir = dir;
+  o.progress = false;
+
+  const Extracted first = extract_features(o);
+  EXPECT_FALSE(first.from_cache);
+  ASSERT_FALSE(first.cache_entry.empty());
+  EXPECT_TRUE(fs::is_regular_file(first.cache_entry + "/X.npy"));
+
+  const Extracted second = extract_features(o);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.features.X, first.features.X);
+  EXPECT_EQ(second.features.y, first.features.y);
+  EXPECT_EQ(second.fingerprint, first.fingerprint);
+  EXPECT_EQ(second.cache_entry, first.cache_entry);
+
+  // Flip one feature byte: still a valid .npy, so only the checksum can catch it.
+  {
+    std::fstream x(first.cache_entry + "/X.npy", std::ios::in | std::ios::out | std::ios::binary);
+    x.seekp(-3, std::ios::end);
+    x.put('\x7f');
+  }
+  const Extracted third = extract_features(o);
+  EXPECT_FALSE(third.from_cache);
+  EXPECT_EQ(third.features.X, first.features.X);
+  EXPECT_TRUE(extract_features(o).from_cache);  // the recomputed entry is stored again
+
+  // Other data, other preprocessing: other entries.
+  ExtractOptions more = o;
+  more.limit = 9;
+  EXPECT_FALSE(extract_features(more).from_cache);
+  ExtractOptions bigger = o;
+  bigger.input_size = 96;
+  const Extracted b = extract_features(bigger);
+  EXPECT_FALSE(b.from_cache);
+  EXPECT_NE(b.fingerprint, first.fingerprint);
+
+  // Without the cache nothing is read or written.
+  ExtractOptions none = o;
+  none.use_cache = false;
+  none.cache_dir = dir + "/unused";
+  const Extracted n = extract_features(none);
+  EXPECT_FALSE(n.from_cache);
+  EXPECT_TRUE(n.cache_entry.empty());
+  EXPECT_FALSE(fs::exists(dir + "/unused"));
+}
+
+// Section 4: what scripts/export_backbone.py writes with this machine's PyTorch loads in fednode
+// and gives PyTorch's features.
+TEST(ExportScript, TorchvisionModelWithRandomWeightsLoadsAndMatchesPyTorch) {
+  REQUIRE_REFERENCE();
+  if (!python_has("torchvision"))
+    GTEST_SKIP() << "torchvision is not installed for /usr/bin/python3 (Debian: python3-torchvision)";
+  const std::string dir = fresh_dir("export");
+  run_python(kSource + "/scripts/export_backbone.py --torchvision resnet18 --weights none --input-size 64 --out " +
+             dir + "/r18.pt > /dev/null");
+  ExtractOptions o;
+  o.backbone = dir + "/r18.pt";
+  o.dataset = "fashion-mnist";
+  o.limit = 16;
+  o.use_cache = false;
+  o.progress = false;
+  o.threads = 2;
+  const Extracted e = extract_features(o);
+  ASSERT_EQ(e.features.X.cols(), 512);
+  run_python(kReference + " --model " + dir + "/r18.pt --fashion-mnist " + default_fashion_mnist_dir() +
+             " --limit 16 --out " + dir + "/ref.npy");
+  const MatrixF R = read_npy_features(dir + "/ref.npy");
+  const float diff = max_abs_diff(e.features.X, R);
+  const float scale = R.cwiseAbs().maxCoeff();
+  std::cout << "[ info ] exported resnet18: max |fednode - PyTorch| = " << diff << " (features up to " << scale
+            << ")\n";
+  EXPECT_LT(diff, 1e-4f * std::max(1.0f, scale));
+}
+
+}  // namespace
+}  // namespace fednode

@@ -1,0 +1,167 @@
+// PNG and JPEG decoding and the class-folder layout, on the fixtures in tests/features/data/images
+// (written by data/make_images.py from the pixel formulas repeated here).
+#include "features/images.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace fednode {
+namespace {
+
+const std::string kImages = std::string(FEDNODE_SOURCE_DIR) + "/tests/features/data/images";
+
+int pattern(int x, int y, int c) {
+  switch (c) {
+    case 0: return (x * 17 + y * 5) % 256;
+    case 1: return (x * 3 + y * 29 + 40) % 256;
+    default: return (x * y * 7 + 11) % 256;
+  }
+}
+
+int smooth(int x, int y, int c) { return c == 0 ? x * 10 : c == 1 ? y * 12 : 128; }
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("fednode_images_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void expect_error(const std::string& path, const std::string& fragment) {
+  try {
+    read_image(path);
+    FAIL() << "no error for " << path;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(Images, PngRgbDecodesExactly) {
+  const Image img = read_image(kImages + "/cat/a_rgb.png");
+  ASSERT_EQ(img.width, 20);
+  ASSERT_EQ(img.height, 14);
+  ASSERT_EQ(img.channels, 3);
+  for (int y = 0; y < 14; ++y)
+    for (int x = 0; x < 20; ++x)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(img.pixels[(y * 20 + x) * 3 + c], pattern(x, y, c)) << x << "," << y;
+}
+
+TEST(Images, PngAlphaIsDroppedNotComposited) {
+  const Image img = read_image(kImages + "/cat/b_rgba.png");
+  ASSERT_EQ(img.channels, 3);
+  ASSERT_EQ(img.width, 6);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 6; ++x)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(img.pixels[(y * 6 + x) * 3 + c], pattern(x, y, c));
+}
+
+TEST(Images, PngGrayStaysOneChannel) {
+  const Image img = read_image(kImages + "/dog/a_gray.png");
+  ASSERT_EQ(img.channels, 1);
+  ASSERT_EQ(img.width, 9);
+  ASSERT_EQ(img.height, 11);
+  for (int y = 0; y < 11; ++y)
+    for (int x = 0; x < 9; ++x) ASSERT_EQ(img.pixels[y * 9 + x], pattern(x, y, 0));
+}
+
+TEST(Images, JpegDecodesCloseToTheSource) {
+  const Image rgb = read_image(kImages + "/cat/c_smooth.jpg");
+  ASSERT_EQ(rgb.channels, 3);
+  ASSERT_EQ(rgb.width, 16);
+  ASSERT_EQ(rgb.height, 12);
+  for (int y = 0; y < 12; ++y)
+    for (int x = 0; x < 16; ++x)
+      for (int c = 0; c < 3; ++c) EXPECT_NEAR(rgb.pixels[(y * 16 + x) * 3 + c], smooth(x, y, c), 8);
+  const Image gray = read_image(kImages + "/dog/b_gray.JPEG");
+  ASSERT_EQ(gray.channels, 1);
+  for (int y = 0; y < 12; ++y)
+    for (int x = 0; x < 16; ++x) EXPECT_NEAR(gray.pixels[y * 16 + x], smooth(x, y, 0), 8);
+}
+
+TEST(Images, RejectsBrokenFilesWithTheirPath) {
+  const std::string dir = fresh_dir("broken");
+  write_bytes(dir + "/text.png", {'h', 'e', 'l', 'l', 'o'});
+  expect_error(dir + "/text.png", "not a PNG or JPEG");
+
+  std::vector<uint8_t> png = read_bytes(kImages + "/cat/a_rgb.png");
+  png.resize(png.size() / 2);
+  write_bytes(dir + "/half.png", png);
+  expect_error(dir + "/half.png", "invalid PNG");
+
+  std::vector<uint8_t> jpg = read_bytes(kImages + "/cat/c_smooth.jpg");
+  std::vector<uint8_t> cut(jpg.begin(), jpg.end() - 40);  // inside the entropy-coded data
+  write_bytes(dir + "/cut.jpg", cut);
+  expect_error(dir + "/cut.jpg", "truncated");
+
+  std::vector<uint8_t> header_only(jpg.begin(), jpg.begin() + 4);
+  write_bytes(dir + "/header.jpg", header_only);
+  expect_error(dir + "/header.jpg", "invalid JPEG");
+
+  // A PNG header claiming 100000 x 100000 pixels must be refused before any allocation.
+  std::vector<uint8_t> huge = read_bytes(kImages + "/cat/a_rgb.png");
+  huge[16] = 0; huge[17] = 1; huge[18] = 0x86; huge[19] = 0xA0;  // width 100000
+  huge[20] = 0; huge[21] = 1; huge[22] = 0x86; huge[23] = 0xA0;  // height 100000
+  write_bytes(dir + "/huge.png", huge);
+  EXPECT_THROW(read_image(dir + "/huge.png"), InputError);
+
+  expect_error(dir + "/missing.png", "cannot read");
+}
+
+TEST(ImageFolder, ListsClassesAndImagesInOrderSkippingTheRest) {
+  const ImageFolder f = scan_image_folder(kImages);
+  EXPECT_EQ(f.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(f.files, (std::vector<std::string>{"cat/a_rgb.png", "cat/b_rgba.png", "cat/c_smooth.jpg",
+                                               "dog/a_gray.png", "dog/b_gray.JPEG"}));
+  EXPECT_EQ(f.labels, (Labels{0, 0, 0, 1, 1}));
+}
+
+TEST(ImageFolder, LimitTakesRoundRobinOverClasses) {
+  const ImageFolder three = scan_image_folder(kImages, 3);
+  EXPECT_EQ(three.files, (std::vector<std::string>{"cat/a_rgb.png", "cat/b_rgba.png", "dog/a_gray.png"}));
+  EXPECT_EQ(three.labels, (Labels{0, 0, 1}));
+  const ImageFolder one = scan_image_folder(kImages, 1);
+  EXPECT_EQ(one.files, (std::vector<std::string>{"cat/a_rgb.png"}));
+  EXPECT_EQ(scan_image_folder(kImages, 100).files.size(), 5u);
+}
+
+TEST(ImageFolder, RejectsBadLayouts) {
+  EXPECT_THROW(scan_image_folder("/nonexistent/folder"), InputError);
+  const std::string empty = fresh_dir("empty");
+  EXPECT_THROW(scan_image_folder(empty), InputError);
+  const std::string no_images = fresh_dir("no_images");
+  fs::create_directories(no_images + "/cls");
+  write_bytes(no_images + "/cls/readme.txt", {'x'});
+  try {
+    scan_image_folder(no_images);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cls"), std::string::npos) << e.what();
+  }
+  // Hidden entries are not classes or images.
+  const std::string hidden = fresh_dir("hidden");
+  fs::create_directories(hidden + "/a");
+  fs::create_directories(hidden + "/.cache");
+  fs::copy_file(kImages + "/cat/a_rgb.png", hidden + "/a/x.png");
+  fs::copy_file(kImages + "/cat/a_rgb.png", hidden + "/a/.y.png");
+  const ImageFolder f = scan_image_folder(hidden);
+  EXPECT_EQ(f.class_names, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(f.files, (std::vector<std::string>{"a/x.png"}));
+}
+
+}  // namespace
+}  // namespace fednode
