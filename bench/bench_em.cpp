@@ -3,13 +3,15 @@
 // weights_init / means_init / precisions_init), with the same tol, max_iter and reg_covar.
 //
 //   bench_em [--n 5000] [--d 512] [--d-full 64] [--k 10] [--types diag,full,spherical]
-//            [--repeats 3] [--tol 1e-3] [--max-iter 100] [--reg-covar 1e-6] [--seed 1]
+//            [--repeats 3] [--tol 1e-3] [--max-iter 100] [--reg-covar 1e-6] [--spread 2] [--seed 1]
 //            [--threads 2] [--python /usr/bin/python3] [--script bench/ref_sklearn_gmm.py]
 //            [--markdown FILE]
 //
 // Both sides run with the same thread count (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS).
-// The data imitates backbone features: a 20-cluster latent mixture pushed through a random
-// linear map and a ReLU, with per-dimension scales and a little noise.
+// The data imitates backbone features: a 20-cluster latent mixture (centres spread * N(0, I)
+// in 24 dimensions, unit noise) pushed through a random linear map and a ReLU, with
+// per-dimension scales and a little noise. Smaller spreads overlap more and need more
+// EM iterations.
 #include "methods/gmm/gmm.h"
 #include "methods/rng.h"
 
@@ -38,14 +40,14 @@ namespace {
 
 std::map<std::string, std::string> parse_args(int argc, char** argv) {
   static const std::vector<std::string> known = {
-      "n", "d", "d-full", "k", "types", "repeats", "tol", "max-iter", "reg-covar",
+      "n", "d", "d-full", "k", "types", "repeats", "tol", "max-iter", "reg-covar", "spread",
       "seed", "threads", "python", "script", "markdown"};
   std::map<std::string, std::string> out;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::cout << "usage: bench_em [--n N] [--d D] [--d-full D] [--k K] [--types LIST] "
-                   "[--repeats R] [--tol T] [--max-iter M] [--reg-covar R] [--seed S] "
+                   "[--repeats R] [--tol T] [--max-iter M] [--reg-covar R] [--spread S] [--seed S] "
                    "[--threads T] [--python PATH] [--script PATH] [--markdown FILE]\n";
       std::exit(0);
     }
@@ -65,13 +67,13 @@ std::string get(const std::map<std::string, std::string>& m, const std::string& 
   return it == m.end() ? fallback : it->second;
 }
 
-MatrixF feature_like_data(int64_t n, int d, uint64_t seed) {
+MatrixF feature_like_data(int64_t n, int d, double spread, uint64_t seed) {
   const int r = 24, clusters = 20;
   Rng rng(seed);
   MatrixD centers(clusters, r), A(d, r);
   VectorD bias(d), scale(d);
   for (int c = 0; c < clusters; ++c)
-    for (int j = 0; j < r; ++j) centers(c, j) = 2.0 * rng.normal();
+    for (int j = 0; j < r; ++j) centers(c, j) = spread * rng.normal();
   for (int i = 0; i < d; ++i) {
     for (int j = 0; j < r; ++j) A(i, j) = rng.normal() / std::sqrt(static_cast<double>(r));
     bias[i] = 0.5 * rng.normal();
@@ -140,11 +142,11 @@ struct Row {
 };
 
 Row run_case(CovarianceType type, int64_t n, int d, int K, const GmmOptions& base, int repeats,
-             uint64_t seed, const std::string& python, const std::string& script) {
+             double spread, uint64_t seed, const std::string& python, const std::string& script) {
   GmmOptions opt = base;
   opt.components = K;
   opt.covariance = type;
-  const MatrixF X = feature_like_data(n, d, seed);
+  const MatrixF X = feature_like_data(n, d, spread, seed);
   Rng init_rng = Rng::stream(seed, Purpose::KMeansInit);
   const GaussianMixture init = initial_mixture(X, opt, init_rng);
   if (init.components() != K) throw std::runtime_error("initialisation lost components");
@@ -226,6 +228,7 @@ int main(int argc, char** argv) {
     const int K = std::stoi(get(a, "k", "10"));
     const int repeats = std::stoi(get(a, "repeats", "3"));
     const uint64_t seed = std::stoull(get(a, "seed", "1"));
+    const double spread = std::stod(get(a, "spread", "2"));
     GmmOptions opt;
     opt.tol = std::stod(get(a, "tol", "1e-3"));
     opt.max_iter = std::stoi(get(a, "max-iter", "100"));
@@ -244,7 +247,7 @@ int main(int argc, char** argv) {
       const CovarianceType type = parse_covariance_type(name);
       const int dim = type == CovarianceType::Full ? d_full : d;
       std::cerr << "bench_em: " << name << " n=" << n << " d=" << dim << " K=" << K << " ...\n";
-      rows.push_back(run_case(type, n, dim, K, opt, repeats, seed, python, script));
+      rows.push_back(run_case(type, n, dim, K, opt, repeats, spread, seed, python, script));
     }
 
     std::ostringstream table;
@@ -262,7 +265,7 @@ int main(int argc, char** argv) {
       table << line;
     }
     std::cout << "EM, fednode vs scikit-learn GaussianMixture (same data, same initial parameters, "
-              << "tol " << opt.tol << ", max_iter " << opt.max_iter << ", reg_covar " << opt.reg_covar
+              << "spread " << spread << ", tol " << opt.tol << ", max_iter " << opt.max_iter << ", reg_covar " << opt.reg_covar
               << ", " << threads << " threads, median of " << repeats << ")\n"
               << table.str();
     if (a.count("markdown")) {

@@ -45,6 +45,9 @@ ClassMixture summarize_class(const MatrixF& X, int label, const FedPftOptions& o
   if (o.dp) {
     Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
     cm.mixture = dp_gaussian(X, o.dp_epsilon, o.dp_delta, variance_floor(o), noise);
+    if (ctx.progress)
+      ctx.progress(where + ": DP Gaussian of " + std::to_string(X.rows()) + " samples, noise sigma " +
+                   std::to_string(dp_noise_sigma(X.rows(), o.dp_epsilon, o.dp_delta)));
   } else {
     FitInfo info;
     cm.mixture = fit_gmm(X, o.gmm,

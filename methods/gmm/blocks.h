@@ -2,12 +2,13 @@
 //
 // The data stays float32 (as it arrives); each pass converts one block of rows at a time to
 // double, minus a fixed offset (the data mean, which keeps the expanded quadratic forms of the
-// diagonal and spherical E-steps away from cancellation), and runs BLAS on the block while it
-// is in cache. E-step and M-step share the pass, so the data is read once per EM iteration.
+// diagonal and spherical E-steps away from cancellation), and runs BLAS (or, for diagonal and
+// spherical mixtures on AVX-512 machines, the kernels of simd_diag.h) on the block while it is
+// in cache. E-step and M-step share the pass, so the data is read once per EM iteration.
 //
 // Rows are split into a fixed number of chunks that depends only on the problem size; every
 // chunk accumulates into its own statistics and the chunks are reduced in order. The result is
-// therefore the same bits whatever the number of OpenMP threads.
+// therefore the same bits whatever the number of threads.
 #pragma once
 
 #include "methods/types.h"
@@ -35,8 +36,8 @@ Index block_rows(Index width);
 void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset, bool squares,
                 double* out);
 
-// While alive, OpenBLAS runs single-threaded: the passes call it from several OpenMP threads
-// at once, each on its own block, and nested BLAS threads would only oversubscribe the cores.
+// While alive, OpenBLAS runs single-threaded: the passes call it from several threads at once,
+// each on its own block, and nested BLAS threads would only oversubscribe the cores.
 // Reference-counted, so that concurrent passes restore the setting only when the last ends.
 class BlasSingleThread {
  public:

@@ -39,7 +39,7 @@ struct FitInfo {
   double lower_bound = 0;
   std::vector<double> trace;       // that value for every iteration of the kept run
   int dropped_components = 0;      // collapsed components removed during EM
-  int regularised_covariances = 0; // covariances that needed the Cholesky fallback
+  int regularised_covariances = 0; // times a covariance needed the Cholesky fallback (per iteration)
   int best_init = 0;               // which of the n_init runs was kept
   int kmeans_iterations = 0;       // Lloyd iterations of the kept initialisation
 };

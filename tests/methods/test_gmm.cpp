@@ -1,3 +1,4 @@
+#include "methods/gmm/blocks.h"
 #include "methods/gmm/gmm.h"
 #include "methods/gmm/simd_diag.h"
 
@@ -5,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <stdexcept>
 
 namespace fednode {
 namespace {
@@ -399,6 +402,29 @@ TEST(Gmm, RejectsBadInput) {
   GaussianMixture broken = g;
   broken.covariances(0, 0) = -1;
   EXPECT_THROW(sample_gmm(broken, 5, rng), InputError);
+}
+
+TEST(Gmm, WorkerPoolRunsEveryChunkOnceRethrowsAndNests) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::vector<std::atomic<int>> hits(64);
+  gmm_detail::for_each_chunk(hits.size(), true, [&](size_t c) { ++hits[c]; });
+  for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // A body that calls in again runs its inner chunks on its own thread instead of deadlocking.
+  std::atomic<int> inner{0};
+  gmm_detail::for_each_chunk(4, true, [&](size_t) {
+    gmm_detail::for_each_chunk(5, true, [&](size_t) { ++inner; });
+  });
+  EXPECT_EQ(inner.load(), 20);
+  EXPECT_THROW(gmm_detail::for_each_chunk(16, true,
+                                          [](size_t c) {
+                                            if (c == 3) throw std::runtime_error("chunk 3");
+                                          }),
+               std::runtime_error);
+  std::atomic<int> after{0};  // still usable after an exception
+  gmm_detail::for_each_chunk(16, true, [&](size_t) { ++after; });
+  EXPECT_EQ(after.load(), 16);
+  omp_set_num_threads(saved);
 }
 
 TEST(Gmm, RobustCholeskyRegularisesIndefiniteMatrices) {
