@@ -19,6 +19,7 @@ const char* kHelp =
     "       --method fedpft|fedcgs|fedtc --topology linear|ring|star --nodes N\n"
     "       --partition iid|dirichlet|shards|labels [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--seed S] [--report report.json] [--no-baselines] [--quiet]\n"
+    "  --quiet                           no progress lines on stderr (the table is still printed)\n"
     "data:\n"
     "  --dataset fashion-mnist           Fashion-MNIST pixels from the Debian package\n"
     "  --train-limit N --test-limit N    use the first N samples of each split\n"
@@ -98,7 +99,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     write_report_json(report, out);
     if (!out) throw InputError("failed writing report file '" + path + "'");
   }
-  if (!quiet) print_report_table(report, std::cout);
+  print_report_table(report, std::cout);
   return 0;
 }
 

@@ -4,15 +4,15 @@
 # with a table per run against the centralised baseline and local-only training.
 #
 # Environment knobs (defaults are what the README's numbers were measured with):
-#   DEMO_TRAIN   training images (first N of the 60k train split)   default 60000
-#   DEMO_TEST    test images (first N of the 10k test split)         default 10000
+#   DEMO_TRAIN   training images (first N of the 60k train split)   default 20000
+#   DEMO_TEST    test images (first N of the 10k test split)         default 5000
 #   DEMO_SIZE    backbone input size (multiple of 32)                default 64
 #   DEMO_NODES   nodes in the chain                                  default 5
 #   DEMO_OUT     where features and reports go                       default ./demo-out
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TRAIN=${DEMO_TRAIN:-60000}
-TEST=${DEMO_TEST:-10000}
+TRAIN=${DEMO_TRAIN:-20000}
+TEST=${DEMO_TEST:-5000}
 SIZE=${DEMO_SIZE:-64}
 NODES=${DEMO_NODES:-5}
 OUT=${DEMO_OUT:-demo-out}
