@@ -1,12 +1,14 @@
 #include "cli/method_options.h"
 
+#include "methods/fedpft/fedpft_core.h"
+
 namespace fednode::cli {
 
 const std::set<std::string>& method_option_names() {
   static const std::set<std::string> names = {
       "method",       "components",   "covariance",        "reg-covar",     "tol",
       "max-iter",     "n-init",       "gmm-init",          "transfer-precision",
-      "dp-epsilon",   "dp-delta",     "head-lr",           "head-epochs",   "head-batch-size",
+      "dp-epsilon",   "dp-delta",     "synthetic-multiplier",     "head-lr",           "head-epochs",   "head-batch-size",
       "head-weight-decay", "head-min-steps", "threads", "lda-covariance",    "shrinkage",     "keep-ratio",
       "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs", "adapter-batch-size",
       "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2", "adapter-min-steps"};
@@ -42,6 +44,8 @@ MethodOptions parse_method_options(const Args& a) {
   p.dp = a.flag("dp");
   p.dp_epsilon = a.real("dp-epsilon", p.dp_epsilon, 1e-9, 1e9);
   p.dp_delta = a.real("dp-delta", p.dp_delta, 1e-300, 1.0 - 1e-12);
+  p.synthetic_multiplier = static_cast<int>(
+      a.integer("synthetic-multiplier", p.synthetic_multiplier, 1, kMaxSyntheticMultiplier));
 
   auto& h = p.head;
   h.lr = a.real("head-lr", h.lr, 1e-12, 10.0);
@@ -82,6 +86,7 @@ const char* method_options_help() {
          "  --covariance full|diag|spherical  (diag)\n"
          "  --reg-covar R --tol T --max-iter M --n-init I --gmm-init kmeans|kmeans++\n"
          "  --transfer-precision float16|float32   (float16, as the paper)\n"
+         "  --synthetic-multiplier M          synthetic draws per shared sample for the head (1)\n"
          "  --dp --dp-epsilon E --dp-delta D  DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
          "linear head (FedPFT and the baselines):\n"
          "  --head-lr (1e-4) --head-epochs (30) --head-batch-size (64) --head-weight-decay (0)\n"

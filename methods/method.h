@@ -35,6 +35,10 @@ struct FedPftOptions {
   bool dp = false;
   double dp_epsilon = 1.0;
   double dp_delta = 1e-5;
+  // Synthetic features drawn per transmitted sample when building the head's training set
+  // (real local rows are repeated as often, so class proportions are unchanged). More draws
+  // show the head the mixture rather than one small sample of it; docs/methods/fedpft.md.
+  int synthetic_multiplier = 1;
   LinearTrainOptions head;
 };
 

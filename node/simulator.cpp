@@ -233,6 +233,7 @@ void write_report_json(const SimulationReport& r, std::ostream& out) {
     w.key("n_init").value(p.gmm.n_init);
     w.key("init").value(p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++");
     w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
+    w.key("synthetic_multiplier").value(p.synthetic_multiplier);
     w.key("dp").value(p.dp);
     if (p.dp) {
       w.key("dp_epsilon").value(p.dp_epsilon);

@@ -91,6 +91,10 @@ void check_synthetic_size(double rows, int dim, const std::string& where) {
 void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
   validate_gmm_options(o.gmm, where);
   if (o.dp) validate_dp_parameters(o.dp_epsilon, o.dp_delta, where);
+  if (o.synthetic_multiplier < 1 || o.synthetic_multiplier > kMaxSyntheticMultiplier)
+    throw InputError(where + ": synthetic multiplier must be in [1, " +
+                     std::to_string(kMaxSyntheticMultiplier) + "], got " +
+                     std::to_string(o.synthetic_multiplier));
 }
 
 void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where) {
@@ -177,10 +181,12 @@ Features fedpft_training_set(const std::vector<Knowledge>& received, const Featu
                              const FedPftOptions& o, const NodeContext& ctx) {
   validate_fedpft_options(o, "fedpft options");
   const Selection sel = choose(received, local, ctx);
+  const int64_t m = o.synthetic_multiplier;
   double total = sel.use_local ? static_cast<double>(local->size()) : 0.0;
   for (const Knowledge* piece : sel.pieces)
     for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes)
       total += static_cast<double>(cm.count);
+  total *= static_cast<double>(m);
   if (total == 0) throw InputError("fedpft: no knowledge and no local data to train a head on");
   check_synthetic_size(total, ctx.dim, "fedpft training set");
   Features out;
@@ -191,15 +197,19 @@ Features fedpft_training_set(const std::vector<Knowledge>& received, const Featu
   for (const Knowledge* piece : sel.pieces)
     for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes) {
       Rng rng(fedpft_sampling_seed(ctx, piece->contributors, cm.label));
-      const MatrixF samples = sample_gmm(cm.mixture, cm.count, rng);
+      const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng);
       out.X.middleRows(row, samples.rows()) = samples;
       out.y.insert(out.y.end(), static_cast<size_t>(samples.rows()), cm.label);
       row += samples.rows();
     }
-  if (sel.use_local) {
-    out.X.bottomRows(local->size()) = local->X;
-    out.y.insert(out.y.end(), local->y.begin(), local->y.end());
-  }
+  // Real rows are repeated m times: weighting them like the m-fold synthetic draws keeps each
+  // class's share of the training set equal to its share of the federation's data.
+  if (sel.use_local)
+    for (int64_t r = 0; r < m; ++r) {
+      out.X.middleRows(row, local->size()) = local->X;
+      out.y.insert(out.y.end(), local->y.begin(), local->y.end());
+      row += local->size();
+    }
   return out;
 }
 

@@ -48,5 +48,8 @@ uint64_t fedpft_sampling_seed(const NodeContext& ctx, const Contributors& piece,
 
 // Upper bound on a class count accepted from a peer (bounds the synthetic data allocated).
 constexpr int64_t kMaxClassCount = 100000000;
+// Upper bound on FedPftOptions::synthetic_multiplier; the 2^31-value limit on the training set
+// is what really bounds the memory.
+constexpr int kMaxSyntheticMultiplier = 1000;
 
 }  // namespace fednode

@@ -248,6 +248,27 @@ TEST(FedPft, TrainingSetHoldsSamplesToCountPlusLocalFeatures) {
   EXPECT_EQ(fedpft_training_set({a}, nullptr, o, context(2)).size(), 90);
 }
 
+TEST(FedPft, SyntheticMultiplierScalesDrawsAndRepeatsLocalRows) {
+  FedPftOptions o = small_options();
+  const Knowledge a = fedpft_summarize(make_features(30, 61, /*missing=*/0), o, context(1));
+  const Features local = make_features(7, 62);
+  o.synthetic_multiplier = 3;
+  const Features t = fedpft_training_set({a}, &local, o, context(2));
+  // Class proportions are those of multiplier 1: every count is three times as large.
+  EXPECT_EQ(t.class_counts(), (std::vector<int64_t>{21, 111, 111, 111}));
+  // The 270 synthetic rows come first, then the local rows three times over.
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(t.X.middleRows(270 + r * local.size(), local.size()), local.X) << "copy " << r;
+  for (int64_t i = 0; i < 270; ++i)
+    EXPECT_NEAR(t.X.row(i).mean(), 4.0 * t.y[static_cast<size_t>(i)], 3.5) << "row " << i;
+  // Without local data: synthetic only, three draws per shared sample.
+  EXPECT_EQ(fedpft_training_set({a}, nullptr, o, context(2)).size(), 270);
+  o.synthetic_multiplier = 0;
+  EXPECT_THROW(fedpft_training_set({a}, &local, o, context(2)), InputError);
+  o.synthetic_multiplier = kMaxSyntheticMultiplier + 1;
+  EXPECT_THROW(fedpft_training_set({a}, &local, o, context(2)), InputError);
+}
+
 TEST(FedPft, MergeAndTrainingSetDrawTheSameSyntheticFeatures) {
   FedPftOptions o = small_options();
   o.half_precision = false;
