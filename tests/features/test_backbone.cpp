@@ -202,20 +202,24 @@ TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {
   EXPECT_EQ(b.threads(), 2);
 }
 
-TEST(Backbone, OptimisedAndPlainModulesAgree) {
+TEST(Backbone, AsLoadedFrozenAndOptimisedModulesAgree) {
   const std::string model = default_backbone_path();
   Preprocessing p = Preprocessing::load(sidecar_path(model));
   p.input_size = 64;
-  BackboneOptions plain;
-  plain.threads = 2;
-  plain.optimize = false;
-  BackboneOptions fast = plain;
-  fast.optimize = true;
+  BackboneOptions as_loaded;
+  as_loaded.threads = 2;
+  as_loaded.freeze = false;
+  BackboneOptions frozen = as_loaded;
+  frozen.freeze = true;
+  BackboneOptions optimised = frozen;
+  optimised.optimize = true;
   std::vector<float> batch(4 * 3 * 64 * 64);
   for (size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
-  const MatrixF a = Backbone::load(model, p, plain).forward(batch.data(), 4);
-  const MatrixF b = Backbone::load(model, p, fast).forward(batch.data(), 4);
-  EXPECT_LT(max_abs_diff(a, b), 1e-4f);
+  const MatrixF a = Backbone::load(model, p, as_loaded).forward(batch.data(), 4);
+  const MatrixF b = Backbone::load(model, p, frozen).forward(batch.data(), 4);
+  const MatrixF c = Backbone::load(model, p, optimised).forward(batch.data(), 4);
+  EXPECT_LT(max_abs_diff(a, b), 1e-5f);
+  EXPECT_LT(max_abs_diff(a, c), 1e-4f);
   EXPECT_GT(a.maxCoeff(), 0.1f);
 }
 
@@ -361,6 +365,13 @@ TEST(FeatureCacheExtract, SecondRunLoadsAndDamagedEntriesAreRecomputed) {
   const Extracted b = extract_features(bigger);
   EXPECT_FALSE(b.from_cache);
   EXPECT_NE(b.fingerprint, first.fingerprint);
+
+  // optimize_for_inference moves features by float rounding: it does not share frozen entries.
+  ExtractOptions optimised = o;
+  optimised.optimize = true;
+  const Extracted opt = extract_features(optimised);
+  EXPECT_FALSE(opt.from_cache);
+  EXPECT_NE(opt.cache_entry, first.cache_entry);
 
   // Without the cache nothing is read or written.
   ExtractOptions none = o;
