@@ -2,14 +2,15 @@
 // model (the bundled MobileNetV2), images (the first N of Fashion-MNIST train), batch size,
 // thread count and input size. Both sides are timed over the extraction loop alone, from uint8
 // images to a feature matrix: preprocessing (resize, grey to RGB) plus the forward passes; model
-// loading is reported separately (load s: fednode load + freeze + optimize + probe).
+// loading is reported separately (load s: fednode's load + freeze + probe).
 //
 //   bench_extract [--sizes 224,128,96,64] [--images N] [--threads 2] [--batch-size 32] [--reps 5]
 //                 [--model MODEL.pt] [--python /usr/bin/python3]
 //
-// Columns: fednode as it runs by default (frozen + optimize_for_inference), fednode running the
-// module as loaded, PyTorch as a Python user runs it (torch.jit.load, inference_mode), and PyTorch
-// with the same freeze + optimize_for_inference. The headline ratio is the first over the third.
+// Columns: fednode as it runs by default (torch::jit::freeze), fednode running the module as
+// loaded, PyTorch as a Python user runs it (torch.jit.load, inference_mode), and PyTorch with the
+// same torch.jit.freeze. The headline ratio is the first over the third; the other two columns
+// show where a difference comes from (the C++ pipeline itself, or freezing).
 #include "features/backbone.h"
 #include "features/idx.h"
 
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
   std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds\n", model.c_str(),
               threads, batch, reps);
   std::printf("%5s %7s %8s | %12s %12s | %12s %12s | %6s %6s | %6s | %8s %8s\n", "size", "images", "load s",
-              "fednode", "fednode-plain", "pytorch", "pytorch-opt", "ratio", "min", "plain", "cpu ms", "py cpu");
+              "fednode", "fednode-plain", "pytorch", "pytorch-frozen", "ratio", "min", "plain", "cpu ms", "py cpu");
 
   for (int size : sizes) {
     // About 3 s of work per measurement at 2 threads: enough to average over batches, short
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
     BackboneOptions opt;
     opt.threads = threads;
     BackboneOptions plain_opt = opt;
-    plain_opt.optimize = false;
+    plain_opt.freeze = false;
     const double t0 = now();
     const Backbone fast = Backbone::load(model, pre, opt);
     const double load_seconds = now() - t0;
@@ -184,19 +185,19 @@ int main(int argc, char** argv) {
     fast.extract(source, run);  // warm-up: first-touch allocations and oneDNN primitive caches
     plain.extract(source, run);
 
-    auto peer_args = [&](bool optimize) {
+    auto peer_args = [&](bool freeze) {
       std::vector<std::string> args = {python, std::string(FEDNODE_SOURCE_DIR) + "/tests/features/torch_reference.py",
                                        "--model", model, "--fashion-mnist", dir, "--limit", std::to_string(n),
                                        "--input-size", std::to_string(size), "--threads", std::to_string(threads),
                                        "--batch-size", std::to_string(batch), "--serve"};
-      if (optimize) args.push_back("--optimize");
+      if (freeze) args.push_back("--freeze");
       return args;
     };
-    PythonPeer py(peer_args(false)), py_opt(peer_args(true));
+    PythonPeer py(peer_args(false)), py_frozen(peer_args(true));
 
     // Four contenders, measured one after another in each round, the order rotating per round;
     // ratios are taken within a round, where the machine's load was about the same.
-    std::vector<double> r_fast, r_plain, r_py, r_py_opt, ratio, ratio_plain, cpu_fast, cpu_py;
+    std::vector<double> r_fast, r_plain, r_py, r_py_frozen, ratio, ratio_plain, cpu_fast, cpu_py;
     for (int r = 0; r < reps; ++r) {
       double rate[4] = {0, 0, 0, 0}, cpu[4] = {0, 0, 0, 0};
       for (int k = 0; k < 4; ++k) {
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
           rate[which] = static_cast<double>(n) / (now() - t);
           cpu[which] = cpu_seconds() - c;
         } else {
-          const auto [wall, cpu_s] = (which == 2 ? py : py_opt).run();
+          const auto [wall, cpu_s] = (which == 2 ? py : py_frozen).run();
           rate[which] = static_cast<double>(n) / wall;
           cpu[which] = cpu_s;
         }
@@ -215,7 +216,7 @@ int main(int argc, char** argv) {
       r_fast.push_back(rate[0]);
       r_plain.push_back(rate[1]);
       r_py.push_back(rate[2]);
-      r_py_opt.push_back(rate[3]);
+      r_py_frozen.push_back(rate[3]);
       ratio.push_back(rate[0] / rate[2]);
       ratio_plain.push_back(rate[1] / rate[2]);
       cpu_fast.push_back(1000.0 * cpu[0] / static_cast<double>(n));
@@ -223,12 +224,12 @@ int main(int argc, char** argv) {
     }
     std::printf("%5d %7lld %8.2f | %12.1f %12.1f | %12.1f %12.1f | %6.2f %6.2f | %6.2f | %8.1f %8.1f\n", size,
                 static_cast<long long>(n), load_seconds, median(r_fast), median(r_plain), median(r_py),
-                median(r_py_opt), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                median(r_py_frozen), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
                 median(ratio_plain), median(cpu_fast), median(cpu_py));
     std::fflush(stdout);
   }
-  std::printf("images/s, medians over rounds. ratio: fednode as it runs by default (frozen + "
-              "optimize_for_inference) / PyTorch (torch.jit.load as is), median and minimum over rounds; plain: "
+  std::printf("images/s, medians over rounds. ratio: fednode as it runs by default (frozen) / PyTorch "
+              "(torch.jit.load as is), median and minimum over rounds; plain: "
               "fednode running the module as loaded / the same PyTorch; cpu ms: process CPU milliseconds per image of "
               "fednode (default) and PyTorch (as is), which a busy machine distorts less than wall time. "
               "Target ratio >= 1.0.\n");

@@ -113,12 +113,12 @@ Backbone Backbone::load(const std::string& model_path, const Preprocessing& prep
                      first_line(e.what()));
   }
   impl->module.eval();
-  if (options.optimize) {
-    // Freezing inlines parameters as constants; modules whose forward mutates attributes cannot be
-    // frozen, and those simply run unoptimised.
+  if (options.freeze || options.optimize) {
+    // Modules whose forward mutates their attributes cannot be frozen; those run as loaded, which
+    // gives the same features, only with more interpreter work.
     try {
       torch::jit::Module frozen = torch::jit::freeze(impl->module);
-      impl->module = torch::jit::optimize_for_inference(frozen);
+      impl->module = options.optimize ? torch::jit::optimize_for_inference(frozen) : frozen;
     } catch (const std::exception&) {
     }
   }

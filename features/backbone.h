@@ -14,9 +14,14 @@ namespace fednode {
 
 struct BackboneOptions {
   int threads = 0;        // LibTorch intra-op threads; 0: one per core (LibTorch's own default here is 1)
-  // torch.jit.freeze + optimize_for_inference: folds batch norms, prepacks convolution weights
-  // for oneDNN. Same features to float rounding (about 1e-5), noticeably faster on CPU.
-  bool optimize = true;
+  // torch.jit.freeze: parameters become constants, attribute lookups leave the graph and batch
+  // norms fold into their convolutions. The same features as the module as loaded up to float
+  // rounding (bit for bit when there is nothing to fold, as in the bundled MobileNetV2).
+  bool freeze = true;
+  // Also torch.jit.optimize_for_inference (oneDNN weight prepacking and layout conversions).
+  // Features move by up to ~5e-5. Measured on 2 shared cores it cost 20-30% more CPU per image
+  // than the frozen module (docs/performance.md), so it is off unless asked for.
+  bool optimize = false;
 };
 
 // Random access to the images a backbone runs over. image() is called from several threads at once

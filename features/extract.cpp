@@ -148,7 +148,10 @@ Extracted extract_features(const ExtractOptions& o) {
   DatasetPlan plan = plan_dataset(o);
   result.class_names = plan.class_names;
   result.description = plan.description;
-  const CacheKey key{result.fingerprint, plan.identity, plan.description};
+  // Freezing and optimize_for_inference may move features by float rounding; each way of running
+  // the module has entries of its own.
+  const std::string execution = o.optimize ? "optimized" : o.freeze ? "frozen" : "as-loaded";
+  const CacheKey key{result.fingerprint, plan.identity + "execution=" + execution + "\n", plan.description};
 
   const std::string cache_root = o.use_cache ? (o.cache_dir.empty() ? default_cache_dir() : o.cache_dir) : "";
   std::unique_ptr<FeatureCache> cache;
@@ -171,6 +174,7 @@ Extracted extract_features(const ExtractOptions& o) {
 
   BackboneOptions bo;
   bo.threads = o.threads;
+  bo.freeze = o.freeze;
   bo.optimize = o.optimize;
   const Backbone backbone = Backbone::load(model, pre, bo);
   RunOptions run;

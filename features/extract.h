@@ -24,7 +24,8 @@ struct ExtractOptions {
   std::string cache_dir;         // "": default_cache_dir()
   bool use_cache = true;
   bool progress = true;          // progress line on stderr
-  bool optimize = true;          // BackboneOptions::optimize
+  bool freeze = true;            // BackboneOptions::freeze
+  bool optimize = false;         // BackboneOptions::optimize
 };
 
 struct Extracted {

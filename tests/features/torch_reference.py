@@ -6,7 +6,7 @@ torch.nn.functional.interpolate, the model runs through torch.jit.load.
 
   torch_reference.py --model M.pt (--fashion-mnist DIR [--split train|test] | --images DIR)
                      [--limit N] [--input-size S] [--threads T] [--batch-size B]
-                     [--out X.npy] [--time] [--serve] [--optimize]
+                     [--out X.npy] [--time] [--serve] [--freeze | --optimize]
 
 --out writes the features as float32 .npy; --time prints one line "images_per_second <value>"
 measured over the extraction loop alone (preprocessing + forward, not loading). --serve loads
@@ -152,6 +152,7 @@ def main():
     p.add_argument("--out")
     p.add_argument("--time", action="store_true")
     p.add_argument("--serve", action="store_true")
+    p.add_argument("--freeze", action="store_true", help="torch.jit.freeze before running")
     p.add_argument("--optimize", action="store_true",
                    help="torch.jit.freeze + optimize_for_inference before running")
     a = p.parse_args()
@@ -167,6 +168,8 @@ def main():
     model = torch.jit.load(a.model, map_location="cpu").eval()
     if a.optimize:
         model = torch.jit.optimize_for_inference(torch.jit.freeze(model))
+    elif a.freeze:
+        model = torch.jit.freeze(model)
 
     def extract():
         outputs = []
