@@ -16,6 +16,12 @@
 
 namespace fs = std::filesystem;
 
+// From the OpenBLAS the library links (CMakeLists.txt: BLA_VENDOR OpenBLAS).
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
 namespace fednode {
 
 namespace {
@@ -28,6 +34,25 @@ std::string first_line(const std::string& what) {
   const auto nl = what.find('\n');
   return nl == std::string::npos ? what : what.substr(0, nl);
 }
+
+// LibTorch computes some convolutions with BLAS sgemm, and in a fednode process that symbol binds
+// to the OpenBLAS the library links, whose thread pool ignores at::set_num_threads and defaults to
+// one thread per core: without this, --threads 1 would still run BLAS on every core. The previous
+// count is restored afterwards, so the FedCGS Gram products that may follow in the same process
+// keep theirs.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads) : blas_before_(openblas_get_num_threads()) {
+    at::set_num_threads(threads);
+    openblas_set_num_threads(threads);
+  }
+  ~ThreadScope() { openblas_set_num_threads(blas_before_); }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int blas_before_;
+};
 
 int resolve_threads(int threads) {
   if (threads > 0) return threads;
@@ -105,7 +130,7 @@ Backbone Backbone::load(const std::string& model_path, const Preprocessing& prep
   impl->path = model_path;
   impl->pre = preprocessing;
   impl->threads = resolve_threads(options.threads);
-  at::set_num_threads(impl->threads);
+  const ThreadScope threads(impl->threads);
   try {
     impl->module = torch::jit::load(model_path, torch::kCPU);
   } catch (const std::exception& e) {
@@ -145,7 +170,7 @@ int Backbone::threads() const { return impl_->threads; }
 
 MatrixF Backbone::forward(const float* batch, int64_t n) const {
   if (n <= 0 || n > kMaxBatch) throw InputError("backbone batch of " + std::to_string(n) + " images");
-  at::set_num_threads(impl_->threads);
+  const ThreadScope threads(impl_->threads);
   const int S = impl_->pre.input_size;
   torch::Tensor input = torch::from_blob(const_cast<float*>(batch), {n, impl_->pre.channels, S, S},
                                          torch::kFloat32);
@@ -163,7 +188,7 @@ MatrixF Backbone::extract(const ImageSource& source, const RunOptions& run) cons
   const Preprocessing& pre = impl_->pre;
   const int64_t per_image = static_cast<int64_t>(pre.channels) * pre.input_size * pre.input_size;
   const int D = impl_->output_dim;
-  at::set_num_threads(impl_->threads);
+  const ThreadScope threads(impl_->threads);
 
   MatrixF X(n, D);
   Progress progress(run.label, n, run.progress);
