@@ -2,6 +2,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/method_options.h"
+#include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
 #include "features/partition.h"
@@ -21,7 +22,10 @@ const char* kHelp =
     "       [--classes-per-node S] [--seed S] [--report report.json] [--no-baselines] [--quiet]\n"
     "  --quiet                           no progress lines on stderr (the table is still printed)\n"
     "data:\n"
-    "  --dataset fashion-mnist           Fashion-MNIST pixels from the Debian package\n"
+    "  --dataset fashion-mnist           Fashion-MNIST from the Debian package: raw pixels, or with\n"
+    "  --backbone MODEL.pt               features of this TorchScript backbone ('default': the bundled\n"
+    "                                    MobileNetV2), extracted through the feature cache\n"
+    "  --input-size S --threads-extract T  backbone input size and LibTorch threads for extraction\n"
     "  --train-limit N --test-limit N    use the first N samples of each split\n"
     "  --num-classes C                   with .npy labels (default: largest label + 1)\n"
     "  --backbone-fingerprint F          names the features' backbone in knowledge and report\n"
@@ -34,7 +38,7 @@ std::set<std::string> valued_options() {
                              "test-labels", "train-limit",   "test-limit",     "num-classes",
                              "topology",   "nodes",          "partition",      "dirichlet-alpha",
                              "min-samples", "classes-per-node", "seed",        "report",
-                             "backbone-fingerprint"};
+                             "backbone-fingerprint", "backbone", "input-size", "threads-extract"};
   v.insert(method_option_names().begin(), method_option_names().end());
   return v;
 }
@@ -76,11 +80,37 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       throw UsageError("give either --dataset or the four .npy files, not both");
     const std::string name = a.str("dataset", "");
     if (name != "fashion-mnist") throw UsageError("--dataset must be fashion-mnist, got '" + name + "'");
-    train = load_fashion_mnist(default_fashion_mnist_dir(), "train", train_limit);
-    test = load_fashion_mnist(default_fashion_mnist_dir(), "test", test_limit);
-    o.dataset_description = "fashion-mnist pixels (" + std::to_string(train.size()) + " train, " +
-                            std::to_string(test.size()) + " test)";
+    if (a.has("backbone")) {
+      if (a.has("backbone-fingerprint"))
+        throw UsageError("--backbone sets the fingerprint itself; drop --backbone-fingerprint");
+      ExtractOptions x;
+      const std::string model = a.required("backbone");
+      x.backbone = model == "default" ? "" : model;
+      x.dataset = name;
+      x.input_size = static_cast<int>(a.integer("input-size", 0, 0, 4096));
+      x.threads = static_cast<int>(a.integer("threads-extract", 0, 0, 1024));
+      x.progress = !quiet;
+      x.split = "train";
+      x.limit = train_limit;
+      const Extracted tr = extract_features(x);
+      x.split = "test";
+      x.limit = test_limit;
+      const Extracted te = extract_features(x);
+      train = tr.features;
+      test = te.features;
+      o.backbone_fingerprint = tr.fingerprint;
+      o.dataset_description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
+                              std::to_string(train.size()) + " train, " + std::to_string(test.size()) +
+                              " test)";
+    } else {
+      train = load_fashion_mnist(default_fashion_mnist_dir(), "train", train_limit);
+      test = load_fashion_mnist(default_fashion_mnist_dir(), "test", test_limit);
+      o.dataset_description = "fashion-mnist pixels (" + std::to_string(train.size()) + " train, " +
+                              std::to_string(test.size()) + " test)";
+    }
   } else {
+    if (a.has("backbone"))
+      throw UsageError("--backbone extracts from --dataset; .npy inputs are features already");
     const int classes = static_cast<int>(a.integer("num-classes", 0, 0, 1 << 20));
     train = load_npy_dataset(a.required("train-features"), a.required("train-labels"), classes);
     test = load_npy_dataset(a.required("test-features"), a.required("test-labels"), classes);

@@ -20,8 +20,8 @@ struct CliRun {
   std::string output;  // stdout and stderr together
 };
 
-CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(FEDNODE_CLI) + " " + args + " 2>&1";
+CliRun run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(FEDNODE_CLI) + " " + args + " 2>&1";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -78,6 +78,25 @@ TEST_F(Cli, SimulateWritesAReport) {
   s << in.rdbuf();
   EXPECT_NE(s.str().find("\"centralized\""), std::string::npos);
   EXPECT_NE(s.str().find("\"nodes\""), std::string::npos);
+}
+
+TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
+  const fs::path report = dir_ / "report.json";
+  // A private cache, so the test neither reads nor fills the user's.
+  const CliRun r = run_cli("simulate --dataset fashion-mnist --backbone default --input-size 32"
+                           " --train-limit 300 --test-limit 100 --method fedcgs --topology star"
+                           " --nodes 3 --seed 2 --no-baselines --quiet --report " + report.string(),
+                           "XDG_CACHE_HOME=" + (dir_ / "cache").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(report);
+  std::stringstream s;
+  s << in.rdbuf();
+  // The knowledge and the report carry the backbone's sha256 fingerprint, not "pixels".
+  const auto at = s.str().find("\"backbone_fingerprint\": \"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string fingerprint = s.str().substr(at + 25, 64);
+  EXPECT_EQ(fingerprint.find_first_not_of("0123456789abcdef"), std::string::npos) << fingerprint;
+  EXPECT_NE(run_cli("simulate " + data_args() + " --backbone default --quiet").code, 0);
 }
 
 TEST_F(Cli, UnknownOptionIsAUsageError) {
