@@ -3,6 +3,7 @@
 // trained by cross-entropy with SGD on seeded mini-batches. Inference happens in AdapterHead
 // (Eigen); adapter_scores_torch runs the very module used here, so the two can be compared.
 #include "methods/heads/train.h"
+#include "methods/heads/minibatch_loop.h"
 #include "methods/heads/train_common.h"
 
 #include <torch/torch.h>
@@ -112,25 +113,18 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
   const torch::Tensor X = to_tensor(train.X);
   const torch::Tensor y = torch::from_blob(const_cast<int32_t*>(train.y.data()), {n}, torch::kInt32)
                               .to(torch::kInt64);
-  Rng shuffle_rng = Rng::stream(opt.seed, Purpose::HeadShuffle);
-  const int64_t batch = std::min<int64_t>(opt.batch_size, n);
   const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    const std::vector<int64_t> order = shuffled_order(shuffle_rng, n);
-    const torch::Tensor perm = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kInt64);
-    double loss_sum = 0.0;
-    for (int64_t start = 0; start < n; start += batch) {
-      const int64_t len = std::min(batch, n - start);
-      const torch::Tensor idx = perm.narrow(0, start, len);
-      optimizer.zero_grad();
-      torch::Tensor loss =
-          torch::nn::functional::cross_entropy(net->forward(X.index_select(0, idx)), y.index_select(0, idx));
-      loss.backward();
-      optimizer.step();
-      loss_sum += loss.item<double>() * static_cast<double>(len);
-    }
-    if (on_epoch) on_epoch(static_cast<int>(epoch), loss_sum / static_cast<double>(n));
-  }
+  run_minibatch_epochs(
+      n, opt.batch_size, epochs, opt.seed,
+      [&](const torch::Tensor& idx) {
+        optimizer.zero_grad();
+        torch::Tensor loss =
+            torch::nn::functional::cross_entropy(net->forward(X.index_select(0, idx)), y.index_select(0, idx));
+        loss.backward();
+        optimizer.step();
+        return loss.item<double>();
+      },
+      on_epoch);
   return std::make_unique<AdapterHead>(net->layers());
 }
 

@@ -1,6 +1,7 @@
 // Linear head (FedPFT's server-side classifier): nn.Linear(d, C) trained by softmax
 // cross-entropy with Adam, on seeded mini-batches. Defaults and measurements: docs/methods/heads.md.
 #include "methods/heads/train.h"
+#include "methods/heads/minibatch_loop.h"
 #include "methods/heads/train_common.h"
 
 #include <torch/torch.h>
@@ -65,28 +66,21 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
   torch::optim::AdamW optimizer(linear->parameters(),
                                 torch::optim::AdamWOptions(opt.lr).weight_decay(opt.weight_decay));
 
-  Rng shuffle_rng = Rng::stream(opt.seed, Purpose::HeadShuffle);
-  const int64_t batch = std::min<int64_t>(opt.batch_size, n);
   const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    const std::vector<int64_t> order = shuffled_order(shuffle_rng, n);
-    const torch::Tensor perm = torch::from_blob(const_cast<int64_t*>(order.data()), {n}, torch::kInt64);
-    double loss_sum = 0.0;
-    for (int64_t start = 0; start < n; start += batch) {
-      const int64_t len = std::min(batch, n - start);
-      const torch::Tensor idx = perm.narrow(0, start, len);
-      torch::Tensor xb = X.index_select(0, idx);
-      if (opt.standardize) xb = (xb - shift) * inv_scale;
-      const torch::Tensor yb = y.index_select(0, idx);
-      torch::AutoGradMode grad_on(true);
-      optimizer.zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(linear->forward(xb), yb);
-      loss.backward();
-      optimizer.step();
-      loss_sum += loss.item<double>() * static_cast<double>(len);
-    }
-    if (on_epoch) on_epoch(static_cast<int>(epoch), loss_sum / static_cast<double>(n));
-  }
+  run_minibatch_epochs(
+      n, opt.batch_size, epochs, opt.seed,
+      [&](const torch::Tensor& idx) {
+        torch::Tensor xb = X.index_select(0, idx);
+        if (opt.standardize) xb = (xb - shift) * inv_scale;
+        const torch::Tensor yb = y.index_select(0, idx);
+        torch::AutoGradMode grad_on(true);
+        optimizer.zero_grad();
+        torch::Tensor loss = torch::nn::functional::cross_entropy(linear->forward(xb), yb);
+        loss.backward();
+        optimizer.step();
+        return loss.item<double>();
+      },
+      on_epoch);
 
   MatrixF W = to_matrix(linear->weight);
   VectorF b = to_matrix(linear->bias.reshape({1, C})).row(0).transpose();
