@@ -2,10 +2,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/method_options.h"
-#include "features/extract.h"
-#include "features/idx.h"
-#include "features/npy.h"
-#include "features/partition.h"
+#include "cli/data_options.h"
 #include "node/simulator.h"
 
 #include <fstream>
@@ -34,11 +31,9 @@ const char* kHelp =
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
 
 std::set<std::string> valued_options() {
-  std::set<std::string> v = {"dataset",    "train-features", "train-labels",   "test-features",
-                             "test-labels", "train-limit",   "test-limit",     "num-classes",
-                             "topology",   "nodes",          "partition",      "dirichlet-alpha",
-                             "min-samples", "classes-per-node", "seed",        "report",
-                             "backbone-fingerprint", "backbone", "input-size", "threads-extract"};
+  std::set<std::string> v = {"topology", "nodes", "seed", "report"};
+  v.insert(data_option_names().begin(), data_option_names().end());
+  v.insert(partition_option_names().begin(), partition_option_names().end());
   v.insert(method_option_names().begin(), method_option_names().end());
   return v;
 }
@@ -60,68 +55,17 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   SimulationOptions o;
   o.method = parse_method_options(a);
   o.topology = parse_sim_topology(a.str("topology", "linear"));
-  o.partition.nodes = static_cast<int>(a.integer("nodes", 10, 1, 100000));
-  o.partition.scheme = parse_partition_scheme(a.str("partition", "iid"));
-  o.partition.dirichlet_alpha = a.real("dirichlet-alpha", o.partition.dirichlet_alpha, 1e-6, 1e6);
-  o.partition.min_samples = static_cast<int>(a.integer("min-samples", o.partition.min_samples, 0, 1LL << 40));
-  o.partition.classes_per_node = static_cast<int>(a.integer("classes-per-node", o.partition.classes_per_node, 1, 1 << 20));
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, (1LL << 62)));
-  o.partition.seed = o.seed;
+  o.partition = parse_partition_options(a, static_cast<int>(a.integer("nodes", 10, 1, 100000)), o.seed);
   o.baselines = !a.flag("no-baselines");
-  o.backbone_fingerprint = a.str("backbone-fingerprint", "pixels");
   const bool quiet = a.flag("quiet");
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 
-  Features train, test;
-  const int64_t train_limit = a.integer("train-limit", -1, -1, 1LL << 40);
-  const int64_t test_limit = a.integer("test-limit", -1, -1, 1LL << 40);
-  if (a.has("dataset")) {
-    if (a.has("train-features") || a.has("test-features"))
-      throw UsageError("give either --dataset or the four .npy files, not both");
-    const std::string name = a.str("dataset", "");
-    if (name != "fashion-mnist") throw UsageError("--dataset must be fashion-mnist, got '" + name + "'");
-    if (a.has("backbone")) {
-      if (a.has("backbone-fingerprint"))
-        throw UsageError("--backbone sets the fingerprint itself; drop --backbone-fingerprint");
-      ExtractOptions x;
-      const std::string model = a.required("backbone");
-      x.backbone = model == "default" ? "" : model;
-      x.dataset = name;
-      x.input_size = static_cast<int>(a.integer("input-size", 0, 0, 4096));
-      x.threads = static_cast<int>(a.integer("threads-extract", 0, 0, 1024));
-      x.progress = !quiet;
-      x.split = "train";
-      x.limit = train_limit;
-      const Extracted tr = extract_features(x);
-      x.split = "test";
-      x.limit = test_limit;
-      const Extracted te = extract_features(x);
-      train = tr.features;
-      test = te.features;
-      o.backbone_fingerprint = tr.fingerprint;
-      o.dataset_description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
-                              std::to_string(train.size()) + " train, " + std::to_string(test.size()) +
-                              " test)";
-    } else {
-      train = load_fashion_mnist(default_fashion_mnist_dir(), "train", train_limit);
-      test = load_fashion_mnist(default_fashion_mnist_dir(), "test", test_limit);
-      o.dataset_description = "fashion-mnist pixels (" + std::to_string(train.size()) + " train, " +
-                              std::to_string(test.size()) + " test)";
-    }
-  } else {
-    if (a.has("backbone"))
-      throw UsageError("--backbone extracts from --dataset; .npy inputs are features already");
-    const int classes = static_cast<int>(a.integer("num-classes", 0, 0, 1 << 20));
-    train = load_npy_dataset(a.required("train-features"), a.required("train-labels"), classes);
-    test = load_npy_dataset(a.required("test-features"), a.required("test-labels"), classes);
-    const int C = std::max(train.num_classes, test.num_classes);
-    train.num_classes = test.num_classes = C;
-    train = train.first(train_limit);
-    test = test.first(test_limit);
-    o.dataset_description = a.required("train-features");
-  }
+  const LoadedData data = load_data(a, quiet);
+  o.backbone_fingerprint = data.fingerprint;
+  o.dataset_description = data.description;
 
-  const SimulationReport report = simulate(train, test, o);
+  const SimulationReport report = simulate(data.train, data.test, o);
   if (a.has("report")) {
     const std::string path = a.required("report");
     std::ofstream out(path);

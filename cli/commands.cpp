@@ -12,6 +12,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
       {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
+      {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
+      {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
   };
   return table;
 }

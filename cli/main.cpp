@@ -9,11 +9,13 @@
 namespace {
 
 void usage(std::ostream& out) {
-  out << "usage: fednode <command> [options]\n\n"
-         "commands:\n"
-         "  simulate   run a whole federation in one process and write a JSON report\n"
-         "  extract    turn a dataset into features with a TorchScript backbone (.npy)\n"
-         "  help       this text; 'fednode <command> --help' for a command's options\n";
+  out << "usage: fednode <command> [options]\n\ncommands:\n";
+  for (const auto& c : fednode::cli::commands()) {
+    std::string name = c.name;
+    name.resize(10, ' ');
+    out << "  " << name << " " << c.summary << "\n";
+  }
+  out << "  help       this text; 'fednode <command> --help' for a command's options\n";
 }
 
 }  // namespace

@@ -10,21 +10,21 @@ namespace fednode {
 using topo::Bits;
 using topo::Digraph;
 
-const char* to_string(Message m) {
+const char* to_string(PlanMessage m) {
   switch (m) {
-    case Message::Knowledge: return "knowledge";
-    case Message::Complete: return "complete knowledge";
-    case Message::Head: return "head";
+    case PlanMessage::Knowledge: return "knowledge";
+    case PlanMessage::Complete: return "complete knowledge";
+    case PlanMessage::Head: return "head";
   }
   return "?";
 }
 
-bool NodePlan::expects(NodeId from, Message kind) const {
+bool NodePlan::expects(NodeId from, PlanMessage kind) const {
   auto in = [from](const std::vector<NodeId>& v) { return std::find(v.begin(), v.end(), from) != v.end(); };
   switch (kind) {
-    case Message::Knowledge: return in(wait_for) || in(late_from);
-    case Message::Complete: return complete_from && *complete_from == from;
-    case Message::Head: return head_from && *head_from == from;
+    case PlanMessage::Knowledge: return in(wait_for) || in(late_from);
+    case PlanMessage::Complete: return complete_from && *complete_from == from;
+    case PlanMessage::Head: return head_from && *head_from == from;
   }
   return false;
 }
@@ -202,23 +202,23 @@ std::string describe_plan(const Topology& topology, const NodePlan& p) {
 
 PlanProgress::PlanProgress(NodePlan plan) : plan_(std::move(plan)) {}
 
-std::vector<std::pair<NodeId, Message>> PlanProgress::inputs(Stage s) const {
-  std::vector<std::pair<NodeId, Message>> v;
+std::vector<std::pair<NodeId, PlanMessage>> PlanProgress::inputs(Stage s) const {
+  std::vector<std::pair<NodeId, PlanMessage>> v;
   if (s == Stage::Gather) {
-    for (NodeId u : plan_.wait_for) v.emplace_back(u, Message::Knowledge);
+    for (NodeId u : plan_.wait_for) v.emplace_back(u, PlanMessage::Knowledge);
   } else if (s == Stage::Return) {
-    if (plan_.head_from) v.emplace_back(*plan_.head_from, Message::Head);
-    if (plan_.complete_from) v.emplace_back(*plan_.complete_from, Message::Complete);
-    for (NodeId u : plan_.late_from) v.emplace_back(u, Message::Knowledge);
+    if (plan_.head_from) v.emplace_back(*plan_.head_from, PlanMessage::Head);
+    if (plan_.complete_from) v.emplace_back(*plan_.complete_from, PlanMessage::Complete);
+    for (NodeId u : plan_.late_from) v.emplace_back(u, PlanMessage::Knowledge);
   }
   return v;
 }
 
-bool PlanProgress::has(NodeId from, Message kind) const {
+bool PlanProgress::has(NodeId from, PlanMessage kind) const {
   return std::find(arrived_.begin(), arrived_.end(), std::make_pair(from, kind)) != arrived_.end();
 }
 
-bool PlanProgress::received(NodeId from, Message kind) {
+bool PlanProgress::received(NodeId from, PlanMessage kind) {
   if (!plan_.expects(from, kind)) return false;
   if (!has(from, kind)) arrived_.emplace_back(from, kind);
   return true;

@@ -12,12 +12,12 @@
 namespace fednode {
 
 // What travels on a link, as far as routing is concerned.
-enum class Message {
+enum class PlanMessage {
   Knowledge,  // a node's merged knowledge (or, when it relays, each piece it holds)
   Complete,   // ring, second pass: the complete knowledge
   Head,       // star: the hub's trained head
 };
-const char* to_string(Message m);
+const char* to_string(PlanMessage m);
 
 // A run has two phases. Phase 1: wait for `wait_for`, merge with the local data, fit the head
 // (if `fits_head`), then send Knowledge to `forward_to` and `feedback_to`, Head to `send_head_to`,
@@ -52,7 +52,7 @@ struct NodePlan {
 
   bool has_phase2() const { return head_from || complete_from || !late_from.empty(); }
   // Whether it may accept `kind` from `from`; anything else is rejected by the runtime.
-  bool expects(NodeId from, Message kind) const;
+  bool expects(NodeId from, PlanMessage kind) const;
   // Every node it receives from or sends to, ascending: the only peers it talks to.
   std::vector<NodeId> peers() const;
 };
@@ -82,8 +82,8 @@ class PlanProgress {
   // `from`; a repeat returns true and changes nothing. Phase 2 messages may arrive early, and
   // phase 1 Knowledge after its deadline: both are kept (the runtime merges late arrivals and
   // refits the head).
-  bool received(NodeId from, Message kind);
-  bool has(NodeId from, Message kind) const;
+  bool received(NodeId from, PlanMessage kind);
+  bool has(NodeId from, PlanMessage kind) const;
 
   // Phase 1's inputs are all in or given up on: merge, fit, forward, then call merged().
   bool ready_to_merge() const;
@@ -101,13 +101,13 @@ class PlanProgress {
   std::vector<NodeId> missing() const;
 
  private:
-  std::vector<std::pair<NodeId, Message>> inputs(Stage s) const;
+  std::vector<std::pair<NodeId, PlanMessage>> inputs(Stage s) const;
   bool all_in(Stage s) const;
 
   NodePlan plan_;
   Stage stage_ = Stage::Gather;
-  std::vector<std::pair<NodeId, Message>> arrived_;
-  std::vector<std::pair<NodeId, Message>> given_up_;
+  std::vector<std::pair<NodeId, PlanMessage>> arrived_;
+  std::vector<std::pair<NodeId, PlanMessage>> given_up_;
 };
 
 }  // namespace fednode

@@ -40,9 +40,9 @@ TEST(TopologyPlan, ChainAccumulates) {
     EXPECT_DOUBLE_EQ(p.deadline_seconds, kDefaultDeadlineSeconds);
   }
   EXPECT_EQ(plans[2].peers(), (Ids{1, 3}));
-  EXPECT_TRUE(plans[2].expects(1, Message::Knowledge));
-  EXPECT_FALSE(plans[2].expects(3, Message::Knowledge));
-  EXPECT_FALSE(plans[2].expects(1, Message::Head));
+  EXPECT_TRUE(plans[2].expects(1, PlanMessage::Knowledge));
+  EXPECT_FALSE(plans[2].expects(3, PlanMessage::Knowledge));
+  EXPECT_FALSE(plans[2].expects(1, PlanMessage::Head));
 }
 
 TEST(TopologyPlan, ChainOrderComesFromEdgesNotIds) {
@@ -77,9 +77,9 @@ TEST(TopologyPlan, RingMakesASecondPass) {
     EXPECT_TRUE(q.fits_head);
     EXPECT_EQ(q.expected_contributors, range(0, 3));
   }
-  EXPECT_TRUE(p[1].expects(0, Message::Complete));
-  EXPECT_TRUE(p[1].expects(0, Message::Knowledge));
-  EXPECT_FALSE(p[3].expects(2, Message::Complete));
+  EXPECT_TRUE(p[1].expects(0, PlanMessage::Complete));
+  EXPECT_TRUE(p[1].expects(0, PlanMessage::Knowledge));
+  EXPECT_FALSE(p[3].expects(2, PlanMessage::Complete));
 }
 
 TEST(TopologyPlan, RingStartsWhereTheFileSays) {
@@ -123,8 +123,8 @@ TEST(TopologyPlan, StarHubFitsAndSendsTheHeadBack) {
     EXPECT_EQ(p.head_from, NodeId{0});
     EXPECT_TRUE(p.has_phase2());
     EXPECT_EQ(p.expected_contributors, range(0, 8));
-    EXPECT_TRUE(p.expects(0, Message::Head));
-    EXPECT_FALSE(p.expects(0, Message::Knowledge));
+    EXPECT_TRUE(p.expects(0, PlanMessage::Head));
+    EXPECT_FALSE(p.expects(0, PlanMessage::Knowledge));
   }
 }
 
@@ -156,7 +156,7 @@ TEST(TopologyPlan, FeedbackEdgeBringsKnowledgeBackLate) {
   EXPECT_EQ(p[2].feedback_to, Ids{0});
   EXPECT_EQ(p[2].forward_to, Ids{});
   EXPECT_EQ(p[1].expected_contributors, (Contributors{0, 1}));
-  EXPECT_TRUE(p[0].expects(2, Message::Knowledge));
+  EXPECT_TRUE(p[0].expects(2, PlanMessage::Knowledge));
 }
 
 TEST(TopologyPlan, DescriptionsReadLikeTheSemantics) {
@@ -282,11 +282,11 @@ TEST(PlanProgress, ChainNodeWaitsThenFinishes) {
   PlanProgress mid(plan_for(t, 1));
   EXPECT_FALSE(mid.ready_to_merge());
   EXPECT_EQ(mid.awaiting(), Ids{0});
-  EXPECT_FALSE(mid.received(2, Message::Knowledge));  // not an in-neighbour
-  EXPECT_FALSE(mid.received(0, Message::Head));
+  EXPECT_FALSE(mid.received(2, PlanMessage::Knowledge));  // not an in-neighbour
+  EXPECT_FALSE(mid.received(0, PlanMessage::Head));
   EXPECT_FALSE(mid.ready_to_merge());
-  EXPECT_TRUE(mid.received(0, Message::Knowledge));
-  EXPECT_TRUE(mid.received(0, Message::Knowledge));  // a repeat changes nothing
+  EXPECT_TRUE(mid.received(0, PlanMessage::Knowledge));
+  EXPECT_TRUE(mid.received(0, PlanMessage::Knowledge));  // a repeat changes nothing
   EXPECT_TRUE(mid.ready_to_merge());
   EXPECT_FALSE(mid.ready_to_complete());
   mid.merged();
@@ -298,7 +298,7 @@ TEST(PlanProgress, ChainNodeWaitsThenFinishes) {
 TEST(PlanProgress, DeadlineGivesUpOnSilentSenders) {
   const Topology t = test::parse(federation("graph") + nodes(4) + edges({{0, 3}, {1, 3}, {2, 3}}));
   PlanProgress sink(plan_for(t, 3));
-  EXPECT_TRUE(sink.received(1, Message::Knowledge));
+  EXPECT_TRUE(sink.received(1, PlanMessage::Knowledge));
   EXPECT_EQ(sink.awaiting(), (Ids{0, 2}));
   sink.deadline_passed();
   EXPECT_TRUE(sink.ready_to_merge());
@@ -306,7 +306,7 @@ TEST(PlanProgress, DeadlineGivesUpOnSilentSenders) {
   sink.merged();
   EXPECT_TRUE(sink.finished());
   // A late arrival is still accepted (the runtime merges it and refits) and no longer missing.
-  EXPECT_TRUE(sink.received(2, Message::Knowledge));
+  EXPECT_TRUE(sink.received(2, PlanMessage::Knowledge));
   EXPECT_EQ(sink.missing(), Ids{0});
 }
 
@@ -314,7 +314,7 @@ TEST(PlanProgress, StarLeafWaitsForTheHead) {
   const Topology t = test::parse(federation("star", "hub = 0") + nodes(3) + edges({{1, 0}, {2, 0}}));
   PlanProgress leaf(plan_for(t, 1));
   EXPECT_TRUE(leaf.ready_to_merge());
-  EXPECT_TRUE(leaf.received(0, Message::Head));  // early: kept for phase 2
+  EXPECT_TRUE(leaf.received(0, PlanMessage::Head));  // early: kept for phase 2
   leaf.merged();
   EXPECT_EQ(leaf.stage(), PlanProgress::Stage::Return);
   EXPECT_TRUE(leaf.ready_to_complete());
@@ -332,9 +332,9 @@ TEST(PlanProgress, StarLeafWaitsForTheHead) {
   EXPECT_TRUE(other.finished());
 
   PlanProgress hub(plan_for(t, 0));
-  EXPECT_FALSE(hub.received(1, Message::Head));
-  EXPECT_TRUE(hub.received(1, Message::Knowledge));
-  EXPECT_TRUE(hub.received(2, Message::Knowledge));
+  EXPECT_FALSE(hub.received(1, PlanMessage::Head));
+  EXPECT_TRUE(hub.received(1, PlanMessage::Knowledge));
+  EXPECT_TRUE(hub.received(2, PlanMessage::Knowledge));
   EXPECT_TRUE(hub.ready_to_merge());
   hub.merged();
   EXPECT_TRUE(hub.finished());
@@ -346,13 +346,13 @@ TEST(PlanProgress, RingNodeTakesTheCompleteKnowledge) {
   EXPECT_TRUE(first.ready_to_merge());
   first.merged();
   EXPECT_FALSE(first.finished());
-  EXPECT_FALSE(first.received(2, Message::Knowledge));
-  EXPECT_TRUE(first.received(2, Message::Complete));
+  EXPECT_FALSE(first.received(2, PlanMessage::Knowledge));
+  EXPECT_TRUE(first.received(2, PlanMessage::Complete));
   EXPECT_TRUE(first.ready_to_complete());
   first.completed();
   EXPECT_TRUE(first.finished());
   PlanProgress last(plan_for(t, 2));
-  EXPECT_TRUE(last.received(1, Message::Knowledge));
+  EXPECT_TRUE(last.received(1, PlanMessage::Knowledge));
   last.merged();
   EXPECT_TRUE(last.finished());
 }

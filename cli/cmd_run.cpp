@@ -1,0 +1,134 @@
+// fednode run: one node of a topology file, in this process (the LAN case: one per machine).
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/data_options.h"
+#include "cli/method_options.h"
+#include "crypto/key_files.h"
+#include "node/node.h"
+#include "topology/topology.h"
+
+#include <csignal>
+#include <ctime>
+#include <iostream>
+
+namespace fednode::cli {
+namespace {
+
+const char* kHelp =
+    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--run NAME] [--quiet]\n"
+    "  Runs node ID (its id or name) of the topology FILE until it is finished. Its data, method\n"
+    "  options and keys come from the file ([federation.data], [federation.options], key_dir);\n"
+    "  what it receives and its result (result.json, head) go to its state directory. Killed\n"
+    "  and started again with the same command, it continues where it was.\n"
+    "  --key-dir DIR     the node's keys (fednode keygen), instead of the file's key_dir\n"
+    "  --state-dir DIR   instead of the file's state_dir\n"
+    "  --quiet           no progress lines on stderr\n"
+    "  Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS bound the node's compute threads.\n"
+    "Exit status: 0 finished, 3 finished incomplete (a peer missed a deadline), 130 stopped by a\n"
+    "signal, 1 error, 2 usage.\n";
+
+volatile std::sig_atomic_t g_stop_requested = 0;
+void on_signal(int) { g_stop_requested = 1; }
+
+// [federation.data] and [federation.options] as the command line they stand for, so that they
+// go through exactly the parser `fednode simulate` uses.
+std::vector<std::string> as_arguments(const OptionMap& data, const OptionMap& options, const std::string& method) {
+  std::vector<std::string> argv = {"--method", method};
+  for (const auto* map : {&data, &options})
+    for (const auto& [key, value] : *map) {
+      if (method_flag_names().count(key)) {
+        if (value == "true") argv.push_back("--" + key);
+        else if (value != "false") throw UsageError("option '" + key + "' is a flag: give true or false, not '" + value + "'");
+        continue;
+      }
+      argv.push_back("--" + key);
+      argv.push_back(value);
+    }
+  return argv;
+}
+
+std::string timestamp() {
+  char b[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(b, sizeof b, "%H:%M:%S", std::localtime(&t));
+  return b;
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& argv) {
+  const Args a(argv, {"topology", "id", "key-dir", "state-dir"}, {"quiet"});
+  if (a.help()) {
+    std::cout << kHelp;
+    return 0;
+  }
+  const Topology topology = load_topology(a.required("topology"));
+  const TopologyNode& self = topology.lookup(a.required("id"));
+  const bool quiet = a.flag("quiet");
+  const std::string tag = "[" + (self.name.empty() ? "node " + std::to_string(self.id) : self.name) + "] ";
+  auto say = [&](const std::string& m) {
+    if (!quiet) std::cerr << timestamp() << " " << tag << m << std::endl;
+  };
+
+  std::set<std::string> valued = data_option_names();
+  valued.insert(partition_option_names().begin(), partition_option_names().end());
+  valued.insert(method_option_names().begin(), method_option_names().end());
+  std::set<std::string> known = valued;
+  known.insert(method_flag_names().begin(), method_flag_names().end());
+  const OptionMap data = topology.data_for(self.id), options = topology.options_for(self.id);
+  for (const auto* map : {&data, &options})
+    for (const auto& kv : *map)
+      if (!known.count(kv.first))
+        throw InputError(topology.source + ": unknown option '" + kv.first + "' for " + topology.describe(self.id));
+  OptionMap data_only = data;
+  const bool whole = data_only.count("partition") && data_only.at("partition") == "none";
+  if (whole) data_only.erase("partition");
+  const Args parsed = [&] {
+    try {
+      return Args(as_arguments(data_only, options, topology.federation.method), valued, method_flag_names());
+    } catch (const UsageError& e) {
+      throw InputError(topology.source + ", " + topology.describe(self.id) + ": " + e.what());
+    }
+  }();
+
+  NodeConfig config;
+  config.topology = topology;
+  config.id = self.id;
+  config.method = parse_method_options(parsed);
+  config.run_name = run_name(topology);
+  config.state_dir = a.str("state-dir", "");
+  config.callbacks.progress = say;
+
+  say("loading data");
+  LoadedData loaded = load_data(parsed, quiet);
+  config.backbone_fingerprint = loaded.fingerprint;
+  if (whole) {
+    config.local = std::move(loaded.train);
+  } else {
+    const PartitionOptions p = parse_partition_options(parsed, static_cast<int>(topology.nodes.size()), topology.federation.seed);
+    const Partition partition = make_partition(loaded.train.y, loaded.train.num_classes, p);
+    const auto index = topology.partition_index(self.id);
+    config.local = loaded.train.subset(partition.at(static_cast<size_t>(index)));
+  }
+  if (loaded.test.size() > 0) config.test = std::move(loaded.test);
+  say("holds " + std::to_string(config.local.size()) + " samples");
+
+  const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.key_dir_of(self.id);
+  if (key_dir.empty()) throw InputError(topology.describe(self.id) + " has no key_dir; give --key-dir");
+  Identity identity = load_identity(key_dir);
+
+  Node node(std::move(config), std::move(identity));
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  while (!node.step(std::chrono::milliseconds(200)))
+    if (g_stop_requested) node.request_stop();
+  const NodeResult& r = node.result();
+  say("result in " + node.state_dir() + "/result.json");
+  switch (r.status) {
+    case NodeStatus::Finished: return 0;
+    case NodeStatus::Stopped: return 130;
+    default: return 3;
+  }
+}
+
+}  // namespace fednode::cli

@@ -1,0 +1,745 @@
+#include "node/node.h"
+
+#include "crypto/secure_channel.h"
+#include "node/json.h"
+#include "node/state_store.h"
+#include "node/step.h"
+#include "topology/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Peers choose what they write into strings; logs get printable ASCII only (docs/security.md).
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 200)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+std::optional<PlanMessage> routing_kind(MessageType t) {
+  switch (t) {
+    case MessageType::Knowledge: return PlanMessage::Knowledge;
+    case MessageType::Complete: return PlanMessage::Complete;
+    case MessageType::Head: return PlanMessage::Head;
+    default: return std::nullopt;
+  }
+}
+
+std::string contributors_text(const Contributors& c) {
+  std::string s = "{";
+  for (NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
+  return s + "}";
+}
+
+// A piece of knowledge that arrived, with what the plan needs to know about it.
+struct Piece {
+  NodeId from = 0;
+  uint64_t msg_id = 0;
+  PlanMessage kind = PlanMessage::Knowledge;
+  bool late = false;  // arrived after phase 1 was done: merged into the head only
+  Knowledge knowledge;
+};
+
+// Per outbox entry: when to (re)send it. Stop-and-wait per peer: a peer gets its next frame only
+// once the previous one is acknowledged, so frames to one peer arrive in the order they were
+// queued (hello, knowledge, complete) even across resends and restarts.
+struct Pending {
+  OutboxEntry entry;
+  Clock::time_point next_try{};
+  std::chrono::milliseconds backoff{0};
+  Clock::time_point first_try{};
+  int tries = 0;
+  bool warned = false;
+};
+
+}  // namespace
+
+const char* to_string(NodeStatus s) {
+  switch (s) {
+    case NodeStatus::Running: return "running";
+    case NodeStatus::Finished: return "finished";
+    case NodeStatus::Incomplete: return "incomplete";
+    case NodeStatus::Stopped: return "stopped";
+  }
+  return "?";
+}
+
+struct Node::Impl {
+  NodeConfig config;
+  NodePlan plan;
+  PlanProgress progress;
+  SecureChannel channel;
+  std::unique_ptr<StateStore> store;
+  std::unique_ptr<Transport> transport;
+  ReplayGuard replay;
+  std::unique_ptr<Method> method;
+  NodeContext ctx;
+  EncodeOptions encode;
+  bool half_transfer = false;
+
+  std::vector<Piece> pieces;
+  std::optional<HeadMessage> hub_head;
+  std::vector<Pending> outbox;
+  std::shared_ptr<const Head> head;
+  std::optional<Knowledge> phase1_outgoing;  // what phase 1 merged (the ring's last node's complete)
+  bool refit_pending = false;
+
+  Clock::time_point started = Clock::now(), stage_started = Clock::now(), done_at{};
+  bool done = false;
+  NodeResult result;
+
+  Impl(NodeConfig c, Identity identity)
+      : config(std::move(c)),
+        plan(plan_for(config.topology, config.id)),
+        progress(plan),
+        channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(), config.limits) {}
+
+  PeerKeys peer_keys() const {
+    PeerKeys keys;
+    for (const auto& n : config.topology.nodes) {
+      if (!n.public_key) throw InputError(config.topology.describe(n.id) + " has no public key");
+      PublicKey key;
+      key.bytes = *n.public_key;
+      keys[n.id] = key;
+    }
+    return keys;
+  }
+
+  void say(const std::string& msg) const {
+    if (config.callbacks.progress) config.callbacks.progress(msg);
+  }
+  std::string who(NodeId id) const { return config.topology.describe(id); }
+
+  // --- start-up -----------------------------------------------------------------------------
+
+  void start() {
+    const auto& topo = config.topology;
+    if (config.run_name.empty()) throw InputError("the node needs a run name (its run id derives from it)");
+    if (config.method.method != topo.federation.method)
+      throw InputError("the node runs " + config.method.method + " but " + topo.source + " says " +
+                       topo.federation.method);
+    config.local.validate("node " + std::to_string(config.id) + "'s training features");
+    if (config.test) config.test->validate("node " + std::to_string(config.id) + "'s test features");
+    method = make_method(config.method);
+    ctx.node = config.id;
+    ctx.seed = topo.federation.seed;
+    ctx.backbone_fingerprint = config.backbone_fingerprint;
+    ctx.num_classes = config.local.num_classes;
+    ctx.dim = static_cast<int>(config.local.dim());
+    ctx.progress = config.callbacks.progress;
+    half_transfer = config.method.method == "fedpft" && config.method.fedpft.half_precision;
+    encode.precision = half_transfer ? Precision::Float16 : Precision::Float32;
+
+    result.id = config.id;
+    result.samples = config.local.size();
+    result.expected_contributors = plan.expected_contributors;
+
+    const std::string dir = config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir;
+    store = std::make_unique<StateStore>(dir, channel.run(), config.limits.max_message_bytes + 4096);
+    replay = store->load_replay();
+    restore();
+
+    const auto& self = topo.node(config.id);
+    TransportOptions t = config.transport;
+    t.max_message_bytes = config.limits.max_message_bytes;
+    transport = std::make_unique<Transport>(config.id, self.bind.empty() ? self.address : self.bind, t);
+    for (NodeId peer : plan.peers()) transport->add_peer(peer, topo.node(peer).address);
+
+    if (!store->has_marker("hello")) {
+      Hello h;
+      h.node = config.id;
+      h.method = config.method.method;
+      h.backbone_fingerprint = config.backbone_fingerprint;
+      h.dim = ctx.dim;
+      h.num_classes = ctx.num_classes;
+      h.software = "fednode 0.1.0";
+      for (NodeId peer : senders_to()) queue(peer, MessageType::Hello, 0, Payload(h), 0);
+      store->set_marker("hello");
+    }
+    say(describe_plan(topo, plan));
+    stage_started = Clock::now();
+  }
+
+  // Everyone this node sends to, in any phase.
+  std::vector<NodeId> senders_to() const {
+    std::set<NodeId> s(plan.forward_to.begin(), plan.forward_to.end());
+    s.insert(plan.feedback_to.begin(), plan.feedback_to.end());
+    s.insert(plan.send_head_to.begin(), plan.send_head_to.end());
+    if (plan.complete_to) s.insert(*plan.complete_to);
+    return {s.begin(), s.end()};
+  }
+
+  // A restart: take back everything the state directory holds, in the order it happened.
+  void restore() {
+    const auto outbox_entries = store->outbox();
+    const auto inbox = store->received();
+    if (!inbox.empty() || !outbox_entries.empty()) {
+      result.restarts = 1;
+      say("continuing from the state directory " + store->dir() + " (" + std::to_string(inbox.size()) +
+          " messages received, " + std::to_string(outbox_entries.size()) + " queued to send)");
+    }
+    const bool phase1 = store->has_marker("phase1");
+    const bool phase2 = store->has_marker("phase2");
+    if (!phase1) store->drop_outgoing(1);  // redone from the inputs, deterministically
+    if (!phase2) store->drop_outgoing(2);
+    for (const auto& e : store->outbox()) {
+      Pending p;
+      p.entry = e;
+      outbox.push_back(std::move(p));
+    }
+    for (const auto& m : inbox) {
+      EnvelopeHeader h;
+      h.type = m.type;
+      h.from = m.from;
+      h.to = config.id;
+      h.msg_id = m.msg_id;
+      h.run = channel.run();
+      Payload payload = decode_payload(h, m.plaintext, config.limits);
+      accept(h, std::move(payload), /*fresh=*/false);
+    }
+    if (phase1) {
+      head = store->load_head();
+      progress_after_phase1();
+    }
+    if (phase2 && progress.stage() == PlanProgress::Stage::Return) {
+      head = store->load_head();
+      progress.completed();
+    }
+  }
+
+  void progress_after_phase1() {
+    if (progress.stage() == PlanProgress::Stage::Gather) {
+      if (!progress.ready_to_merge()) progress.deadline_passed();
+      progress.merged();
+    }
+  }
+
+  // --- receiving ----------------------------------------------------------------------------
+
+  void handle(const Incoming& in) {
+    result.bytes_received += static_cast<int64_t>(in.frame.size());
+    Message msg;
+    try {
+      msg = channel.open(in.frame, replay);
+    } catch (const RejectedMessage& e) {
+      if (e.code == SecurityCode::Replayed && e.authenticated && e.header) {
+        // A resend whose ack was lost: it is stored already, so acknowledge it again.
+        if (routing_kind(e.header->type) || e.header->type == MessageType::Hello)
+          send_ack(in, e.header->from, e.header->msg_id);
+        return;
+      }
+      ++result.frames_rejected;
+      say(std::string("rejected a frame") + (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") +
+          ": " + e.what());
+      if (e.authenticated && e.header && e.code == SecurityCode::MalformedPayload)
+        send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, "payload refused");
+      return;
+    } catch (const std::exception& e) {
+      ++result.frames_rejected;
+      say(std::string("rejected a frame: ") + e.what());
+      return;
+    }
+    const auto& h = msg.header;
+    switch (h.type) {
+      case MessageType::Ack:
+        on_ack(h.from, std::get<Ack>(msg.payload).acked_id);
+        return;
+      case MessageType::Error: {
+        const auto& err = std::get<ErrorMessage>(msg.payload);
+        say(who(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
+            std::to_string(err.ref_id) + ": " + printable(err.text));
+        on_refused(h.from, err.ref_id);
+        return;
+      }
+      default: break;
+    }
+    std::string refusal;
+    try {
+      refusal = check(h, msg.payload);
+    } catch (const std::exception& e) {
+      refusal = e.what();
+    }
+    if (!refusal.empty()) {
+      ++result.frames_rejected;
+      say("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " + who(h.from) +
+          ": " + refusal);
+      send_error(in, h.from, h.type == MessageType::Hello ? ErrorReason::Incompatible : ErrorReason::Rejected,
+                 h.msg_id, h.type == MessageType::Hello, refusal);
+      return;
+    }
+    ++result.messages_received;
+    // Stored before acknowledged: once the sender hears the ack it never sends this again.
+    if (h.type != MessageType::Hello && !already_have(h, msg.payload)) {
+      StoredMessage m;
+      m.from = h.from;
+      m.msg_id = h.msg_id;
+      m.type = h.type;
+      m.plaintext = encode_payload_for_store(msg.payload, h.type);
+      store->store_received(m);
+      accept(h, std::move(msg.payload), true);
+    } else if (h.type == MessageType::Hello) {
+      say(who(h.from) + " says hello (" + printable(std::get<Hello>(msg.payload).software) + ")");
+    }
+    store->save_replay(replay);
+    send_ack(in, h.from, h.msg_id);
+  }
+
+  std::string encode_payload_for_store(const Payload& p, MessageType) const {
+    // Float16 tensors stay float16 values, so re-encoding in the transfer precision is exact.
+    return encode_payload(p, encode);
+  }
+
+  // Empty when acceptable; otherwise why not.
+  std::string check(const EnvelopeHeader& h, const Payload& p) const {
+    const std::string where = std::string(to_string(h.type)) + " from " + who(h.from);
+    if (h.type == MessageType::Hello) {
+      const auto& hello = std::get<Hello>(p);
+      std::ostringstream why;
+      if (hello.method != config.method.method) why << "method " << printable(hello.method) << " is not " << config.method.method;
+      else if (hello.backbone_fingerprint != config.backbone_fingerprint)
+        why << "backbone " << printable(hello.backbone_fingerprint) << " is not " << config.backbone_fingerprint;
+      else if (hello.dim != ctx.dim) why << "feature dimension " << hello.dim << " is not " << ctx.dim;
+      else if (hello.num_classes != ctx.num_classes) why << hello.num_classes << " classes, not " << ctx.num_classes;
+      return why.str();
+    }
+    const auto kind = routing_kind(h.type);
+    if (!kind || !plan.expects(h.from, *kind))
+      return "the topology does not send this node " + std::string(to_string(h.type)) + " from there";
+    const Contributors* contributors = nullptr;
+    if (h.type == MessageType::Head) {
+      const auto& hm = std::get<HeadMessage>(p);
+      if (hm.backbone_fingerprint != config.backbone_fingerprint) return "head for another backbone";
+      if (hm.head->dim() != ctx.dim || hm.head->num_classes() != ctx.num_classes)
+        return "head of shape " + std::to_string(hm.head->dim()) + " -> " + std::to_string(hm.head->num_classes());
+      contributors = &hm.contributors;
+    } else {
+      const auto& k = std::get<Knowledge>(p);
+      check_compatible(k, config.method.method, ctx.dim, ctx.num_classes, config.backbone_fingerprint, where);
+      contributors = &k.contributors;
+    }
+    for (NodeId c : *contributors)
+      if (!config.topology.find(c)) return "contributor " + std::to_string(c) + " is not in the topology";
+    return "";
+  }
+
+  // A second copy of something already held (the sender redid a phase after a crash and sealed
+  // it anew): acknowledged, not stored or used again.
+  bool already_have(const EnvelopeHeader& h, const Payload& p) const {
+    if (h.type == MessageType::Head) return hub_head.has_value();
+    const auto& k = std::get<Knowledge>(p);
+    const auto kind = *routing_kind(h.type);
+    for (const auto& piece : pieces)
+      if (piece.from == h.from && piece.kind == kind && piece.knowledge.contributors == k.contributors) return true;
+    return false;
+  }
+
+  void accept(const EnvelopeHeader& h, Payload payload, bool fresh) {
+    const auto kind = *routing_kind(h.type);
+    if (h.type == MessageType::Head) {
+      hub_head = std::get<HeadMessage>(std::move(payload));
+      progress.received(h.from, kind);
+      say("received the head from " + who(h.from) + " (contributors " + contributors_text(hub_head->contributors) + ")");
+      return;
+    }
+    Piece piece;
+    piece.from = h.from;
+    piece.msg_id = h.msg_id;
+    piece.kind = kind;
+    piece.knowledge = std::get<Knowledge>(std::move(payload));
+    // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
+    // order), so the piece naming it completes what the plan waits for from it.
+    const bool completes = piece.knowledge.contributors.count(h.from) != 0 || kind == PlanMessage::Complete;
+    if (fresh && config.callbacks.knowledge) config.callbacks.knowledge(h.from, piece.knowledge);
+    if (fresh)
+      say("received " + std::string(to_string(h.type)) + " from " + who(h.from) + " (contributors " +
+          contributors_text(piece.knowledge.contributors) + ")");
+    const bool after_phase1 = progress.stage() != PlanProgress::Stage::Gather;
+    piece.late = after_phase1 && kind == PlanMessage::Knowledge &&
+                 std::find(plan.late_from.begin(), plan.late_from.end(), h.from) == plan.late_from.end();
+    pieces.push_back(std::move(piece));
+    if (completes) progress.received(h.from, kind);
+    if (piece_is_late_input()) refit_pending = true;
+  }
+
+  bool piece_is_late_input() const { return !pieces.empty() && pieces.back().late; }
+
+  // --- sending ------------------------------------------------------------------------------
+
+  void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {
+    OutboxEntry e;
+    e.seq = store->next_seq();
+    e.to = to;
+    e.type = type;
+    e.phase = phase;
+    e.msg_id = store->next_msg_id();
+    e.frame = channel.seal(to, e.msg_id, payload, encode);
+    store->store_outgoing(e);
+    result.knowledge_bytes_sent += counted_bytes;
+    Pending p;
+    p.entry = std::move(e);
+    outbox.push_back(std::move(p));
+  }
+
+  void queue_knowledge(NodeId to, const Knowledge& k, MessageType type, int phase) {
+    OutboxEntry e;
+    e.seq = store->next_seq();
+    e.to = to;
+    e.type = type;
+    e.phase = phase;
+    e.msg_id = store->next_msg_id();
+    e.frame = channel.seal(to, e.msg_id, k, encode, type);
+    store->store_outgoing(e);
+    result.knowledge_bytes_sent += k.payload_bytes(half_transfer);
+    Pending p;
+    p.entry = std::move(e);
+    outbox.push_back(std::move(p));
+  }
+
+  // Acks and errors are answers: sealed like everything else, never stored or resent.
+  void send_ack(const Incoming& in, NodeId to, uint64_t acked) {
+    Ack a;
+    a.acked_id = acked;
+    answer(in, to, Payload(a));
+  }
+  void send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort, const std::string& text) {
+    if (!channel.knows(to)) return;
+    ErrorMessage e;
+    e.reason = reason;
+    e.ref_id = ref;
+    e.abort = abort;
+    e.text = text.substr(0, 500);
+    answer(in, to, Payload(e));
+  }
+  void answer(const Incoming& in, NodeId to, const Payload& p) {
+    const std::string frame = channel.seal(to, store->next_msg_id(), p);
+    if (transport->reply(in, frame)) result.bytes_sent += static_cast<int64_t>(frame.size());
+  }
+
+  void on_ack(NodeId from, uint64_t acked) {
+    for (auto& p : outbox)
+      if (p.entry.to == from && p.entry.msg_id == acked && !p.entry.acked) {
+        p.entry.acked = true;
+        store->mark_acked(p.entry);
+        if (p.warned) say(who(from) + " acknowledged at last");
+      }
+  }
+
+  void on_refused(NodeId from, uint64_t ref) {
+    for (auto& p : outbox)
+      if (p.entry.to == from && p.entry.msg_id == ref && !p.entry.acked && !p.entry.failed) {
+        p.entry.failed = true;
+        store->mark_failed(p.entry);
+      }
+  }
+
+  void pump_sends() {
+    const auto now = Clock::now();
+    std::set<NodeId> busy;  // peers with an earlier frame still unacknowledged
+    for (auto& p : outbox) {
+      if (p.entry.acked || p.entry.failed) continue;
+      if (!busy.insert(p.entry.to).second) continue;
+      if (now < p.next_try) continue;
+      if (p.tries == 0) p.first_try = now;
+      if (transport->send(p.entry.to, p.entry.frame)) {
+        result.bytes_sent += static_cast<int64_t>(p.entry.frame.size());
+        if (p.tries == 0) ++result.messages_sent;
+        else ++result.resends;
+      }
+      ++p.tries;
+      p.backoff = p.backoff.count() == 0 ? config.retry_initial : std::min(p.backoff * 2, config.retry_max);
+      p.next_try = now + p.backoff;
+      if (!p.warned && since(p.first_try) > std::min(10.0, config.topology.federation.deadline_seconds)) {
+        p.warned = true;
+        say(who(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " +
+            std::to_string(p.entry.msg_id) + " for " + std::to_string(static_cast<int>(since(p.first_try))) +
+            " s; still trying");
+      }
+    }
+  }
+
+  bool all_sent() const {
+    for (const auto& p : outbox)
+      if (!p.entry.acked && !p.entry.failed) return false;
+    return true;
+  }
+
+  // --- the plan -------------------------------------------------------------------------------
+
+  std::vector<Knowledge> inputs(bool phase1_only) const {
+    std::vector<Knowledge> v;
+    for (const auto& p : pieces)
+      if (p.kind == PlanMessage::Knowledge && (!phase1_only || !p.late)) v.push_back(p.knowledge);
+    return v;
+  }
+
+  void set_head(std::shared_ptr<const Head> h, const Contributors& contributors) {
+    head = std::move(h);
+    result.contributors = contributors;
+    store->save_head(*head);
+    if (config.callbacks.head) config.callbacks.head(*head, contributors);
+  }
+
+  void phase1() {
+    // In phase 1 only the wait_for senders' knowledge counts; feedback waits for phase 2.
+    std::vector<Knowledge> in;
+    for (const auto& p : pieces)
+      if (p.kind == PlanMessage::Knowledge &&
+          std::find(plan.wait_for.begin(), plan.wait_for.end(), p.from) != plan.wait_for.end())
+        in.push_back(p.knowledge);
+    const bool ring_last = plan.complete_to && !plan.complete_from;
+    const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
+    say("merging " + std::to_string(in.size()) + " piece(s) of knowledge with " +
+        std::to_string(config.local.size()) + " local samples (" + method->name() + ")");
+    std::vector<Knowledge> out_pieces;
+    std::unique_ptr<Head> fitted;
+    Contributors head_contributors;
+    if (plan.forward_merged || !forwards) {
+      StepOutput out = run_step(*method, in, config.local, ctx, forwards, plan.fits_head);
+      result.seconds_merge += out.merge_seconds;
+      result.seconds_head += out.head_seconds;
+      if (out.outgoing) out_pieces.push_back(std::move(*out.outgoing));
+      fitted = std::move(out.head);
+    } else {
+      // A relay (docs/topologies.md, "Diamonds"): pass every piece on unchanged, except those
+      // contained in another, then its own summary last.
+      for (size_t i = 0; i < in.size(); ++i) {
+        bool contained = false;
+        for (size_t j = 0; j < in.size() && !contained; ++j)
+          contained = j != i && std::includes(in[j].contributors.begin(), in[j].contributors.end(),
+                                              in[i].contributors.begin(), in[i].contributors.end()) &&
+                      (in[j].contributors != in[i].contributors || j < i);
+        if (!contained) out_pieces.push_back(in[i]);
+      }
+      const auto t0 = Clock::now();
+      out_pieces.push_back(method->summarize(config.local, ctx));
+      result.seconds_merge += since(t0);
+      if (plan.fits_head) {
+        StepOutput out = run_step(*method, in, config.local, ctx, false, true);
+        result.seconds_head += out.head_seconds;
+        fitted = std::move(out.head);
+      }
+    }
+    if (fitted) {
+      head_contributors = select_for_combination(in, &config.local, ctx, config.method.method).contributors;
+      set_head(std::shared_ptr<const Head>(std::move(fitted)), head_contributors);
+    }
+    for (NodeId to : plan.forward_to)
+      for (const auto& k : out_pieces) queue_knowledge(to, k, MessageType::Knowledge, 1);
+    for (NodeId to : plan.feedback_to)
+      for (const auto& k : out_pieces) queue_knowledge(to, k, MessageType::Knowledge, 1);
+    if (ring_last && !out_pieces.empty()) queue_knowledge(*plan.complete_to, out_pieces.front(), MessageType::Complete, 1);
+    if (!plan.send_head_to.empty() && head) {
+      HeadMessage hm;
+      hm.head = head;
+      hm.contributors = result.contributors;
+      hm.backbone_fingerprint = config.backbone_fingerprint;
+      const int64_t bytes = head_bytes(*head);
+      for (NodeId to : plan.send_head_to) queue(to, MessageType::Head, 1, Payload(hm), bytes);
+    }
+    store->set_marker("phase1");
+    progress.merged();
+    stage_started = Clock::now();
+    if (head) say("phase 1 done: head fitted on " + contributors_text(result.contributors));
+  }
+
+  void phase2() {
+    if (plan.head_from) {
+      if (hub_head) {
+        set_head(hub_head->head, hub_head->contributors);
+      } else {
+        // The hub never answered: a head on the node's own data is better than none.
+        say("no head from " + who(*plan.head_from) + "; fitting one on the local data only");
+        StepOutput out = run_step(*method, {}, config.local, ctx, false, true);
+        result.seconds_head += out.head_seconds;
+        set_head(std::shared_ptr<const Head>(std::move(out.head)), Contributors{config.id});
+      }
+    }
+    if (plan.complete_from) {
+      const Piece* complete = nullptr;
+      for (const auto& p : pieces)
+        if (p.kind == PlanMessage::Complete) complete = &p;
+      if (complete) {
+        say("refitting the head on the complete knowledge " + contributors_text(complete->knowledge.contributors));
+        StepOutput out = run_step(*method, {complete->knowledge}, config.local, ctx, false, true);
+        result.seconds_head += out.head_seconds;
+        set_head(std::shared_ptr<const Head>(std::move(out.head)), complete->knowledge.contributors);
+        if (plan.complete_to) queue_knowledge(*plan.complete_to, complete->knowledge, MessageType::Complete, 2);
+      }
+    }
+    if (!plan.late_from.empty() || refit_pending) refit();
+    store->set_marker("phase2");
+    progress.completed();
+  }
+
+  // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
+  void refit() {
+    refit_pending = false;
+    const auto all = inputs(false);
+    const Selection sel = select_for_combination(all, &config.local, ctx, config.method.method);
+    if (sel.contributors == result.contributors) return;
+    say("refitting the head with late knowledge: " + contributors_text(sel.contributors));
+    StepOutput out = run_step(*method, all, config.local, ctx, false, true);
+    result.seconds_head += out.head_seconds;
+    set_head(std::shared_ptr<const Head>(std::move(out.head)), sel.contributors);
+  }
+
+  void report_missing() {
+    for (NodeId m : progress.missing())
+      if (std::find(result.missing.begin(), result.missing.end(), m) == result.missing.end()) {
+        result.missing.push_back(m);
+        say(who(m) + " missed the deadline of " + std::to_string(plan.deadline_seconds) + " s; going on without it");
+      }
+  }
+
+  void advance() {
+    const double waited = since(stage_started);
+    if (progress.stage() == PlanProgress::Stage::Gather) {
+      if (!progress.ready_to_merge() && waited > plan.deadline_seconds) {
+        progress.deadline_passed();
+        report_missing();
+      }
+      if (progress.ready_to_merge()) {
+        result.seconds_waiting += waited;
+        phase1();
+      }
+    }
+    if (progress.stage() == PlanProgress::Stage::Return) {
+      if (!progress.ready_to_complete() && since(stage_started) > plan.deadline_seconds) {
+        progress.deadline_passed();
+        report_missing();
+      }
+      if (progress.ready_to_complete()) {
+        result.seconds_waiting += since(stage_started);
+        phase2();
+      }
+    }
+    if (progress.finished() && refit_pending) refit();
+    pump_sends();
+    if (progress.finished() && !done) {
+      if (done_at == Clock::time_point{}) done_at = Clock::now();
+      if (all_sent()) finish(NodeStatus::Finished);
+      else if (since(done_at) > config.ack_deadline_seconds) finish(NodeStatus::Incomplete);
+    }
+  }
+
+  void finish(NodeStatus status) {
+    done = true;
+    for (const auto& p : outbox)
+      if (!p.entry.acked && !p.entry.failed &&
+          std::find(result.unacknowledged.begin(), result.unacknowledged.end(), p.entry.to) == result.unacknowledged.end())
+        result.unacknowledged.push_back(p.entry.to);
+    if (status == NodeStatus::Finished && (!result.missing.empty() || !head)) status = NodeStatus::Incomplete;
+    result.status = status;
+    result.head = head;
+    if (head && config.test) {
+      result.accuracy = head->accuracy(*config.test);
+      result.per_class = head->per_class_accuracy(*config.test);
+    }
+    result.seconds_total = since(started);
+    store->write_text("result.json", result_json(result, config.topology, config.run_name));
+    std::ostringstream msg;
+    msg << to_string(status);
+    if (result.accuracy >= 0) msg << ": accuracy " << std::fixed << std::setprecision(4) << result.accuracy;
+    msg << " with contributors " << contributors_text(result.contributors);
+    say(msg.str());
+  }
+};
+
+Node::Node(NodeConfig config, Identity identity) : impl_(std::make_unique<Impl>(std::move(config), std::move(identity))) {
+  impl_->start();
+}
+
+Node::~Node() = default;
+
+bool Node::step(std::chrono::milliseconds budget) {
+  auto& m = *impl_;
+  if (m.done) return true;
+  if (stop_.load()) {
+    m.finish(NodeStatus::Stopped);
+    return true;
+  }
+  const auto until = Clock::now() + budget;
+  // Everything that is waiting first, so that one step drains a burst of frames.
+  while (auto in = m.transport->receive(std::chrono::milliseconds(0))) m.handle(*in);
+  m.advance();
+  if (m.done) return true;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+  if (left.count() > 0) {
+    // Wake early for the next resend.
+    auto wait = left;
+    for (const auto& p : m.outbox)
+      if (!p.entry.acked && !p.entry.failed && p.tries > 0)
+        wait = std::min(wait, std::max(std::chrono::milliseconds(1),
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - Clock::now())));
+    if (auto in = m.transport->receive(wait)) m.handle(*in);
+  }
+  m.advance();
+  return m.done;
+}
+
+NodeResult Node::run() {
+  while (!step(std::chrono::milliseconds(200))) {
+  }
+  return impl_->result;
+}
+
+const NodeResult& Node::result() const { return impl_->result; }
+const std::string& Node::state_dir() const { return impl_->store->dir(); }
+
+std::string result_json(const NodeResult& r, const Topology& topology, const std::string& run_name) {
+  std::ostringstream out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("fednode_node_result").value(1);
+  w.key("id").value(r.id);
+  const auto* n = topology.find(r.id);
+  w.key("name").value(n ? n->name : std::string());
+  w.key("run").value(run_name);
+  w.key("method").value(topology.federation.method);
+  w.key("mode").value(to_string(topology.federation.mode));
+  w.key("status").value(to_string(r.status));
+  w.key("samples").value(r.samples);
+  w.key("contributors").array_of(r.contributors);
+  w.key("expected_contributors").array_of(r.expected_contributors);
+  w.key("missing").array(r.missing);
+  w.key("unacknowledged").array(r.unacknowledged);
+  if (r.accuracy >= 0) {
+    w.key("accuracy").value(r.accuracy);
+    std::vector<double> per_class;
+    for (const auto& c : r.per_class) per_class.push_back(c.total ? c.value() : NAN);
+    w.key("per_class_accuracy").array(per_class);
+  } else {
+    w.key("accuracy").null();
+  }
+  w.key("head").value(r.head ? std::string("head") : std::string());
+  w.key("bytes_sent").value(r.bytes_sent);
+  w.key("bytes_received").value(r.bytes_received);
+  w.key("knowledge_bytes_sent").value(r.knowledge_bytes_sent);
+  w.key("messages_sent").value(r.messages_sent);
+  w.key("messages_received").value(r.messages_received);
+  w.key("resends").value(r.resends);
+  w.key("frames_rejected").value(r.frames_rejected);
+  w.key("restarts").value(r.restarts);
+  w.key("seconds").begin_object();
+  w.key("total").value(r.seconds_total);
+  w.key("waiting").value(r.seconds_waiting);
+  w.key("merge").value(r.seconds_merge);
+  w.key("head").value(r.seconds_head);
+  w.end_object();
+  w.end_object();
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace fednode

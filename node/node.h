@@ -1,0 +1,115 @@
+// fednode::Node — one networked node of a one-shot federation, to embed in an application or run
+// from `fednode run`. It follows its topology's plan (topology/plan.h): waits for its inputs,
+// merges them with its own features, fits its head, forwards, and finishes, talking to its peers
+// over ZeroMQ (node/transport.h) with sealed, acknowledged messages (crypto/secure_channel.h) and
+// persisting everything it must not lose in its state directory (node/state_store.h), so that a
+// node killed at any point and started again with the same config continues the run.
+//
+//   fednode::NodeConfig config;
+//   config.topology = fednode::load_topology("federation.toml");
+//   config.id = 2;
+//   config.method = ...;                 // MethodOptions for the topology's method
+//   config.local = my_features;          // this node's training features
+//   fednode::Node node(std::move(config), fednode::load_identity("keys/n2"));
+//   fednode::NodeResult result = node.run();
+//
+// run() blocks; step() does one turn of the event loop for applications with their own loop.
+// Threads: one thread drives the node; request_stop() may be called from any thread or a
+// signal handler.
+#pragma once
+
+#include "crypto/keys.h"
+#include "methods/method.h"
+#include "node/transport.h"
+#include "protocol/limits.h"
+#include "topology/topology.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+struct NodeCallbacks {
+  std::function<void(const std::string&)> progress;                     // human-readable lines
+  std::function<void(NodeId from, const Knowledge&)> knowledge;         // knowledge accepted
+  std::function<void(const Head&, const Contributors&)> head;           // a (new) head is ready
+};
+
+struct NodeConfig {
+  Topology topology;   // validated, with every node's public key (load_topology does both)
+  NodeId id = 0;
+  MethodOptions method;  // method.method must equal the topology's method
+  Features local;        // this node's training features
+  std::optional<Features> test;  // to report the head's accuracy
+  std::string backbone_fingerprint = "pixels";  // must be the same at every node
+  std::string state_dir;   // empty: the topology's state_dir for this node
+  std::string run_name;    // names the run: its id is derive_run_id(run_name); must not be empty
+  Limits limits;
+  TransportOptions transport;
+  // Resends of an unacknowledged frame: first after retry_initial, doubling up to retry_max.
+  std::chrono::milliseconds retry_initial{200};
+  std::chrono::milliseconds retry_max{3000};
+  // How long a finished node still waits for the acknowledgements of its last sends before it
+  // gives up on them (they are reported).
+  double ack_deadline_seconds = 60;
+  NodeCallbacks callbacks;
+};
+
+enum class NodeStatus { Running, Finished, Incomplete, Stopped };
+const char* to_string(NodeStatus s);
+
+struct NodeResult {
+  NodeId id = 0;
+  NodeStatus status = NodeStatus::Running;
+  Contributors contributors;           // whose data the node's head was trained on
+  Contributors expected_contributors;  // the plan's, when nobody misses a deadline
+  std::vector<NodeId> missing;         // senders given up on at a deadline
+  std::vector<NodeId> unacknowledged;  // peers that never acknowledged a send
+  double accuracy = -1;                // < 0 without test features
+  std::vector<ClassAccuracy> per_class;
+  int64_t samples = 0;
+  int64_t bytes_sent = 0, bytes_received = 0;          // frames, resends included
+  int64_t knowledge_bytes_sent = 0;                    // payload tensors, as `fednode simulate` counts
+  int64_t messages_sent = 0, messages_received = 0, resends = 0;
+  int64_t frames_rejected = 0;                         // failed the opening checks or the plan
+  int restarts = 0;                                    // earlier runs of this node found in its state
+  double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
+  std::shared_ptr<const Head> head;
+};
+
+class Node {
+ public:
+  // Opens the state directory (continuing a run found there) and binds the node's address.
+  // Throws InputError for a config that cannot run (unknown id, method mismatch, bad address,
+  // another run's state directory).
+  Node(NodeConfig config, Identity identity);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // One turn: handles what arrived within `budget`, then does whatever is due (merge, fit,
+  // send, resend, deadlines). Returns true once the node is done (finished, incomplete or
+  // stopped).
+  bool step(std::chrono::milliseconds budget = std::chrono::milliseconds(100));
+  // Steps until done; writes result.json into the state directory and returns the result.
+  NodeResult run();
+  void request_stop() { stop_.store(true); }
+
+  const NodeResult& result() const;
+  const std::string& state_dir() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_{false};
+};
+
+// The result as JSON (schema in docs/node.md).
+std::string result_json(const NodeResult& r, const Topology& topology, const std::string& run_name);
+
+}  // namespace fednode

@@ -1,0 +1,242 @@
+#include "node/state_store.h"
+
+#include "methods/heads/head.h"
+#include "node/durable_file.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace fednode {
+namespace {
+
+constexpr uint64_t kIdBlock = 256;
+constexpr size_t kChecksumBytes = 16;
+constexpr uint8_t kRecordVersion = 1;
+
+void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
+void put_le(std::string& s, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::string checksum(std::string_view bytes) {
+  std::string out(kChecksumBytes, '\0');
+  crypto_generichash(reinterpret_cast<unsigned char*>(out.data()), out.size(),
+                     reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), nullptr, 0);
+  return out;
+}
+
+std::string seal_record(std::string body) {
+  body += checksum(body);
+  return body;
+}
+
+// Reads the fixed-layout records written above; every read is bounds-checked against the
+// file, and the checksum is verified first, so a damaged file gives one clear error.
+class RecordReader {
+ public:
+  RecordReader(const std::string& bytes, const std::string& where, const char magic[4]) : where_(where) {
+    if (bytes.size() < 4 + 1 + kChecksumBytes || bytes.compare(0, 4, magic, 4) != 0)
+      fail("not a fednode state record");
+    body_ = std::string_view(bytes).substr(0, bytes.size() - kChecksumBytes);
+    if (checksum(body_) != bytes.substr(bytes.size() - kChecksumBytes)) fail("checksum mismatch (damaged file)");
+    pos_ = 4;
+    if (u8() != kRecordVersion) fail("unknown record version");
+  }
+  uint8_t u8() { return static_cast<uint8_t>(take(1)[0]); }
+  uint64_t le(int bytes) {
+    const auto s = take(static_cast<size_t>(bytes));
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[static_cast<size_t>(i)]);
+    return v;
+  }
+  std::string rest() {
+    std::string r(body_.substr(pos_));
+    pos_ = body_.size();
+    return r;
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw InputError("state file '" + where_ + "': " + why + "; remove the node's state directory to start over");
+  }
+
+ private:
+  std::string_view take(size_t n) {
+    if (body_.size() - pos_ < n) fail("truncated record");
+    const auto s = body_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  std::string where_;
+  std::string_view body_;
+  size_t pos_ = 0;
+};
+
+MessageType message_type(uint8_t v, const RecordReader& r) {
+  if (v < 1 || v > 6) r.fail("unknown message type " + std::to_string(v));
+  return static_cast<MessageType>(v);
+}
+
+std::vector<std::string> files_with_suffix(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string seq_name(uint64_t seq) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%010" PRIu64, seq);
+  return b;
+}
+
+}  // namespace
+
+StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_bytes)
+    : dir_(std::move(dir)), max_file_bytes_(max_file_bytes) {
+  std::error_code ec;
+  for (const char* sub : {"", "/inbox", "/outbox"}) {
+    fs::create_directories(dir_ + sub, ec);
+    if (ec) throw InputError("cannot create state directory '" + dir_ + sub + "': " + ec.message());
+  }
+  const std::string run_file = path("run");
+  if (fs::exists(run_file)) {
+    std::string stored = read_file_bounded(run_file, 1024);
+    while (!stored.empty() && (stored.back() == '\n' || stored.back() == ' ')) stored.pop_back();
+    if (stored != run.to_hex())
+      throw InputError("state directory '" + dir_ + "' belongs to run " + stored + ", not to this run (" +
+                       run.to_hex() + "): give this run a fresh state directory, or remove the old one");
+  } else {
+    write_file_durably(run_file, run.to_hex() + "\n");
+  }
+  if (fs::exists(path("msg_ids"))) {
+    const std::string text = read_file_bounded(path("msg_ids"), 64);
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (end == text.c_str() || v == 0) throw InputError("state file '" + path("msg_ids") + "' is damaged");
+    id_next_ = v;  // everything below may have been used before the restart
+  }
+  id_reserved_ = id_next_;
+}
+
+uint64_t StateStore::next_msg_id() {
+  if (id_next_ >= id_reserved_) {
+    id_reserved_ = id_next_ + kIdBlock;
+    write_file_durably(path("msg_ids"), std::to_string(id_reserved_) + "\n");
+  }
+  return id_next_++;
+}
+
+ReplayGuard StateStore::load_replay() const {
+  if (!fs::exists(path("replay"))) return {};
+  return ReplayGuard::deserialize(read_file_bounded(path("replay"), max_file_bytes_), path("replay"));
+}
+
+void StateStore::save_replay(const ReplayGuard& guard) { write_file_durably(path("replay"), guard.serialize()); }
+
+void StateStore::store_received(const StoredMessage& m) {
+  std::string body = "FNIN";
+  put_u8(body, kRecordVersion);
+  put_u8(body, static_cast<uint8_t>(m.type));
+  put_le(body, m.from, 4);
+  put_le(body, m.msg_id, 8);
+  body += m.plaintext;
+  char name[64];
+  std::snprintf(name, sizeof name, "inbox/%010u-%020" PRIu64 ".msg", m.from, m.msg_id);
+  write_file_durably(path(name), seal_record(std::move(body)));
+}
+
+std::vector<StoredMessage> StateStore::received() const {
+  std::vector<StoredMessage> out;
+  for (const auto& name : files_with_suffix(path("inbox"), ".msg")) {
+    const std::string where = path("inbox/" + name);
+    const std::string bytes = read_file_bounded(where, max_file_bytes_);
+    RecordReader r(bytes, where, "FNIN");
+    StoredMessage m;
+    m.type = message_type(r.u8(), r);
+    m.from = static_cast<NodeId>(r.le(4));
+    m.msg_id = r.le(8);
+    m.plaintext = r.rest();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string StateStore::outbox_name(const OutboxEntry& e) const { return "outbox/" + seq_name(e.seq); }
+
+void StateStore::store_outgoing(const OutboxEntry& e) {
+  std::string body = "FNOB";
+  put_u8(body, kRecordVersion);
+  put_u8(body, static_cast<uint8_t>(e.type));
+  put_u8(body, static_cast<uint8_t>(e.phase));
+  put_le(body, e.to, 4);
+  put_le(body, e.msg_id, 8);
+  put_le(body, e.seq, 8);
+  body += e.frame;
+  write_file_durably(path(outbox_name(e) + ".frame"), seal_record(std::move(body)));
+}
+
+void StateStore::mark_acked(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".acked"), ""); }
+void StateStore::mark_failed(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".failed"), ""); }
+
+std::vector<OutboxEntry> StateStore::outbox() const {
+  std::vector<OutboxEntry> out;
+  for (const auto& name : files_with_suffix(path("outbox"), ".frame")) {
+    const std::string where = path("outbox/" + name);
+    const std::string bytes = read_file_bounded(where, max_file_bytes_);
+    RecordReader r(bytes, where, "FNOB");
+    OutboxEntry e;
+    e.type = message_type(r.u8(), r);
+    e.phase = r.u8();
+    e.to = static_cast<NodeId>(r.le(4));
+    e.msg_id = r.le(8);
+    e.seq = r.le(8);
+    e.frame = r.rest();
+    const std::string stem = path(outbox_name(e));
+    if (stem + ".frame" != where) r.fail("sequence number does not match the file name");
+    e.acked = fs::exists(stem + ".acked");
+    e.failed = fs::exists(stem + ".failed");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void StateStore::drop_outgoing(int phase) {
+  for (const auto& e : outbox())
+    if (e.phase == phase)
+      for (const char* suffix : {".frame", ".acked", ".failed"}) fs::remove(path(outbox_name(e) + suffix));
+}
+
+uint64_t StateStore::next_seq() const {
+  const auto names = files_with_suffix(path("outbox"), ".frame");
+  if (names.empty()) return 1;
+  return std::strtoull(names.back().c_str(), nullptr, 10) + 1;
+}
+
+bool StateStore::has_marker(const std::string& name) const { return fs::exists(path(name)); }
+void StateStore::set_marker(const std::string& name) { write_file_durably(path(name), ""); }
+
+void StateStore::save_head(const Head& head) {
+  std::ostringstream s;
+  head.save(s);
+  write_file_durably(path("head"), s.str());
+}
+
+std::unique_ptr<Head> StateStore::load_head() const {
+  if (!fs::exists(path("head"))) return nullptr;
+  return Head::load(path("head"));
+}
+
+void StateStore::write_text(const std::string& name, const std::string& text) { write_file_durably(path(name), text); }
+
+}  // namespace fednode

@@ -1,0 +1,87 @@
+// A node's state directory: everything it must not lose when it is killed, so that restarting it
+// with the same command continues the run (docs/node.md, "State directory"). The node writes what
+// it received here before it acknowledges it, and what it will send here before it sends it.
+//
+//   run                   the run id this directory belongs to (another run's directory is refused)
+//   msg_ids               the next message id not yet handed out, reserved ahead in blocks
+//   replay                the replay guard (crypto/replay.h)
+//   inbox/F-M.msg         message M from node F, as accepted (type and payload plaintext)
+//   outbox/S.frame        the S-th frame this node sends (recipient, id, type and sealed bytes)
+//   outbox/S.acked        its acknowledgement arrived (S.failed: the recipient refused it)
+//   phase1, phase2        the phase is done and everything it sends is in the outbox
+//   head                  the node's current head (Head::save format)
+//   result.json           the node's result
+#pragma once
+
+#include "crypto/replay.h"
+#include "protocol/messages.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+struct StoredMessage {
+  NodeId from = 0;
+  uint64_t msg_id = 0;
+  MessageType type = MessageType::Knowledge;
+  std::string plaintext;  // the payload as it arrived (decoded again on restart)
+};
+
+struct OutboxEntry {
+  uint64_t seq = 0;       // send order over all peers
+  NodeId to = 0;
+  uint64_t msg_id = 0;
+  MessageType type = MessageType::Knowledge;
+  int phase = 0;          // 0 hello, 1 and 2 the plan's phases
+  std::string frame;      // sealed, sent as it is (a resend is the same frame)
+  bool acked = false;
+  bool failed = false;    // the peer refused it; not sent again
+};
+
+class StateStore {
+ public:
+  // Opens `dir`, creating it (and inbox/, outbox/) if needed. Throws InputError when it belongs
+  // to another run, or when it is not usable.
+  StateStore(std::string dir, const RunId& run, uint64_t max_file_bytes);
+
+  const std::string& dir() const { return dir_; }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Message ids: strictly increasing over the run, across restarts. Reserving ahead in blocks
+  // costs one durable write per block instead of one per message; a restart skips the rest of
+  // the block it was in.
+  uint64_t next_msg_id();
+
+  ReplayGuard load_replay() const;
+  void save_replay(const ReplayGuard& guard);
+
+  void store_received(const StoredMessage& m);
+  // Sorted by sender, then message id. Throws InputError naming a damaged file.
+  std::vector<StoredMessage> received() const;
+
+  void store_outgoing(const OutboxEntry& e);
+  void mark_acked(const OutboxEntry& e);
+  void mark_failed(const OutboxEntry& e);
+  std::vector<OutboxEntry> outbox() const;  // by seq
+  void drop_outgoing(int phase);            // a phase redone after a crash sends afresh
+  uint64_t next_seq() const;
+
+  bool has_marker(const std::string& name) const;
+  void set_marker(const std::string& name);
+
+  void save_head(const class Head& head);
+  std::unique_ptr<Head> load_head() const;  // null when none was saved
+
+  void write_text(const std::string& name, const std::string& text);
+
+ private:
+  std::string outbox_name(const OutboxEntry& e) const;
+
+  std::string dir_;
+  uint64_t max_file_bytes_;
+  uint64_t id_next_ = 1, id_reserved_ = 0;
+};
+
+}  // namespace fednode

@@ -1,0 +1,179 @@
+// Shared by the multi-process tests: a federation on loopback written to a temporary folder
+// (topology file, keys, state), the fednode executable run as a user runs it, and the few JSON
+// fields the tests compare (node result.json, simulate's report).
+#pragma once
+
+#include "crypto/key_files.h"
+#include "topology/builders.h"
+#include "topology/plan.h"
+#include "topology/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fednode::testing_network {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline CliRun run_cli(const std::string& args, const std::string& env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1") {
+  const std::string cmd = env + " " + std::string(FEDNODE_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The value after "key": in `json`, from `from` on (numbers, strings without quotes, arrays as
+// their text); "" when absent.
+inline std::string field(const std::string& json, const std::string& key, size_t from = 0) {
+  const std::string k = "\"" + key + "\": ";
+  const auto at = json.find(k, from);
+  if (at == std::string::npos) return "";
+  size_t i = at + k.size();
+  if (json[i] == '"') return json.substr(i + 1, json.find('"', i + 1) - i - 1);
+  if (json[i] == '[') return json.substr(i, json.find(']', i) - i + 1);
+  size_t j = i;
+  while (j < json.size() && json[j] != ',' && json[j] != '\n' && json[j] != '}') ++j;
+  return json.substr(i, j - i);
+}
+
+inline std::vector<long> int_list(const std::string& text) {
+  std::vector<long> v;
+  std::string digits;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') digits.push_back(c);
+    else if (!digits.empty()) {
+      v.push_back(std::stol(digits));
+      digits.clear();
+    }
+  }
+  return v;
+}
+
+struct NodeOutcome {
+  std::string status;
+  double accuracy = -1;
+  std::vector<long> contributors;
+  long frames_rejected = 0, restarts = 0, duplicates = 0;
+};
+
+inline NodeOutcome read_result(const fs::path& state_dir) {
+  const std::string j = read_text(state_dir / "result.json");
+  NodeOutcome o;
+  o.status = field(j, "status");
+  const std::string acc = field(j, "accuracy");
+  if (!acc.empty() && acc != "null") o.accuracy = std::stod(acc);
+  o.contributors = int_list(field(j, "contributors"));
+  const std::string rej = field(j, "frames_rejected");
+  if (!rej.empty()) o.frames_rejected = std::stol(rej);
+  const std::string rs = field(j, "restarts");
+  if (!rs.empty()) o.restarts = std::stol(rs);
+  const std::string dup = field(j, "duplicates");
+  if (!dup.empty()) o.duplicates = std::stol(dup);
+  return o;
+}
+
+// Per node of a `fednode simulate` report: accuracy and contributors, in node order.
+inline std::vector<NodeOutcome> read_report(const fs::path& report) {
+  const std::string j = read_text(report);
+  std::vector<NodeOutcome> nodes;
+  size_t at = j.find("\"nodes\": [");
+  if (at == std::string::npos) return nodes;
+  while ((at = j.find("\"id\": ", at + 1)) != std::string::npos) {
+    NodeOutcome o;
+    o.accuracy = std::stod(field(j, "accuracy", at));
+    o.contributors = int_list(field(j, "contributors", at));
+    nodes.push_back(o);
+  }
+  return nodes;
+}
+
+struct Federation {
+  fs::path dir;
+  fs::path file;
+  Topology topology;
+  OptionMap options, data;
+  std::string method;
+  uint64_t seed = 0;
+
+  fs::path state_dir(NodeId id) const { return topology.state_dir_of(id); }
+
+  // The same federation's `fednode simulate` command line (linear, ring or star).
+  std::string simulate_args(const std::string& report) const {
+    std::string s = "simulate --quiet --no-baselines --method " + method + " --topology " +
+                    to_string(topology.federation.mode) + " --nodes " + std::to_string(topology.nodes.size()) +
+                    " --seed " + std::to_string(seed) + " --report " + report;
+    for (const auto* m : {&data, &options})
+      for (const auto& [k, v] : *m) s += " --" + k + " " + v;
+    return s;
+  }
+};
+
+// Writes a federation of `nodes` nodes into `dir`: keys from `fednode keygen`'s library call, a
+// topology file with a run name unique to this process, state folders beside it.
+inline Federation make_federation(const fs::path& dir, TopologyMode mode, int nodes, const std::string& method,
+                                  int base_port, const OptionMap& options, const OptionMap& data, uint64_t seed = 3) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Federation f;
+  f.dir = dir;
+  f.file = dir / "federation.toml";
+  f.method = method;
+  f.options = options;
+  f.data = data;
+  f.seed = seed;
+  TopologyBuildOptions b;
+  b.mode = mode;
+  b.nodes = nodes;
+  b.base_port = base_port;
+  b.method = method;
+  b.seed = seed;
+  b.deadline_seconds = 120;
+  b.options = options;
+  b.data = data;
+  b.key_root = "keys";
+  b.state_root = "state";
+  b.base_dir = dir.string();
+  b.run = "test-" + dir.filename().string() + "-" + std::to_string(::getpid());
+  b.public_key = [](const TopologyNode&, const std::string& key_dir) {
+    return write_new_identity(key_dir).to_hex();
+  };
+  const Topology t = build_topology(b);
+  save_topology(t, f.file.string());
+  f.topology = load_topology(f.file.string());
+  return f;
+}
+
+// A fresh folder for one test under the system's temporary directory.
+inline fs::path test_dir(const std::string& suite) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return fs::temp_directory_path() / ("fednode_" + suite + "_" + std::to_string(::getpid()) + "_" + info->name());
+}
+
+}  // namespace fednode::testing_network

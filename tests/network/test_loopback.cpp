@@ -1,0 +1,79 @@
+// Real nodes in separate processes on loopback (`fednode launch`), every topology mode and
+// method, each node's result compared with `fednode simulate` on the same partition and seeds.
+#include "federation.h"
+
+#include <gtest/gtest.h>
+
+namespace fednode::testing_network {
+namespace {
+
+// Small enough for CI on two cores, large enough that every node holds several classes.
+OptionMap small_data() {
+  return {{"dataset", "fashion-mnist"}, {"train-limit", "3000"}, {"test-limit", "1000"},
+          {"partition", "dirichlet"}, {"dirichlet-alpha", "0.5"}, {"min-samples", "20"}};
+}
+
+OptionMap method_options(const std::string& method) {
+  if (method == "fedpft") return {{"components", "2"}, {"covariance", "diag"}, {"head-epochs", "2"}, {"head-min-steps", "150"}};
+  if (method == "fedtc") return {{"adapter-epochs", "2"}, {"adapter-min-steps", "60"}};
+  return {};
+}
+
+struct Case {
+  TopologyMode mode;
+  int nodes;
+  const char* method;
+  int port;
+};
+
+std::string name_of(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(to_string(info.param.mode)) + "_" + info.param.method;
+}
+
+class Loopback : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
+  const Case c = GetParam();
+  const auto dir = test_dir("loopback");
+  const Federation f = make_federation(dir, c.mode, c.nodes, c.method, c.port, method_options(c.method), small_data());
+
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+
+  std::vector<NodeOutcome> expected;
+  if (c.mode != TopologyMode::Graph) {
+    const CliRun sim = run_cli(f.simulate_args((dir / "report.json").string()));
+    ASSERT_EQ(sim.code, 0) << sim.output;
+    expected = read_report(dir / "report.json");
+    ASSERT_EQ(expected.size(), static_cast<size_t>(c.nodes));
+  }
+  for (NodeId id : f.topology.ids()) {
+    const NodeOutcome got = read_result(f.state_dir(id));
+    EXPECT_EQ(got.status, "finished") << "node " << id;
+    const auto& plan_expected = plan_for(f.topology, id).expected_contributors;
+    EXPECT_EQ(got.contributors, std::vector<long>(plan_expected.begin(), plan_expected.end())) << "node " << id;
+    if (!expected.empty()) {
+      // The same method code on the same data and seeds; float16 transfer is exact because the
+      // methods round to float16 before anything leaves a node (docs/node.md, "Equal to simulate").
+      EXPECT_EQ(got.contributors, expected[id].contributors) << "node " << id;
+      EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
+    } else {
+      EXPECT_GT(got.accuracy, 0.3) << "node " << id;
+    }
+  }
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, Loopback,
+    ::testing::Values(Case{TopologyMode::Linear, 5, "fedcgs", 23100}, Case{TopologyMode::Linear, 5, "fedpft", 23110},
+                      Case{TopologyMode::Linear, 5, "fedtc", 23120}, Case{TopologyMode::Ring, 4, "fedcgs", 23130},
+                      Case{TopologyMode::Ring, 4, "fedpft", 23140}, Case{TopologyMode::Ring, 4, "fedtc", 23150},
+                      Case{TopologyMode::Star, 9, "fedcgs", 23160}, Case{TopologyMode::Star, 9, "fedpft", 23170},
+                      Case{TopologyMode::Star, 9, "fedtc", 23180}, Case{TopologyMode::Graph, 4, "fedcgs", 23190},
+                      Case{TopologyMode::Graph, 4, "fedpft", 23200}, Case{TopologyMode::Graph, 4, "fedtc", 23210}),
+    name_of);
+
+}  // namespace
+}  // namespace fednode::testing_network
