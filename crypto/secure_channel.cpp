@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <array>
 #include <cstring>
 
 namespace fednode {
@@ -23,6 +24,16 @@ RunId random_run_id() {
   RunId run;
   randombytes_buf(run.bytes.data(), run.bytes.size());
   return run;
+}
+
+std::string random_run_name() {
+  ensure_sodium();
+  std::array<uint8_t, 8> bytes;
+  randombytes_buf(bytes.data(), bytes.size());
+  std::string hex(2 * bytes.size() + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), bytes.data(), bytes.size());
+  hex.pop_back();  // the terminator sodium_bin2hex writes
+  return "run-" + hex;
 }
 
 RejectedMessage::RejectedMessage(SecurityCode code, const std::string& message) : SecurityError(code, message) {}
@@ -48,8 +59,11 @@ std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Payload& paylo
 }
 
 std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge,
-                                const EncodeOptions& options) const {
-  return seal_plaintext(to, msg_id, MessageType::Knowledge, encode_payload(knowledge, options));
+                                const EncodeOptions& options, MessageType type) const {
+  if (type != MessageType::Knowledge && type != MessageType::Complete)
+    throw InputError(std::string("cannot seal knowledge as a ") + to_string(type) +
+                     " message: knowledge travels as knowledge or complete");
+  return seal_plaintext(to, msg_id, type, encode_payload(knowledge, options));
 }
 
 std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageType type,

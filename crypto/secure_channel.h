@@ -25,6 +25,9 @@ using PeerKeys = std::map<NodeId, PublicKey>;
 // use a new one (docs/security.md, "Replays across runs").
 RunId derive_run_id(std::string_view name);
 RunId random_run_id();
+// "run-" and 16 random hex digits (64 bits from libsodium's CSPRNG): a fresh run name for a new
+// topology file. Not drawn from methods/rng.h: it must differ between runs, not reproduce.
+std::string random_run_name();
 
 struct RejectedMessage : SecurityError {
   RejectedMessage(SecurityCode code, const std::string& message);
@@ -52,8 +55,11 @@ class SecureChannel {
   // everything this node sends in this run, across restarts). Throws InputError for an unknown
   // recipient and ProtocolError for a payload that cannot be encoded.
   std::string seal(NodeId to, uint64_t msg_id, const Payload& payload, const EncodeOptions& options = {}) const;
-  // The same for knowledge held outside a Payload, without copying its tensors.
-  std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {}) const;
+  // The same for knowledge held outside a Payload, without copying its tensors. `type` is
+  // Knowledge, or Complete for the ring's second pass (same payload, so only the header differs);
+  // any other type is an InputError.
+  std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {},
+                   MessageType type = MessageType::Knowledge) const;
 
   // Opens one frame. On success the message's id is recorded in `replay`; on any failure
   // nothing is recorded and RejectedMessage says why. An authentic duplicate (Replayed with

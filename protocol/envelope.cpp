@@ -50,7 +50,7 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
                             std::to_string(kProtocolVersion));
   h.version = static_cast<uint32_t>(version);
   const uint64_t type = map.uint("type");
-  if (type < 1 || type > 5)
+  if (type < 1 || type > static_cast<uint8_t>(MessageType::Complete))
     throw ProtocolError(ProtocolErrorCode::UnknownMessageType,
                         "header.type: unknown message type " + std::to_string(type));
   h.type = static_cast<MessageType>(type);

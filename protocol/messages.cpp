@@ -9,6 +9,7 @@ const char* to_string(MessageType t) {
     case MessageType::Head: return "head";
     case MessageType::Ack: return "ack";
     case MessageType::Error: return "error";
+    case MessageType::Complete: return "complete";
   }
   return "unknown";
 }

@@ -17,7 +17,10 @@ namespace fednode {
 
 constexpr uint32_t kProtocolVersion = 1;
 
-enum class MessageType : uint8_t { Hello = 1, Knowledge = 2, Head = 3, Ack = 4, Error = 5 };
+// Complete is the ring's second pass (docs/topologies.md, "ring"): the same payload as Knowledge,
+// but a distinct type, because the previous node sends both over the same link and the receiver
+// must know which pass a message belongs to before it merges anything.
+enum class MessageType : uint8_t { Hello = 1, Knowledge = 2, Head = 3, Ack = 4, Error = 5, Complete = 6 };
 const char* to_string(MessageType t);
 
 // Names one run of a federation. Message ids restart with every run, so without it a message
@@ -51,7 +54,7 @@ struct Hello {
   std::string software;                              // e.g. "fednode 0.1.0", for logs only
 };
 
-// A trained head (star mode's answer from the hub, ring's second pass) and whose data it saw.
+// A trained head (star mode's answer from the hub) and whose data it saw.
 struct HeadMessage {
   std::shared_ptr<const Head> head;  // LinearHead ("linear", "lda") or AdapterHead
   Contributors contributors;
@@ -82,7 +85,9 @@ struct ErrorMessage {
                          // Limits::max_string_bytes (1024 by default)
 };
 
+// A Knowledge alternative travels as Knowledge or Complete: the header's type tells the two apart.
 using Payload = std::variant<Hello, Knowledge, HeadMessage, Ack, ErrorMessage>;
+// The type a payload is sent as by default (Knowledge for a Knowledge, never Complete).
 MessageType type_of(const Payload& p);
 
 struct Message {

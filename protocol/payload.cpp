@@ -187,7 +187,8 @@ Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, con
   Document doc(bytes, limits, std::string(to_string(header.type)) + " payload");
   switch (header.type) {
     case MessageType::Hello: return read_hello(doc.root(), header, limits);
-    case MessageType::Knowledge: return read_knowledge(doc.root(), limits);
+    case MessageType::Knowledge:
+    case MessageType::Complete: return read_knowledge(doc.root(), limits);
     case MessageType::Head: return read_head(doc.root(), limits);
     case MessageType::Ack: return read_ack(doc.root());
     case MessageType::Error: return read_error(doc.root());

@@ -91,6 +91,39 @@ TEST(SecureChannel, DeliversEveryMessageType) {
   EXPECT_EQ(frame.find("pixels"), std::string::npos);
 }
 
+TEST(SecureChannel, CompleteKeepsItsTypeThroughSealAndOpen) {
+  // The ring's previous node sends knowledge and then complete knowledge over one link; the
+  // receiver tells them apart by the authenticated header alone.
+  const SecureChannel one = channel(1), two = channel(2);
+  ReplayGuard guard;
+  const Message first = two.open(one.seal(2, 1, stats_knowledge()), guard);
+  const Message second = two.open(one.seal(2, 2, stats_knowledge(), {}, MessageType::Complete), guard);
+  EXPECT_EQ(first.header.type, MessageType::Knowledge);
+  EXPECT_EQ(second.header.type, MessageType::Complete);
+  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(second.payload).payload).N, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(std::get<Knowledge>(second.payload).contributors, (Contributors{1}));
+
+  // Changing the type on the wire is a header edit, caught like any other.
+  const std::string complete = one.seal(2, 3, stats_knowledge(), {}, MessageType::Complete);
+  const std::string relabelled = reframe(complete, [](std::string& header, std::string&, std::string&, std::string&) {
+    EnvelopeHeader h = decode_header(header, Limits{});
+    h.type = MessageType::Knowledge;
+    header = encode_header(h);
+  });
+  EXPECT_EQ(rejection(two, relabelled, guard).code, SecurityCode::HeaderTampered);
+
+  for (MessageType wrong : {MessageType::Hello, MessageType::Head, MessageType::Ack, MessageType::Error})
+    EXPECT_THROW(one.seal(2, 4, stats_knowledge(), {}, wrong), InputError) << to_string(wrong);
+}
+
+TEST(SecureChannel, RandomRunNamesAreFreshAndWellFormed) {
+  const std::string a = random_run_name(), b = random_run_name();
+  EXPECT_NE(a, b);
+  ASSERT_EQ(a.size(), 20u);
+  EXPECT_EQ(a.substr(0, 4), "run-");
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef", 4), std::string::npos) << a;
+}
+
 TEST(SecureChannel, EachRejectionHasItsCode) {
   const SecureChannel one = channel(1), two = channel(2), three = channel(3), outsider = channel(4);
   const std::string good = one.seal(2, 10, stats_knowledge());

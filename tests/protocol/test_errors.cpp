@@ -313,7 +313,11 @@ TEST(ProtocolErrors, EnvelopeHeader) {
   v["type"] = "garbage";  // irrelevant: the version is judged first
   expect_code(ProtocolErrorCode::UnsupportedVersion, [&] { decode_header(pack(v), Limits{}); }, "version 2");
   v = header();
-  v["type"] = 6;
+  v["type"] = 6;  // complete, the last type of version 1
+  EXPECT_EQ(decode_header(pack(v), Limits{}).type, MessageType::Complete);
+  v["type"] = 7;
+  expect_code(ProtocolErrorCode::UnknownMessageType, [&] { decode_header(pack(v), Limits{}); });
+  v["type"] = 0;
   expect_code(ProtocolErrorCode::UnknownMessageType, [&] { decode_header(pack(v), Limits{}); });
   v = header();
   v["msg_id"] = 0;

@@ -216,7 +216,9 @@ void feed(Target target, MessageType type, const std::string& bytes, Outcome& o)
   }
 }
 
-MessageType random_type(Rng& rng) { return static_cast<MessageType>(1 + rng.below(5)); }
+MessageType random_type(Rng& rng) {
+  return static_cast<MessageType>(1 + rng.below(static_cast<uint8_t>(MessageType::Complete)));
+}
 
 TEST(ProtocolFuzz, MutatedBytes) {
   const std::vector<Sample> all = corpus();

@@ -129,6 +129,22 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GmmRoundTrip,
                                                               CovarianceType::Spherical),
                                             ::testing::Values(Precision::Float32, Precision::Float16)));
 
+TEST(ProtocolRoundTrip, CompleteIsKnowledgeUnderAnotherType) {
+  // The ring's second pass: the payload bytes are exactly those of knowledge; only the header's
+  // type says which pass a message belongs to.
+  EnvelopeHeader h = header_for(MessageType::Complete);
+  const EnvelopeHeader back = decode_header(encode_header(h), Limits{});
+  EXPECT_EQ(back.type, MessageType::Complete);
+  EXPECT_STREQ(to_string(back.type), "complete");
+  const Knowledge k = test::sample_stats(4);
+  const std::string bytes = encode_payload(k);
+  const Payload as_complete = decode_payload(back, bytes, Limits{});
+  const Knowledge& got = std::get<Knowledge>(as_complete);
+  expect_same_frame(k, got);
+  EXPECT_EQ(std::get<StatsKnowledge>(got.payload).B, std::get<StatsKnowledge>(k.payload).B);
+  EXPECT_EQ(encode_payload(got), bytes);
+}
+
 TEST(ProtocolRoundTrip, Float16HalvesTheTensorsAndIsIdempotent) {
   const Knowledge k = test::sample_gmm(5, CovarianceType::Diag, 4, 32, 6);
   const std::string f32 = encode_payload(k, {Precision::Float32});
