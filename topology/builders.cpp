@@ -54,6 +54,7 @@ Topology build_topology(const TopologyBuildOptions& o) {
   auto& f = t.federation;
   f.mode = o.mode;
   f.method = o.method;
+  if (!o.run.empty()) f.run = o.run;
   f.seed = o.seed;
   f.deadline_seconds = o.deadline_seconds;
   f.options = o.options;

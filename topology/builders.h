@@ -11,7 +11,7 @@
 namespace fednode {
 
 // Given a node (its key_dir already set, as written) and that directory resolved, returns its
-// public key as hex or base64 text, or "" to leave the key to key_dir/public.key. The CLI's
+// public key as hex or base64 text, or "" to leave the key to key_dir/node.pub. The CLI's
 // provider generates the identity in the directory and returns its public key.
 using PublicKeyProvider = std::function<std::string(const TopologyNode& node, const std::string& key_dir)>;
 PublicKeyProvider keys_from_map(std::map<NodeId, std::string> keys);
@@ -22,6 +22,7 @@ struct TopologyBuildOptions {
   std::string host = "127.0.0.1";    // addresses tcp://host:(base_port + id)
   int base_port = 7000;
   std::string method = "fedcgs";
+  std::string run;                   // [federation] run; empty: none (run_name's default)
   uint64_t seed = 0;                 // the federation's seed; also draws the random graph
   double deadline_seconds = kDefaultDeadlineSeconds;
   OptionMap options;                 // [federation.options]

@@ -33,7 +33,7 @@ bool fail(std::string* why, const std::string& message) {
   return false;
 }
 
-bool decode_hex(const std::string& t, PublicKey& out, std::string* why) {
+bool decode_hex(const std::string& t, PublicKeyBytes& out, std::string* why) {
   for (size_t i = 0; i < kPublicKeyBytes; ++i) {
     const int hi = hex_value(t[2 * i]), lo = hex_value(t[2 * i + 1]);
     if (hi < 0 || lo < 0)
@@ -43,7 +43,7 @@ bool decode_hex(const std::string& t, PublicKey& out, std::string* why) {
   return true;
 }
 
-bool decode_base64(std::string t, PublicKey& out, std::string* why) {
+bool decode_base64(std::string t, PublicKeyBytes& out, std::string* why) {
   while (!t.empty() && t.back() == '=') t.pop_back();
   // 32 bytes are 43 base64 digits; the last one's two low bits are padding and must be zero.
   if (t.size() != 43)
@@ -68,9 +68,9 @@ bool decode_base64(std::string t, PublicKey& out, std::string* why) {
 
 }  // namespace
 
-std::optional<PublicKey> decode_public_key(const std::string& text, std::string* why) {
+std::optional<PublicKeyBytes> decode_public_key(const std::string& text, std::string* why) {
   const std::string t = trim(text);
-  PublicKey key{};
+  PublicKeyBytes key{};
   if (t.empty()) {
     fail(why, "the key is empty");
     return std::nullopt;
@@ -92,7 +92,7 @@ std::optional<PublicKey> decode_public_key(const std::string& text, std::string*
   return std::nullopt;
 }
 
-std::string public_key_hex(const PublicKey& key) {
+std::string public_key_hex(const PublicKeyBytes& key) {
   static const char* digits = "0123456789abcdef";
   std::string s;
   s.reserve(2 * kPublicKeyBytes);

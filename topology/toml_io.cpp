@@ -196,7 +196,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   auto& f = topology.federation;
   f.line = line_of(*fed);
   const std::string fw = "[federation]";
-  r.only_keys(*fed, fw, {"mode", "method", "seed", "deadline_seconds", "hub", "start", "options", "data"});
+  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "hub", "start", "options", "data"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
   try {
@@ -207,6 +207,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   const auto method = r.string(*fed, "method", fw);
   if (!method) r.fail(f.line, "[federation] needs method = \"fedpft\", \"fedcgs\" or \"fedtc\"");
   f.method = *method;
+  f.run = r.string(*fed, "run", fw);
   f.seed = static_cast<uint64_t>(r.integer(*fed, "seed", fw, 0, INT64_MAX).value_or(0));
   f.deadline_seconds = r.number(*fed, "deadline_seconds", fw).value_or(kDefaultDeadlineSeconds);
   const auto hub = r.ref(*fed, "hub", fw);
@@ -358,6 +359,7 @@ std::string to_toml(const Topology& t) {
   out << "[federation]\n";
   out << "mode = " << quoted(to_string(f.mode)) << "\n";
   out << "method = " << quoted(f.method) << "\n";
+  if (f.run) out << "run = " << quoted(*f.run) << "\n";
   out << "seed = " << f.seed << "\n";
   out << "deadline_seconds = " << float_text(f.deadline_seconds) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";

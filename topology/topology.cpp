@@ -1,5 +1,6 @@
 #include "topology/topology.h"
 
+#include "features/digest.h"
 #include "topology/toml_io.h"
 
 #include <algorithm>
@@ -109,7 +110,7 @@ std::vector<NodeId> Topology::ids() const {
 }
 
 std::optional<std::string> read_public_key_file(const std::string& key_dir) {
-  const fs::path file = fs::path(key_dir) / "public.key";
+  const fs::path file = fs::path(key_dir) / kNodePublicKeyFile;
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::nullopt;
   // A key file is one short line; anything much longer is not a key and is not read whole.
@@ -136,7 +137,7 @@ void derive_public_keys(Topology& topology, const LoadOptions& options) {
     if (!text) continue;  // the keys live on the node's own machine; the inline key must do
     std::string why;
     const auto key = decode_public_key(*text, &why);
-    const std::string file = (fs::path(dir) / "public.key").string();
+    const std::string file = (fs::path(dir) / kNodePublicKeyFile).string();
     if (!key) throw InputError(who + ": " + file + " does not hold a public key: " + why);
     if (n.public_key && *n.public_key != *key)
       throw InputError(who + ": public_key differs from the key in " + file +
@@ -170,6 +171,13 @@ Topology load_topology(const std::string& path, const LoadOptions& options) {
   text << in.rdbuf();
   std::string base = fs::path(path).parent_path().string();
   return parse_topology(text.str(), path, base.empty() ? "." : base, options);
+}
+
+std::string run_name(const Topology& topology) {
+  if (topology.federation.run) return *topology.federation.run;
+  // The canonical text, not the file's bytes: comments and layout do not change the run, and a
+  // topology built in memory has a name too.
+  return "file:" + sha256_hex(to_toml(topology));
 }
 
 void print_topology(const Topology& topology, std::ostream& out) { out << to_toml(topology); }

@@ -33,6 +33,8 @@ constexpr size_t kMaxTopologyFileBytes = 4u << 20;
 // Deadlines beyond a week are almost certainly a unit mistake (milliseconds given as seconds).
 constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
 constexpr double kDefaultDeadlineSeconds = 300.0;
+// A run name is hashed into the run id; the bound only keeps names readable in logs.
+constexpr size_t kMaxRunNameBytes = 128;
 
 struct TopologyNode {
   NodeId id = 0;
@@ -40,8 +42,8 @@ struct TopologyNode {
   std::string address;         // tcp://HOST:PORT, where peers reach this node
   std::string bind;            // optional tcp://HOST:PORT it listens on (HOST may be *); default: address
   std::string public_key_text; // as written in the file (hex or base64); may be empty
-  std::optional<PublicKey> public_key;  // effective: decoded from the text or read from key_dir
-  std::string key_dir;         // as written; holds public.key and the node's secret key
+  std::optional<PublicKeyBytes> public_key;  // effective: decoded from the text or read from key_dir
+  std::string key_dir;         // as written; holds node.pub and the node's secret key node.key
   std::string state_dir;       // as written; empty means state/n<id> next to the file
   std::optional<int64_t> partition_index;  // as written; see Topology::partition_index
   OptionMap options;           // per-node overrides of [federation.options]
@@ -59,6 +61,9 @@ struct TopologyEdge {
 struct FederationSettings {
   TopologyMode mode = TopologyMode::Linear;
   std::string method;          // fedpft, fedcgs, fedtc, ... (the node checks the name)
+  // Names the run: every node derives the run id from it (crypto's derive_run_id), so frames of
+  // another run are refused. 1 to kMaxRunNameBytes printable ASCII characters; see run_name().
+  std::optional<std::string> run;
   uint64_t seed = 0;
   double deadline_seconds = kDefaultDeadlineSeconds;
   std::optional<NodeId> hub;   // star mode: required
@@ -100,8 +105,8 @@ struct Topology {
   std::vector<NodeId> ids() const;
 };
 
-// Reads DIR/public.key; returns nothing when the file does not exist. Replaceable so that the
-// CLI can plug in the crypto layer's own reader.
+// Reads DIR/node.pub (kNodePublicKeyFile); returns nothing when the file does not exist.
+// Replaceable so that the CLI can plug in the crypto layer's own reader.
 using PublicKeyReader = std::function<std::optional<std::string>(const std::string& key_dir)>;
 std::optional<std::string> read_public_key_file(const std::string& key_dir);
 
@@ -109,10 +114,20 @@ struct LoadOptions {
   // Every node must end up with a public key (inline or from its key_dir). Off only for tools
   // that inspect a file before keys exist.
   bool require_keys = true;
-  // Fill in public keys from key_dir/public.key where the file exists.
+  // Fill in public keys from key_dir/node.pub where the file exists.
   bool derive_keys = true;
   PublicKeyReader read_public_key = read_public_key_file;
 };
+
+// The name the run id is derived from: [federation] run when set, otherwise "file:" and the
+// SHA-256 (hex) of to_toml(topology). The default is the same for every node reading the same
+// file, and changes whenever the federation does; it does not change between two runs of one
+// file, which is why `fednode topology` writes a random `run` (docs/security.md, "New run, new
+// run id").
+std::string run_name(const Topology& topology);
+// "" for an acceptable run name, else what is wrong with it, phrased to follow the name of
+// where it came from ("[federation] run " + problem, "--run " + problem).
+std::string run_name_problem(const std::string& run);
 
 // Parse, derive keys, validate. Every error is an InputError naming the file, the line where
 // known, and the node or edge concerned.

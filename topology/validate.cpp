@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -86,6 +87,10 @@ class Checker {
     for (char c : f.method)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
         fail(f.line, "[federation] method '" + f.method + "' is not a method name");
+    if (f.run) {
+      const std::string problem = run_name_problem(*f.run);
+      if (!problem.empty()) fail(f.line, "[federation] run " + problem);
+    }
     if (f.seed > static_cast<uint64_t>(INT64_MAX))
       fail(f.line, "[federation] seed must be at most 2^63 - 1 (TOML integers are signed)");
     if (!(f.deadline_seconds > 0) || f.deadline_seconds > kMaxDeadlineSeconds)
@@ -136,7 +141,7 @@ class Checker {
       }
       if (require_keys && !n.public_key)
         fail(n.line, who + " has no public key: give public_key = \"<64 hex digits>\", or key_dir = \"DIR\" "
-                           "with DIR/public.key present (fednode keygen --out DIR)");
+                           "with DIR/" + std::string(kNodePublicKeyFile) + " present (fednode keygen --out DIR)");
       if (n.public_key) {
         const std::string hex = public_key_hex(*n.public_key);
         if (!keys.emplace(hex, &n).second)
@@ -299,6 +304,24 @@ class Checker {
 };
 
 }  // namespace
+
+std::string run_name_problem(const std::string& run) {
+  if (run.empty()) return "is empty: name the run, or leave it out for the default derived from the topology";
+  if (run.size() > kMaxRunNameBytes)
+    return "is " + std::to_string(run.size()) + " characters long, at most " + std::to_string(kMaxRunNameBytes) +
+           " are allowed";
+  // The name reaches logs and error messages: printable ASCII only. An offending character is
+  // named by position and code, never echoed.
+  for (size_t i = 0; i < run.size(); ++i) {
+    const auto c = static_cast<unsigned char>(run[i]);
+    if (c < 0x20 || c > 0x7E) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02x", c);
+      return "has character " + std::to_string(i + 1) + " (byte " + code + "), which is not printable ASCII";
+    }
+  }
+  return "";
+}
 
 void validate_topology(const Topology& topology, bool require_keys) { Checker(topology).run(require_keys); }
 

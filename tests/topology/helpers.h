@@ -17,7 +17,7 @@ namespace fednode::test {
 
 // A distinct, well-formed public key per index (tests only check formats, never crypto).
 inline std::string key_hex(uint64_t i) {
-  PublicKey k{};
+  PublicKeyBytes k{};
   Rng rng(i + 1000);
   for (auto& b : k) b = static_cast<uint8_t>(rng.next() & 0xFF);
   return public_key_hex(k);

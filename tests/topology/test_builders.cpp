@@ -119,7 +119,7 @@ TEST(TopologyBuilders, KeysComeFromTheProviderOrFromKeyDirectories) {
   o.public_key = [&](const TopologyNode& n, const std::string& key_dir) {
     seen_dirs.push_back(key_dir);
     std::filesystem::create_directories(key_dir);
-    std::ofstream(key_dir + "/public.key") << key_hex(100 + n.id) << "\n";
+    std::ofstream(key_dir + "/node.pub") << key_hex(100 + n.id) << "\n";
     return std::string();
   };
   const Topology with_dirs = build_topology(o);
@@ -182,7 +182,7 @@ TEST(TopologyExamples, LoadAndMeanWhatTheySay) {
     for (const auto& n : t.nodes) {
       const std::string kd = dir / n.key_dir;
       std::filesystem::create_directories(kd);
-      std::ofstream(kd + "/public.key") << key_hex(n.id) << "\n";
+      std::ofstream(kd + "/node.pub") << key_hex(n.id) << "\n";
     }
     const Topology keyed = load_topology(dir / c.file);
     for (const auto& n : keyed.nodes) EXPECT_TRUE(n.public_key) << n.id;

@@ -237,7 +237,7 @@ TEST(TopologyIo, LoadsFilesAndResolvesPathsAgainstTheirDirectory) {
   test::TempDir dir;
   std::filesystem::create_directories(dir / "conf/keys/n0");
   {
-    std::ofstream(dir / "conf/keys/n0/public.key") << key_hex(0) << "\n";
+    std::ofstream(dir / "conf/keys/n0/node.pub") << key_hex(0) << "\n";
   }
   const std::string text = test::federation("linear") +
                            "[[node]]\nid = 0\naddress = \"tcp://127.0.0.1:7000\"\nkey_dir = \"keys/n0\"\n"
@@ -271,7 +271,7 @@ TEST(TopologyIo, KeyDirectoryRules) {
     }
     return std::string();
   };
-  // No public.key yet and no inline key: the message says how to make one.
+  // No node.pub yet and no inline key: the message says how to make one.
   std::string m = error_in(base);
   EXPECT_NE(m.find("t.toml:5: node 0 has no public key"), std::string::npos) << m;
   EXPECT_NE(m.find("fednode keygen --out DIR"), std::string::npos) << m;
@@ -282,14 +282,14 @@ TEST(TopologyIo, KeyDirectoryRules) {
   // The directory lives on another machine: the inline key is enough.
   EXPECT_EQ(error_in(base + "public_key = \"" + key_hex(0) + "\"\n"), "");
   // Both present and different: refused.
-  { std::ofstream(dir / "k0/public.key") << key_hex(5); }
+  { std::ofstream(dir / "k0/node.pub") << key_hex(5); }
   m = error_in(base + "public_key = \"" + key_hex(0) + "\"\n");
   EXPECT_NE(m.find("public_key differs from the key in"), std::string::npos) << m;
   // A key file that is not a key.
-  { std::ofstream(dir / "k0/public.key") << "hello"; }
+  { std::ofstream(dir / "k0/node.pub") << "hello"; }
   m = error_in(base);
-  EXPECT_NE(m.find("k0/public.key does not hold a public key"), std::string::npos) << m;
-  { std::ofstream(dir / "k0/public.key") << std::string(2000, 'a'); }
+  EXPECT_NE(m.find("k0/node.pub does not hold a public key"), std::string::npos) << m;
+  { std::ofstream(dir / "k0/node.pub") << std::string(2000, 'a'); }
   m = error_in(base);
   EXPECT_NE(m.find("too large for a public key file"), std::string::npos) << m;
   // A custom reader (the crypto layer's) replaces the file lookup.
@@ -357,7 +357,7 @@ TEST(TopologyIo, MutatedFilesFailCleanly) {
 }
 
 TEST(PublicKeyText, HexAndBase64) {
-  PublicKey k{};
+  PublicKeyBytes k{};
   for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(i * 7 + 1);
   const std::string hex = public_key_hex(k);
   EXPECT_EQ(hex.size(), 64u);
