@@ -12,6 +12,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
       {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
+      {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},
+      {"topology", "write a linear, ring, star or graph topology file with a key pair per node", cmd_topology},
   };
   return table;
 }

@@ -20,5 +20,7 @@ int run_guarded(const Command& c, const std::vector<std::string>& args);
 
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_extract(const std::vector<std::string>& args);
+int cmd_keygen(const std::vector<std::string>& args);
+int cmd_topology(const std::vector<std::string>& args);
 
 }  // namespace fednode::cli

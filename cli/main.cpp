@@ -13,6 +13,8 @@ void usage(std::ostream& out) {
          "commands:\n"
          "  simulate   run a whole federation in one process and write a JSON report\n"
          "  extract    turn a dataset into features with a TorchScript backbone (.npy)\n"
+         "  keygen     write a node's key pair (node.key, node.pub) and print its public key\n"
+         "  topology   write a linear, ring, star or graph topology file with a key pair per node\n"
          "  help       this text; 'fednode <command> --help' for a command's options\n";
 }
 
