@@ -7,7 +7,7 @@
 namespace fednode::cli {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valued,
-           const std::set<std::string>& flags) {
+           const std::set<std::string>& flags, const std::set<std::string>& repeated) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -22,23 +22,30 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& va
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    if (values_.count(name)) throw UsageError("option --" + name + " given twice");
+    const bool many = repeated.count(name) > 0;
+    if (!many && values_.count(name)) throw UsageError("option --" + name + " given twice");
     if (flags.count(name)) {
       if (inline_value) throw UsageError("option --" + name + " takes no value");
       values_[name] = "";
-    } else if (valued.count(name)) {
+    } else if (valued.count(name) || many) {
       if (!inline_value) {
         if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
         value = argv[++i];
       }
-      values_[name] = value;
+      if (many) repeated_[name].push_back(value);
+      else values_[name] = value;
     } else {
       throw UsageError("unknown option --" + name);
     }
   }
 }
 
-bool Args::has(const std::string& name) const { return values_.count(name) > 0; }
+bool Args::has(const std::string& name) const { return values_.count(name) > 0 || repeated_.count(name) > 0; }
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  const auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
+}
 
 std::string Args::str(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);

@@ -14,6 +14,8 @@ const std::vector<Command>& commands() {
       {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
       {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
+      {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},
+      {"topology", "write a linear, ring, star or graph topology file with a key pair per node", cmd_topology},
   };
   return table;
 }

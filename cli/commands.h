@@ -22,5 +22,7 @@ int cmd_simulate(const std::vector<std::string>& args);
 int cmd_extract(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
+int cmd_keygen(const std::vector<std::string>& args);
+int cmd_topology(const std::vector<std::string>& args);
 
 }  // namespace fednode::cli

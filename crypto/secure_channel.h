@@ -53,7 +53,8 @@ class SecureChannel {
 
   // One frame for `to`, carrying `payload` as message `msg_id` (>= 1, strictly increasing over
   // everything this node sends in this run, across restarts). Throws InputError for an unknown
-  // recipient and ProtocolError for a payload that cannot be encoded.
+  // recipient and ProtocolError for a payload that cannot be encoded. A Knowledge payload goes as
+  // knowledge; the overload below also sends it as complete.
   std::string seal(NodeId to, uint64_t msg_id, const Payload& payload, const EncodeOptions& options = {}) const;
   // The same for knowledge held outside a Payload, without copying its tensors. `type` is
   // Knowledge, or Complete for the ring's second pass (same payload, so only the header differs);

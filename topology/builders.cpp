@@ -1,6 +1,7 @@
 #include "topology/builders.h"
 
 #include "methods/rng.h"
+#include "topology/address.h"
 
 #include <set>
 
@@ -64,6 +65,10 @@ Topology build_topology(const TopologyBuildOptions& o) {
 
   const bool ipv6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
   const std::string host = ipv6 ? "[" + o.host + "]" : o.host;
+  // Checked here once, so that the message names the host rather than the first node's address.
+  std::string why;
+  if (!topo::parse_endpoint("tcp://" + host + ":" + std::to_string(o.base_port), false, &why))
+    throw InputError("host '" + o.host + "': " + why);
   for (int i = 0; i < o.nodes; ++i) {
     TopologyNode n;
     n.id = static_cast<NodeId>(i);

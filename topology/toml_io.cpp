@@ -338,6 +338,12 @@ std::string value_text(const std::string& v) {
 
 
 std::string float_text(double v) {
+  // Whole numbers of seconds read best as such: %g would write 300 as "3e+02".
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+  }
   std::string s = shortest(v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;

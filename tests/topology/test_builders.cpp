@@ -207,6 +207,7 @@ TEST(TopologyExamples, DocumentationExampleParses) {
   no_keys.require_keys = false;
   const Topology t = parse_topology(text.substr(begin + 8, end - begin - 8), "docs/topologies.md", ".", no_keys);
   EXPECT_EQ(t.federation.mode, TopologyMode::Graph);
+  EXPECT_EQ(run_name(t), "diamond-2024-06-01");
   EXPECT_TRUE(t.lookup("left").public_key);
   EXPECT_EQ(t.options_for(1).at("shrinkage"), "0.1");
   EXPECT_EQ(t.data_for(2).at("train-features"), "right/features.npy");

@@ -145,6 +145,18 @@ TEST(TopologyIo, PrintThenParseGivesTheSameTopology) {
   EXPECT_NE(printed.find("deadline_seconds = 90.5\n"), std::string::npos) << printed;
 }
 
+TEST(TopologyIo, WholeDeadlinesPrintAsWholeNumbers) {
+  Topology t = test::parse(test::federation("linear") + test::nodes(1));
+  for (double seconds : {300.0, 1.0, 604800.0, 0.25}) {
+    t.federation.deadline_seconds = seconds;
+    const std::string printed = to_toml(t);
+    EXPECT_EQ(printed.find("e+"), std::string::npos) << printed;
+    EXPECT_EQ(test::parse(printed).federation.deadline_seconds, seconds);
+  }
+  t.federation.deadline_seconds = 300;
+  EXPECT_NE(to_toml(t).find("deadline_seconds = 300.0\n"), std::string::npos);
+}
+
 TEST(TopologyIo, OptionTextsSurviveRoundTripsExactly) {
   Topology t = test::parse(test::federation("linear") + test::nodes(1));
   const std::vector<std::string> values = {"0",     "-3",   "007",   "-0",    "1e-6",   "1e-06", "0.1",  "3.0",

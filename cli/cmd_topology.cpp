@@ -1,0 +1,196 @@
+// fednode topology: a ready topology file (docs/topologies.md, "Builders") with a key pair per
+// node, so that a federation on one machine is one command away from running.
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/method_options.h"
+#include "crypto/key_files.h"
+#include "crypto/secure_channel.h"
+#include "topology/builders.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+
+namespace fednode::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kHelp =
+    "usage: fednode topology linear|ring|star|graph --nodes N [--out FILE] [--method M]\n"
+    "       [--base-port P] [--host H] [--seed S] [--deadline SECONDS] [--run NAME]\n"
+    "       [--keys DIR] [--state DIR] [--option K=V]... [--data K=V]...\n"
+    "writes a topology file (docs/topologies.md) for nodes 0..N-1 named n0.. and a key pair per\n"
+    "node in DIR/n<i> (fednode keygen's node.key and node.pub); the file names the key\n"
+    "directories, and loading it reads each node's public key from there.\n"
+    "  linear   n0 -> n1 -> ... ; ring: the same closed back to n0, starting at n0\n"
+    "  star     n0 is the hub, every other node a leaf; graph: the diamond for N = 4, otherwise a\n"
+    "           random connected DAG drawn from --seed\n"
+    "  --nodes N              1 to 1024 (ring and star: at least 2)\n"
+    "  --out FILE             where to write (never overwritten; default: stdout)\n"
+    "  --method M             fedpft, fedcgs or fedtc (default fedpft)\n"
+    "  --base-port P          node i is tcp://H:(P+i) (default 7000)\n"
+    "  --host H               (default 127.0.0.1)\n"
+    "  --seed S               the federation's seed (default 0)\n"
+    "  --deadline SECONDS     how long a node waits for each phase's inputs (default 300)\n"
+    "  --run NAME             the run name the run id is derived from, 1 to 128 printable ASCII\n"
+    "                         characters (default: run- and 16 random hex digits, new every time)\n"
+    "  --keys DIR             key directories DIR/n<i> (default: keys/ beside the output file);\n"
+    "                         a directory that already holds node.key is reused, not overwritten\n"
+    "  --state DIR            state directories DIR/n<i> (default: state/ beside the output file)\n"
+    "  --option K=V           a method option for every node, as `fednode simulate --K V` would take\n"
+    "                         it (flags: --option dp=true); repeat for more\n"
+    "  --data K=V             a dataset or partition setting for every node, e.g.\n"
+    "                         --data dataset=fashion-mnist --data partition=dirichlet; repeatable\n"
+    "Paths given here are relative to the current directory; the file stores them relative to\n"
+    "its own directory, as topology files do.\n";
+
+// --option and --data: repeated KEY=VALUE texts, each key at most once.
+OptionMap key_values(const Args& a, const std::string& option) {
+  OptionMap m;
+  for (const std::string& kv : a.all(option)) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--" + option + " expects KEY=VALUE, got '" + kv + "'");
+    const std::string key = kv.substr(0, eq);
+    if (!m.emplace(key, kv.substr(eq + 1)).second) throw UsageError("--" + option + " " + key + " given twice");
+  }
+  return m;
+}
+
+// The nodes will parse these with the same code as `fednode simulate`; checking them here with
+// that code makes a typo fail once, now, instead of on every node at start-up.
+void check_method_options(const std::string& method, const OptionMap& options) {
+  std::vector<std::string> argv = {"--method", method};
+  for (const auto& [key, value] : options) {
+    if (key == "method") throw UsageError("--option method: give the method with --method");
+    if (method_flag_names().count(key)) {
+      if (value != "true" && value != "false")
+        throw UsageError("--option " + key + " is a flag: its value is true or false, got '" + value + "'");
+      if (value == "true") argv.push_back("--" + key);
+    } else if (method_option_names().count(key)) {
+      argv.push_back("--" + key);
+      argv.push_back(value);
+    } else {
+      throw UsageError("--option " + key + " is not a method option (see 'fednode simulate --help')");
+    }
+  }
+  try {
+    parse_method_options(Args(argv, method_option_names(), method_flag_names()));
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--option: ") + e.what());
+  } catch (const InputError& e) {
+    throw UsageError(std::string("--option: ") + e.what());
+  }
+}
+
+// A directory from the command line (relative to the current directory) as the file must name
+// it: relative to the file's own directory, against which loaders resolve it.
+std::string as_named_in_file(const std::string& dir, const fs::path& file_dir, const std::string& option) {
+  if (dir.empty()) throw UsageError("--" + option + " needs a directory, got an empty path");
+  const fs::path p(dir);
+  if (p.is_absolute()) return p.lexically_normal().string();
+  const fs::path base = fs::absolute(file_dir).lexically_normal();
+  return fs::absolute(p).lexically_normal().lexically_proximate(base).string();
+}
+
+// Makes the key pair of one node, or reuses the one its directory holds. Returns "" either way:
+// the file names the directory, and loading it reads node.pub from there.
+std::string ensure_key_pair(const std::string& dir, int& generated, int& reused) {
+  std::error_code ec;
+  if (!fs::exists(fs::path(dir) / kSecretKeyFile, ec)) {
+    write_new_identity(dir);  // refuses, naming the file, if a stray node.pub is in the way
+    ++generated;
+    return "";
+  }
+  // Reused only if whole: the secret key readable by its owner alone and node.pub its match.
+  load_identity(dir);
+  if (!fs::exists(fs::path(dir) / kPublicKeyFile, ec))
+    throw InputError(dir + " holds " + kSecretKeyFile + " but no " + kPublicKeyFile +
+                     "; restore it, or move the directory away to generate a new key pair");
+  ++reused;
+  return "";
+}
+
+}  // namespace
+
+int cmd_topology(const std::vector<std::string>& argv) {
+  // The mode comes first, as a word; everything after it is an option.
+  const bool has_mode = !argv.empty() && argv[0].rfind("-", 0) != 0;
+  const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
+               {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "run", "keys", "state"}, {},
+               {"option", "data"});
+  if (a.help()) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (!has_mode) throw UsageError("name the topology first: fednode topology linear|ring|star|graph --nodes N");
+
+  TopologyBuildOptions o;
+  try {
+    o.mode = parse_topology_mode(argv[0]);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+  const std::string mode = to_string(o.mode);
+  if (!a.has("nodes")) throw UsageError("missing required option --nodes");
+  o.nodes = static_cast<int>(a.integer("nodes", 0, 1, kMaxTopologyNodes));
+  if ((o.mode == TopologyMode::Ring || o.mode == TopologyMode::Star) && o.nodes < 2)
+    throw UsageError("--nodes: a " + mode + " needs at least 2 nodes, got " + std::to_string(o.nodes));
+  o.base_port = static_cast<int>(a.integer("base-port", o.base_port, 1, 65535));
+  if (o.base_port + o.nodes - 1 > 65535)
+    throw UsageError("--base-port " + std::to_string(o.base_port) + ": the ports of " + std::to_string(o.nodes) +
+                     " nodes would run past 65535");
+  o.host = a.str("host", o.host);
+  if (o.host.empty()) throw UsageError("--host is empty");
+  o.method = a.str("method", "fedpft");
+  if (o.method != "fedpft" && o.method != "fedcgs" && o.method != "fedtc")
+    throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + o.method + "'");
+  o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
+  o.deadline_seconds = a.real("deadline", kDefaultDeadlineSeconds, 0.0, kMaxDeadlineSeconds);
+  if (!(o.deadline_seconds > 0)) throw UsageError("--deadline must be more than 0 seconds");
+  o.run = a.has("run") ? a.str("run", "") : random_run_name();
+  const std::string run_problem = run_name_problem(o.run);
+  if (!run_problem.empty()) throw UsageError("--run " + run_problem);
+  o.options = key_values(a, "option");
+  check_method_options(o.method, o.options);
+  o.data = key_values(a, "data");
+
+  const std::string out = a.str("out", "");
+  if (a.has("out") && out.empty()) throw UsageError("--out needs a file name, got an empty path");
+  fs::path file_dir = fs::path(out).parent_path();
+  if (file_dir.empty()) file_dir = ".";
+  o.base_dir = file_dir.string();
+  if (a.has("keys")) o.key_root = as_named_in_file(a.str("keys", ""), file_dir, "keys");
+  else o.key_root = "keys";
+  if (a.has("state")) o.state_root = as_named_in_file(a.str("state", ""), file_dir, "state");
+
+  std::error_code ec;
+  if (!out.empty() && fs::exists(fs::symlink_status(out, ec)))
+    throw InputError(out + " already exists; refusing to overwrite a topology file");
+  // A first build without keys checks every argument (host, option names, ...) before any key
+  // is written, so a mistake leaves no stray key directories behind.
+  try {
+    build_topology(o);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+
+  int generated = 0, reused = 0;
+  o.public_key = [&](const TopologyNode&, const std::string& dir) { return ensure_key_pair(dir, generated, reused); };
+  const Topology t = build_topology(o);
+  if (out.empty()) {
+    std::cout << to_toml(t);
+  } else {
+    fs::create_directories(file_dir, ec);
+    if (ec) throw InputError("cannot create the directory " + file_dir.string() + ": " + ec.message());
+    save_topology(t, out);
+    std::cout << "wrote " << out << ": " << mode << " of " << o.nodes << " nodes, " << o.method << ", run "
+              << run_name(t) << "\n";
+  }
+  // stderr: with no --out, stdout is the file itself.
+  std::cerr << "key pairs in " << t.resolve(o.key_root) << "/n<i>: " << generated << " new, " << reused
+            << " reused\n";
+  return 0;
+}
+
+}  // namespace fednode::cli
