@@ -15,7 +15,7 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--run NAME] [--quiet]\n"
+    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--quiet]\n"
     "  Runs node ID (its id or name) of the topology FILE until it is finished. Its data, method\n"
     "  options and keys come from the file ([federation.data], [federation.options], key_dir);\n"
     "  what it receives and its result (result.json, head) go to its state directory. Killed\n"

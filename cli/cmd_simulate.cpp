@@ -14,7 +14,7 @@ namespace {
 const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
-    "       --method fedpft|fedcgs|fedtc --topology linear|ring|star --nodes N\n"
+    "       --method fedpft|fedcgs|fedtc --topology linear|ring|star|graph --nodes N\n"
     "       --partition iid|dirichlet|shards|labels [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--seed S] [--report report.json] [--no-baselines] [--quiet]\n"
     "  --quiet                           no progress lines on stderr (the table is still printed)\n"
@@ -54,7 +54,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   }
   SimulationOptions o;
   o.method = parse_method_options(a);
-  o.topology = parse_sim_topology(a.str("topology", "linear"));
+  o.topology = parse_topology_mode(a.str("topology", "linear"));
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, (1LL << 62)));
   o.partition = parse_partition_options(a, static_cast<int>(a.integer("nodes", 10, 1, 100000)), o.seed);
   o.baselines = !a.flag("no-baselines");

@@ -2,6 +2,7 @@
 
 #include "crypto/secure_channel.h"
 #include "node/json.h"
+#include "node/phases.h"
 #include "node/state_store.h"
 #include "node/step.h"
 #include "topology/plan.h"
@@ -42,13 +43,9 @@ std::string contributors_text(const Contributors& c) {
   return s + "}";
 }
 
-// A piece of knowledge that arrived, with what the plan needs to know about it.
-struct Piece {
-  NodeId from = 0;
-  uint64_t msg_id = 0;
-  PlanMessage kind = PlanMessage::Knowledge;
+// A piece of knowledge that arrived (seq = its message id).
+struct Piece : ReceivedPiece {
   bool late = false;  // arrived after phase 1 was done: merged into the head only
-  Knowledge knowledge;
 };
 
 // Per outbox entry: when to (re)send it. Stop-and-wait per peer: a peer gets its next frame only
@@ -97,6 +94,10 @@ struct Node::Impl {
 
   Clock::time_point started = Clock::now(), stage_started = Clock::now(), done_at{};
   bool done = false;
+  // After finishing, the node keeps answering for a moment: its last acknowledgement may be
+  // lost when it closes its connection (ZeroMQ drops what the peer has not read yet from a
+  // connection that goes away), and the peer's resend must then find it still there.
+  Clock::time_point closing_since{}, last_frame{};
   NodeResult result;
 
   Impl(NodeConfig c, Identity identity)
@@ -228,6 +229,7 @@ struct Node::Impl {
   // --- receiving ----------------------------------------------------------------------------
 
   void handle(const Incoming& in) {
+    last_frame = Clock::now();
     result.bytes_received += static_cast<int64_t>(in.frame.size());
     Message msg;
     try {
@@ -354,7 +356,7 @@ struct Node::Impl {
     }
     Piece piece;
     piece.from = h.from;
-    piece.msg_id = h.msg_id;
+    piece.seq = h.msg_id;
     piece.kind = kind;
     piece.knowledge = std::get<Knowledge>(std::move(payload));
     // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
@@ -424,6 +426,7 @@ struct Node::Impl {
   void answer(const Incoming& in, NodeId to, const Payload& p) {
     const std::string frame = channel.seal(to, store->next_msg_id(), p);
     if (transport->reply(in, frame)) result.bytes_sent += static_cast<int64_t>(frame.size());
+    else say("could not answer " + who(to) + ": its connection is gone (it will resend)");
   }
 
   void on_ack(NodeId from, uint64_t acked) {
@@ -476,13 +479,6 @@ struct Node::Impl {
 
   // --- the plan -------------------------------------------------------------------------------
 
-  std::vector<Knowledge> inputs(bool phase1_only) const {
-    std::vector<Knowledge> v;
-    for (const auto& p : pieces)
-      if (p.kind == PlanMessage::Knowledge && (!phase1_only || !p.late)) v.push_back(p.knowledge);
-    return v;
-  }
-
   void set_head(std::shared_ptr<const Head> h, const Contributors& contributors) {
     head = std::move(h);
     result.contributors = contributors;
@@ -491,54 +487,17 @@ struct Node::Impl {
   }
 
   void phase1() {
-    // In phase 1 only the wait_for senders' knowledge counts; feedback waits for phase 2.
-    std::vector<Knowledge> in;
-    for (const auto& p : pieces)
-      if (p.kind == PlanMessage::Knowledge &&
-          std::find(plan.wait_for.begin(), plan.wait_for.end(), p.from) != plan.wait_for.end())
-        in.push_back(p.knowledge);
-    const bool ring_last = plan.complete_to && !plan.complete_from;
-    const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
-    say("merging " + std::to_string(in.size()) + " piece(s) of knowledge with " +
-        std::to_string(config.local.size()) + " local samples (" + method->name() + ")");
-    std::vector<Knowledge> out_pieces;
-    std::unique_ptr<Head> fitted;
-    Contributors head_contributors;
-    if (plan.forward_merged || !forwards) {
-      StepOutput out = run_step(*method, in, config.local, ctx, forwards, plan.fits_head);
-      result.seconds_merge += out.merge_seconds;
-      result.seconds_head += out.head_seconds;
-      if (out.outgoing) out_pieces.push_back(std::move(*out.outgoing));
-      fitted = std::move(out.head);
-    } else {
-      // A relay (docs/topologies.md, "Diamonds"): pass every piece on unchanged, except those
-      // contained in another, then its own summary last.
-      for (size_t i = 0; i < in.size(); ++i) {
-        bool contained = false;
-        for (size_t j = 0; j < in.size() && !contained; ++j)
-          contained = j != i && std::includes(in[j].contributors.begin(), in[j].contributors.end(),
-                                              in[i].contributors.begin(), in[i].contributors.end()) &&
-                      (in[j].contributors != in[i].contributors || j < i);
-        if (!contained) out_pieces.push_back(in[i]);
-      }
-      const auto t0 = Clock::now();
-      out_pieces.push_back(method->summarize(config.local, ctx));
-      result.seconds_merge += since(t0);
-      if (plan.fits_head) {
-        StepOutput out = run_step(*method, in, config.local, ctx, false, true);
-        result.seconds_head += out.head_seconds;
-        fitted = std::move(out.head);
-      }
-    }
-    if (fitted) {
-      head_contributors = select_for_combination(in, &config.local, ctx, config.method.method).contributors;
-      set_head(std::shared_ptr<const Head>(std::move(fitted)), head_contributors);
-    }
+    say("merging what arrived with " + std::to_string(config.local.size()) + " local samples (" + method->name() + ")");
+    std::vector<ReceivedPiece> received(pieces.begin(), pieces.end());
+    PhaseOne out = run_phase_one(*method, plan, received, config.local, ctx);
+    result.seconds_merge += out.merge_seconds;
+    result.seconds_head += out.head_seconds;
+    if (out.head) set_head(std::shared_ptr<const Head>(std::move(out.head)), out.head_contributors);
     for (NodeId to : plan.forward_to)
-      for (const auto& k : out_pieces) queue_knowledge(to, k, MessageType::Knowledge, 1);
+      for (const auto& k : out.outgoing) queue_knowledge(to, k, MessageType::Knowledge, 1);
     for (NodeId to : plan.feedback_to)
-      for (const auto& k : out_pieces) queue_knowledge(to, k, MessageType::Knowledge, 1);
-    if (ring_last && !out_pieces.empty()) queue_knowledge(*plan.complete_to, out_pieces.front(), MessageType::Complete, 1);
+      for (const auto& k : out.outgoing) queue_knowledge(to, k, MessageType::Knowledge, 1);
+    if (out.complete) queue_knowledge(*plan.complete_to, out.outgoing[*out.complete], MessageType::Complete, 1);
     if (!plan.send_head_to.empty() && head) {
       HeadMessage hm;
       hm.head = head;
@@ -560,9 +519,9 @@ struct Node::Impl {
       } else {
         // The hub never answered: a head on the node's own data is better than none.
         say("no head from " + who(*plan.head_from) + "; fitting one on the local data only");
-        StepOutput out = run_step(*method, {}, config.local, ctx, false, true);
-        result.seconds_head += out.head_seconds;
-        set_head(std::shared_ptr<const Head>(std::move(out.head)), Contributors{config.id});
+        Refit r = refit_head(*method, {}, config.local, ctx);
+        result.seconds_head += r.seconds;
+        set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
       }
     }
     if (plan.complete_from) {
@@ -571,9 +530,9 @@ struct Node::Impl {
         if (p.kind == PlanMessage::Complete) complete = &p;
       if (complete) {
         say("refitting the head on the complete knowledge " + contributors_text(complete->knowledge.contributors));
-        StepOutput out = run_step(*method, {complete->knowledge}, config.local, ctx, false, true);
-        result.seconds_head += out.head_seconds;
-        set_head(std::shared_ptr<const Head>(std::move(out.head)), complete->knowledge.contributors);
+        Refit r = refit_head(*method, {complete->knowledge}, config.local, ctx);
+        result.seconds_head += r.seconds;
+        set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
         if (plan.complete_to) queue_knowledge(*plan.complete_to, complete->knowledge, MessageType::Complete, 2);
       }
     }
@@ -585,13 +544,18 @@ struct Node::Impl {
   // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
   void refit() {
     refit_pending = false;
-    const auto all = inputs(false);
-    const Selection sel = select_for_combination(all, &config.local, ctx, config.method.method);
+    std::vector<ReceivedPiece> all;
+    for (const auto& p : pieces)
+      if (p.kind == PlanMessage::Knowledge) all.push_back(p);
+    sort_inputs(all);
+    std::vector<Knowledge> knowledge;
+    for (auto& p : all) knowledge.push_back(std::move(p.knowledge));
+    const Selection sel = select_for_combination(knowledge, &config.local, ctx, config.method.method);
     if (sel.contributors == result.contributors) return;
-    say("refitting the head with late knowledge: " + contributors_text(sel.contributors));
-    StepOutput out = run_step(*method, all, config.local, ctx, false, true);
-    result.seconds_head += out.head_seconds;
-    set_head(std::shared_ptr<const Head>(std::move(out.head)), sel.contributors);
+    say("refitting the head with knowledge that came after phase 1: " + contributors_text(sel.contributors));
+    Refit r = refit_head(*method, knowledge, config.local, ctx);
+    result.seconds_head += r.seconds;
+    set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
   }
 
   void report_missing() {
@@ -633,8 +597,23 @@ struct Node::Impl {
     }
   }
 
+  // True once a finished node has answered long enough: at least closing_grace after finishing,
+  // and no frame for closing_quiet (a peer still resending keeps it answering, up to 10 s).
+  bool closed(std::chrono::milliseconds budget) {
+    const auto until = Clock::now() + budget;
+    do {
+      if (auto in = transport->receive(std::chrono::milliseconds(20))) handle(*in);
+      const double open_for = since(closing_since);
+      if (open_for >= 10.0) return true;
+      if (open_for >= kClosingGrace && since(last_frame) >= kClosingQuiet) return true;
+    } while (Clock::now() < until);
+    return false;
+  }
+  static constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5;
+
   void finish(NodeStatus status) {
     done = true;
+    closing_since = Clock::now();
     for (const auto& p : outbox)
       if (!p.entry.acked && !p.entry.failed &&
           std::find(result.unacknowledged.begin(), result.unacknowledged.end(), p.entry.to) == result.unacknowledged.end())
@@ -664,7 +643,7 @@ Node::~Node() = default;
 
 bool Node::step(std::chrono::milliseconds budget) {
   auto& m = *impl_;
-  if (m.done) return true;
+  if (m.done) return stop_.load() || m.closed(budget);
   if (stop_.load()) {
     m.finish(NodeStatus::Stopped);
     return true;
@@ -673,7 +652,7 @@ bool Node::step(std::chrono::milliseconds budget) {
   // Everything that is waiting first, so that one step drains a burst of frames.
   while (auto in = m.transport->receive(std::chrono::milliseconds(0))) m.handle(*in);
   m.advance();
-  if (m.done) return true;
+  if (m.done) return m.closed(std::chrono::milliseconds(0));
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
   if (left.count() > 0) {
     // Wake early for the next resend.
@@ -685,7 +664,7 @@ bool Node::step(std::chrono::milliseconds budget) {
     if (auto in = m.transport->receive(wait)) m.handle(*in);
   }
   m.advance();
-  return m.done;
+  return m.done && m.closed(std::chrono::milliseconds(0));
 }
 
 NodeResult Node::run() {

@@ -3,7 +3,10 @@
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/rng.h"
 #include "node/json.h"
+#include "node/phases.h"
 #include "node/step.h"
+#include "topology/builders.h"
+#include "topology/plan.h"
 
 #include <chrono>
 #include <cstdio>
@@ -29,22 +32,6 @@ int64_t message_bytes(const Knowledge& k, const MethodOptions& m) {
 
 }  // namespace
 
-SimTopology parse_sim_topology(const std::string& s) {
-  if (s == "linear") return SimTopology::Linear;
-  if (s == "ring") return SimTopology::Ring;
-  if (s == "star") return SimTopology::Star;
-  throw InputError("unknown topology '" + s + "' (expected linear, ring or star)");
-}
-
-const char* to_string(SimTopology t) {
-  switch (t) {
-    case SimTopology::Linear: return "linear";
-    case SimTopology::Ring: return "ring";
-    case SimTopology::Star: return "star";
-  }
-  return "?";
-}
-
 SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options) {
   const auto t_start = Clock::now();
   train.validate("training features");
@@ -55,7 +42,7 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
   const int C = std::max(train.num_classes, test.num_classes);
   const int N = options.partition.nodes;
   if (N < 1) throw InputError("the federation needs at least one node");
-  if (options.topology == SimTopology::Star && N < 2)
+  if (options.topology == TopologyMode::Star && N < 2)
     throw InputError("a star needs a hub and at least one leaf (--nodes >= 2)");
   auto say = [&](const std::string& msg) {
     if (options.progress) options.progress(msg);
@@ -119,72 +106,103 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
     report.nodes[to].bytes_received += bytes;
   };
 
-  switch (options.topology) {
-    case SimTopology::Linear:
-    case SimTopology::Ring: {
-      // First pass: n0 -> n1 -> ... -> n(N-1), knowledge accumulating along the chain.
-      std::vector<Knowledge> inbox;
-      std::optional<Knowledge> complete;
-      for (int i = 0; i < N; ++i) {
-        say("node " + std::to_string(i) + ": merging and fitting its head (" + method->name() + ")");
+  // Every node follows its plan (topology/plan.h) exactly as a networked node does; messages
+  // are handed over in memory. A node acts as soon as its inputs are in, the smallest id first,
+  // so the order is deterministic.
+  TopologyBuildOptions build;
+  build.mode = options.topology;
+  build.nodes = N;
+  build.seed = options.seed;
+  build.method = options.method.method;
+  const Topology topology = build_topology(build);
+  const std::vector<NodePlan> plans = plan_all(topology);
+  std::vector<std::vector<ReceivedPiece>> inbox(N);
+  std::vector<std::set<NodeId>> heard_from(N);  // senders whose phase-1 knowledge is complete
+  std::vector<std::shared_ptr<const Head>> hub_head(N);
+  std::vector<Contributors> hub_contributors(N);
+  std::vector<uint64_t> sent(N, 0);
+  std::vector<bool> phase1_done(N, false), phase2_done(N, false);
+  std::vector<std::shared_ptr<const Head>> heads(N);
+  auto deliver = [&](int from, NodeId to, PlanMessage kind, const Knowledge& k) {
+    send(from, static_cast<int>(to), message_bytes(k, options.method));
+    inbox[to].push_back(ReceivedPiece{static_cast<NodeId>(from), ++sent[from], kind, k});
+    if (kind == PlanMessage::Knowledge) heard_from[to].insert(static_cast<NodeId>(from));
+  };
+  auto all_in = [&](const std::vector<NodeId>& senders, int i) {
+    for (NodeId s : senders)
+      if (!heard_from[i].count(s)) return false;
+    return true;
+  };
+  auto complete_of = [&](int i) -> const Knowledge* {
+    for (const auto& p : inbox[i])
+      if (p.kind == PlanMessage::Complete) return &p.knowledge;
+    return nullptr;
+  };
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (int i = 0; i < N && !progressed; ++i) {
+      const NodePlan& plan = plans[i];
+      if (!phase1_done[i] && all_in(plan.wait_for, i)) {
+        say("node " + std::to_string(i) + ": " + (plan.fits_head ? "merging and fitting its head" : "summarising") +
+            " (" + method->name() + ")");
         const auto t0 = Clock::now();
-        const bool forwards = i + 1 < N || options.topology == SimTopology::Ring;
-        StepOutput out = run_step(*method, inbox, local[i], context(i), forwards, true);
-        Contributors heard = out.outgoing ? out.outgoing->contributors : Contributors{};
-        if (!out.outgoing) {
-          heard.insert(static_cast<NodeId>(i));
-          for (const auto& k : inbox) heard.insert(k.contributors.begin(), k.contributors.end());
+        PhaseOne out = run_phase_one(*method, plan, inbox[i], local[i], context(i));
+        if (out.head) {
+          heads[i] = std::shared_ptr<const Head>(std::move(out.head));
+          finish_node(i, *heads[i], out.head_contributors, 0);
         }
-        finish_node(i, *out.head, heard, since(t0));
-        inbox.clear();
-        if (out.outgoing) {
-          const int next = (i + 1) % N;
-          if (N > 1) send(i, next, message_bytes(*out.outgoing, options.method));
-          if (i + 1 < N) inbox.push_back(std::move(*out.outgoing));
-          else complete = std::move(out.outgoing);
-        }
-      }
-      // Second pass (ring): the complete knowledge travels n(N-1) -> n0 -> ... -> n(N-2), and each
-      // node refits its head on it; its own data is already inside, so it is not added again.
-      if (options.topology == SimTopology::Ring && complete && N > 1) {
-        const int64_t bytes = message_bytes(*complete, options.method);
-        for (int i = 0; i + 1 < N; ++i) {
-          say("node " + std::to_string(i) + ": refitting on the complete knowledge (second pass)");
-          const auto t0 = Clock::now();
-          StepOutput out = run_step(*method, {*complete}, local[i], context(i), false, true);
-          finish_node(i, *out.head, complete->contributors, since(t0));
-          if (i + 1 < N - 1) send(i, i + 1, bytes);
-        }
-      }
-      break;
-    }
-    case SimTopology::Star: {
-      // Node 0 is the hub: leaves summarise and send, the hub fits the head and sends it back.
-      std::vector<Knowledge> inbox;
-      for (int i = 1; i < N; ++i) {
-        say("leaf " + std::to_string(i) + ": summarising (" + method->name() + ")");
-        const auto t0 = Clock::now();
-        StepOutput out = run_step(*method, {}, local[i], context(i), true, false);
         report.nodes[i].seconds += since(t0);
-        send(i, 0, message_bytes(*out.outgoing, options.method));
-        inbox.push_back(std::move(*out.outgoing));
+        for (NodeId to : plan.forward_to)
+          for (const auto& k : out.outgoing) deliver(i, to, PlanMessage::Knowledge, k);
+        for (NodeId to : plan.feedback_to)
+          for (const auto& k : out.outgoing) deliver(i, to, PlanMessage::Knowledge, k);
+        if (out.complete) deliver(i, *plan.complete_to, PlanMessage::Complete, out.outgoing[*out.complete]);
+        for (NodeId to : plan.send_head_to) {
+          send(i, static_cast<int>(to), head_bytes(*heads[i]));
+          hub_head[to] = heads[i];
+          hub_contributors[to] = report.nodes[i].contributors;
+        }
+        phase1_done[i] = progressed = true;
+        if (!plan.has_phase2()) phase2_done[i] = true;
+        continue;
       }
-      say("hub: fitting the head on " + std::to_string(inbox.size()) + " leaves' knowledge");
-      const auto t0 = Clock::now();
-      StepOutput hub = run_step(*method, inbox, local[0], context(0), false, true);
-      Contributors everyone;
-      for (int i = 0; i < N; ++i) everyone.insert(static_cast<NodeId>(i));
-      finish_node(0, *hub.head, everyone, since(t0));
-      const int64_t bytes = head_bytes(*hub.head);
-      for (int i = 1; i < N; ++i) {
-        send(0, i, bytes);
-        report.nodes[i].accuracy = report.nodes[0].accuracy;
-        report.nodes[i].per_class = report.nodes[0].per_class;
-        report.nodes[i].contributors = everyone;
+      if (phase1_done[i] && !phase2_done[i]) {
+        if (plan.head_from && !hub_head[i]) continue;
+        if (plan.complete_from && !complete_of(i)) continue;
+        if (!all_in(plan.late_from, i)) continue;
+        const auto t0 = Clock::now();
+        if (plan.head_from) {
+          heads[i] = hub_head[i];
+          report.nodes[i].accuracy = heads[i]->accuracy(test_all);
+          report.nodes[i].per_class = heads[i]->per_class_accuracy(test_all);
+          report.nodes[i].contributors = hub_contributors[i];
+        }
+        if (const Knowledge* complete = plan.complete_from ? complete_of(i) : nullptr) {
+          say("node " + std::to_string(i) + ": refitting on the complete knowledge (second pass)");
+          Refit r = refit_head(*method, {*complete}, local[i], context(i));
+          heads[i] = std::shared_ptr<const Head>(std::move(r.head));
+          finish_node(i, *heads[i], r.contributors, 0);
+          if (plan.complete_to) deliver(i, *plan.complete_to, PlanMessage::Complete, *complete);
+        }
+        if (!plan.late_from.empty()) {
+          std::vector<ReceivedPiece> all;
+          for (const auto& p : inbox[i])
+            if (p.kind == PlanMessage::Knowledge) all.push_back(p);
+          sort_inputs(all);
+          std::vector<Knowledge> knowledge;
+          for (auto& p : all) knowledge.push_back(std::move(p.knowledge));
+          say("node " + std::to_string(i) + ": refitting with its feedback knowledge");
+          Refit r = refit_head(*method, knowledge, local[i], context(i));
+          heads[i] = std::shared_ptr<const Head>(std::move(r.head));
+          finish_node(i, *heads[i], r.contributors, 0);
+        }
+        report.nodes[i].seconds += since(t0);
+        phase2_done[i] = progressed = true;
       }
-      break;
     }
   }
+  for (int i = 0; i < N; ++i)
+    if (!phase2_done[i]) throw InputError("node " + std::to_string(i) + " could never finish in this topology");
 
   if (options.baselines) {
     say("baselines: centralised LDA");

@@ -1,9 +1,11 @@
-// The whole federation in one process: N nodes over a linear, ring or star topology, each running
-// node/step.h exactly as a networked node would, with messages handed over in memory.
+// The whole federation in one process: N nodes over a linear, ring, star or graph topology, each
+// following its plan with node/phases.h exactly as a networked node does, with messages handed
+// over in memory.
 #pragma once
 
 #include "features/partition.h"
 #include "methods/method.h"
+#include "topology/topology.h"
 
 #include <functional>
 #include <iosfwd>
@@ -12,9 +14,9 @@
 
 namespace fednode {
 
-enum class SimTopology { Linear, Ring, Star };
-SimTopology parse_sim_topology(const std::string& s);
-const char* to_string(SimTopology t);
+// The same modes as topology files. Star: node 0 is the hub; ring: starts at node 0; graph: the
+// builder's graph (topology/builders.h: the diamond for 4 nodes, else a seeded random DAG).
+using SimTopology = TopologyMode;
 
 struct SimulationOptions {
   MethodOptions method;

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include "methods/fedcgs/fedcgs.h"
 
 #include <string>
@@ -55,8 +56,11 @@ class FedCgs final : public Method {
         ctx.progress("fedcgs: no node holds class(es) " + list + "; the head never predicts them");
       }
       if (diag.identity) ctx.progress("fedcgs: every feature is constant; using an identity covariance");
-      if (diag.ridge > 0)
-        ctx.progress("fedcgs: covariance is singular; added a ridge of " + std::to_string(diag.ridge));
+      if (diag.ridge > 0) {
+        char ridge[32];
+        std::snprintf(ridge, sizeof ridge, "%.3g", diag.ridge);  // tiny ridges are the usual case
+        ctx.progress(std::string("fedcgs: covariance is singular; added a ridge of ") + ridge);
+      }
     }
     return head;
   }

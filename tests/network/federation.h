@@ -173,7 +173,10 @@ inline Federation make_federation(const fs::path& dir, TopologyMode mode, int no
 // A fresh folder for one test under the system's temporary directory.
 inline fs::path test_dir(const std::string& suite) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return fs::temp_directory_path() / ("fednode_" + suite + "_" + std::to_string(::getpid()) + "_" + info->name());
+  std::string name = info->name();
+  for (char& c : name)
+    if (c == '/') c = '_';  // parameterised tests are named "Test/param"
+  return fs::temp_directory_path() / ("fednode_" + suite + "_" + std::to_string(::getpid()) + "_" + name);
 }
 
 }  // namespace fednode::testing_network

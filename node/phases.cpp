@@ -1,0 +1,71 @@
+#include "node/phases.h"
+
+#include "node/step.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace fednode {
+
+void sort_inputs(std::vector<ReceivedPiece>& pieces) {
+  std::stable_sort(pieces.begin(), pieces.end(), [](const ReceivedPiece& a, const ReceivedPiece& b) {
+    return a.from != b.from ? a.from < b.from : a.seq < b.seq;
+  });
+}
+
+PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
+                       const Features& local, const NodeContext& ctx) {
+  std::vector<ReceivedPiece> sorted;
+  for (const auto& p : received)
+    if (p.kind == PlanMessage::Knowledge &&
+        std::find(plan.wait_for.begin(), plan.wait_for.end(), p.from) != plan.wait_for.end())
+      sorted.push_back(p);
+  sort_inputs(sorted);
+  std::vector<Knowledge> in;
+  for (auto& p : sorted) in.push_back(std::move(p.knowledge));
+
+  const bool ring_last = plan.complete_to && !plan.complete_from;
+  const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
+  PhaseOne r;
+  if (plan.forward_merged || !forwards) {
+    StepOutput out = run_step(method, in, local, ctx, forwards, plan.fits_head);
+    r.merge_seconds = out.merge_seconds;
+    r.head_seconds = out.head_seconds;
+    if (out.outgoing) r.outgoing.push_back(std::move(*out.outgoing));
+    r.head = std::move(out.head);
+  } else {
+    // A relay (docs/topologies.md, "Diamonds").
+    for (size_t i = 0; i < in.size(); ++i) {
+      bool contained = false;
+      for (size_t j = 0; j < in.size() && !contained; ++j) {
+        const auto& a = in[i].contributors;
+        const auto& b = in[j].contributors;
+        contained = j != i && std::includes(b.begin(), b.end(), a.begin(), a.end()) && (a != b || j < i);
+      }
+      if (!contained) r.outgoing.push_back(in[i]);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    r.outgoing.push_back(method.summarize(local, ctx));
+    r.merge_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (plan.fits_head) {
+      StepOutput out = run_step(method, in, local, ctx, false, true);
+      r.head_seconds = out.head_seconds;
+      r.head = std::move(out.head);
+    }
+  }
+  if (ring_last && !r.outgoing.empty()) r.complete = 0;
+  if (r.head) r.head_contributors = select_for_combination(in, &local, ctx, method.name()).contributors;
+  return r;
+}
+
+Refit refit_head(const Method& method, const std::vector<Knowledge>& knowledge, const Features& local,
+                 const NodeContext& ctx) {
+  Refit r;
+  StepOutput out = run_step(method, knowledge, local, ctx, false, true);
+  r.head = std::move(out.head);
+  r.seconds = out.head_seconds;
+  r.contributors = select_for_combination(knowledge, &local, ctx, method.name()).contributors;
+  return r;
+}
+
+}  // namespace fednode

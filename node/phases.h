@@ -1,0 +1,48 @@
+// What a node computes at each point of its plan (topology/plan.h), independent of how the
+// knowledge reached it: the networked node (node/node.h) and the in-process simulator
+// (node/simulator.h) both call these, so a federation gives the same result either way.
+#pragma once
+
+#include "methods/method.h"
+#include "topology/plan.h"
+
+#include <memory>
+#include <vector>
+
+namespace fednode {
+
+// A piece of knowledge as a node received it. Inputs are used in the order (from, seq), never
+// in arrival order, which differs from run to run.
+struct ReceivedPiece {
+  NodeId from = 0;
+  uint64_t seq = 0;  // the sender's order (message id on the network)
+  PlanMessage kind = PlanMessage::Knowledge;
+  Knowledge knowledge;
+};
+void sort_inputs(std::vector<ReceivedPiece>& pieces);
+
+struct PhaseOne {
+  std::vector<Knowledge> outgoing;  // to every forward_to and feedback_to node, in this order
+  std::optional<size_t> complete;   // index into outgoing: the ring's last node sends it on as complete
+  std::unique_ptr<Head> head;       // when the plan fits a head
+  Contributors head_contributors;
+  double merge_seconds = 0, head_seconds = 0;
+};
+
+// Phase 1 (docs/topologies.md): merge the wait_for senders' knowledge with the local data, fit
+// the head, and what to forward — one merged piece, or, for a relay, every piece unchanged
+// (except those contained in another) plus the node's own summary, last.
+PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
+                       const Features& local, const NodeContext& ctx);
+
+struct Refit {
+  std::unique_ptr<Head> head;
+  Contributors contributors;
+  double seconds = 0;
+};
+// A head on everything `knowledge` and the local data hold (ring's complete knowledge, graph
+// feedback, late arrivals), by the contributor rules.
+Refit refit_head(const Method& method, const std::vector<Knowledge>& knowledge, const Features& local,
+                 const NodeContext& ctx);
+
+}  // namespace fednode
