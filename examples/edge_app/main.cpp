@@ -110,6 +110,7 @@ int main(int argc, char** argv) try {
   std::cout << tag << "holds " << config.local.size() << " samples" << std::endl;
 
   const std::string key_dir = config.topology.key_dir_of(config.id);
+  if (key_dir.empty()) throw std::invalid_argument(config.topology.describe(config.id) + " has no key_dir in " + argv[1]);
   fednode::Node node(std::move(config), fednode::load_identity(key_dir));
 
   // The application's own loop: step() handles what arrived within its budget and does what is
