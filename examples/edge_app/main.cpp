@@ -1,0 +1,132 @@
+// edge_app: an application that embeds one fednode node (docs/embedding.md).
+//
+//   edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT]
+//   edge_app TOPOLOGY ID npy TRAIN_X.npy TRAIN_Y.npy [TEST_X.npy TEST_Y.npy]
+//
+// It joins the federation described by TOPOLOGY (a file from `fednode topology`) as node ID,
+// with its keys and state directory as the file names them. The other nodes may be `fednode run`
+// processes or other applications.
+//
+// An application decides in code where its data and method options come from. Reading
+// [federation.data] and [federation.options] from the topology is what the `fednode run` CLI
+// does; this program only takes the method's name from the file and keeps its default options,
+// so the other nodes must run with defaults too.
+#include "crypto/key_files.h"
+#include "features/idx.h"
+#include "features/npy.h"
+#include "features/partition.h"
+#include "node/node.h"
+#include "topology/topology.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+std::string text(const fednode::Contributors& c) {
+  std::string s = "{";
+  for (fednode::NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
+  return s + "}";
+}
+
+int64_t count(const char* arg, const char* what) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(arg, &used);
+  } catch (const std::exception&) {
+  }
+  if (n < 0 || used != std::string(arg).size())
+    throw std::invalid_argument(std::string(what) + " must be a count, got '" + arg + "'");
+  return n;
+}
+
+int usage() {
+  std::cerr << "usage: edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT]\n"
+               "       edge_app TOPOLOGY ID npy TRAIN_X.npy TRAIN_Y.npy [TEST_X.npy TEST_Y.npy]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 4) return usage();
+  const std::string source = argv[3];
+  if (!((source == "fashion-mnist" && (argc == 4 || argc == 6)) ||
+        (source == "npy" && (argc == 6 || argc == 8))))
+    return usage();
+
+  // load_topology validates the file and reads every node's public key from its key_dir.
+  fednode::NodeConfig config;
+  config.topology = fednode::load_topology(argv[1]);
+  config.id = config.topology.lookup(argv[2]).id;
+  config.run_name = fednode::run_name(config.topology);  // every node derives the same run id
+  config.method.method = config.topology.federation.method;
+
+  // The whole dataset, then this node's share of it: the iid partition drawn from the
+  // federation's seed, as every `fednode run` node of a file with partition=iid draws it.
+  fednode::Features train, test;
+  if (source == "fashion-mnist") {
+    const int64_t train_limit = argc == 6 ? count(argv[4], "TRAIN_LIMIT") : -1;  // -1: all
+    const int64_t test_limit = argc == 6 ? count(argv[5], "TEST_LIMIT") : -1;
+    const std::string dir = fednode::default_fashion_mnist_dir();
+    train = fednode::load_fashion_mnist(dir, "train", train_limit);
+    test = fednode::load_fashion_mnist(dir, "test", test_limit);
+  } else {
+    train = fednode::load_npy_dataset(argv[4], argv[5]);
+    if (argc == 8) test = fednode::load_npy_dataset(argv[6], argv[7]);
+  }
+  train.num_classes = test.num_classes = std::max(train.num_classes, test.num_classes);
+  fednode::PartitionOptions split;
+  split.nodes = static_cast<int>(config.topology.nodes.size());
+  split.seed = config.topology.federation.seed;
+  const fednode::Partition parts = fednode::make_partition(train.y, train.num_classes, split);
+  config.local = train.subset(parts.at(static_cast<size_t>(config.topology.partition_index(config.id))));
+  if (test.size() > 0) config.test = std::move(test);
+  // Pixels need no backbone; features from a backbone would carry its fingerprint here, and
+  // every node must give the same one.
+  config.backbone_fingerprint = "pixels";
+
+  // Callbacks run on the thread that calls step(), between turns of the event loop.
+  const std::string tag = "[edge " + std::to_string(config.id) + "] ";
+  config.callbacks.progress = [tag](const std::string& line) { std::cout << tag << line << std::endl; };
+  config.callbacks.knowledge = [tag](fednode::NodeId from, const fednode::Knowledge& k) {
+    std::cout << tag << "knowledge from node " << from << ": " << k.method_name() << ", contributors "
+              << text(k.contributors) << std::endl;
+  };
+  config.callbacks.head = [tag](const fednode::Head& head, const fednode::Contributors& c) {
+    std::cout << tag << "head ready: " << head.kind() << ", " << head.num_classes()
+              << " classes, trained on " << text(c) << std::endl;
+  };
+  std::cout << tag << "holds " << config.local.size() << " samples" << std::endl;
+
+  const std::string key_dir = config.topology.key_dir_of(config.id);
+  if (key_dir.empty()) throw std::invalid_argument(config.topology.describe(config.id) + " has no key_dir in " + argv[1]);
+  fednode::Node node(std::move(config), fednode::load_identity(key_dir));
+
+  // The application's own loop: step() handles what arrived within its budget and does what is
+  // due, so the app can do other work between steps. A signal only sets a flag; the loop turns
+  // it into request_stop(), and the node stops cleanly on its next step.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  while (!node.step(std::chrono::milliseconds(100)))
+    if (g_stop) node.request_stop();
+
+  const fednode::NodeResult& r = node.result();
+  std::cout << tag << "status " << fednode::to_string(r.status) << ", accuracy "
+            << (r.accuracy >= 0 ? std::to_string(r.accuracy) : "none") << ", contributors "
+            << text(r.contributors) << ", result in " << node.state_dir() << "/result.json" << std::endl;
+  return r.status == fednode::NodeStatus::Finished ? 0 : r.status == fednode::NodeStatus::Stopped ? 130 : 3;
+} catch (const std::exception& e) {
+  std::cerr << "edge_app: " << e.what() << std::endl;
+  return 1;
+}
