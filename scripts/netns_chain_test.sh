@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# A 5-node FedCGS chain with every node in its own network namespace: own IP address, own
+# loopback, reachable only over a veth link to a bridge. This is the LAN case of docs/lan.md on
+# one machine: nodes bind tcp://*:PORT and are addressed by their IP, and since the addresses
+# exist only inside the namespaces, the run cannot silently fall back to loopback. All nodes even
+# share one port number, which on a single network stack would collide.
+#
+# usage: netns_chain_test.sh FEDNODE_BINARY
+# Exit status: 0 passed, 1 failed, 2 usage, 77 skipped (CTest's SKIP_RETURN_CODE): namespaces,
+# veth pairs or bridges cannot be made here (not root / no CAP_SYS_ADMIN and CAP_NET_ADMIN, no
+# iproute2, or a kernel without veth or bridge support).
+#
+# Everything it creates lives in namespaces named fnchain<PID>-*; the links are created inside
+# them, never in the caller's namespace, so the host's interfaces and routes are not touched and
+# two runs at once do not interfere. Deleting the namespaces removes the veths and the bridge.
+set -euo pipefail
+
+readonly NODES=5
+readonly SUBNET=10.231.0        # /24, only ever configured inside the namespaces
+readonly PORT=7300              # the same for every node: each has its own IP
+readonly TIME_LIMIT=240         # below the CTest TIMEOUT so that we still get to clean up
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 FEDNODE_BINARY" >&2
+  exit 2
+fi
+fednode=$1
+case $fednode in /*) ;; *) fednode=$PWD/$fednode ;; esac
+if [ ! -x "$fednode" ]; then
+  echo "FAILED: $fednode is not an executable" >&2
+  exit 1
+fi
+
+skipping=0
+skip() {
+  echo "SKIPPED: $*"
+  skipping=1
+  exit 77
+}
+
+prefix=fnchain$$
+sw_ns=$prefix-sw
+node_ns() { echo "$prefix-n$1"; }
+work=""
+pids=()
+created_ns=()
+
+cleanup() {
+  local rc=$?
+  set +e
+  # Only skip() may report a skip; a command that failed with 77 is a failure.
+  [ "$rc" -eq 77 ] && [ "$skipping" -eq 0 ] && rc=1
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  for ns in "${created_ns[@]}"; do ip netns delete "$ns" 2>/dev/null; done
+  [ -n "$work" ] && rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "FAILED: line $LINENO: \"$BASH_COMMAND\" exited with status $?" >&2' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- can namespaces be made here? -----------------------------------------------------------
+command -v ip >/dev/null 2>&1 ||
+  skip "the 'ip' command is not installed (Debian package iproute2)"
+ip netns list >/dev/null 2>&1 ||
+  skip "'ip netns' is not supported by this iproute2: $(ip netns list 2>&1 | head -n1)"
+if [ "$(id -u)" -ne 0 ]; then
+  # Without root, only a process holding CAP_SYS_ADMIN (to create and mount namespaces) and
+  # CAP_NET_ADMIN (to make links) can do this; the probe below decides, this names the cause.
+  why_user="not running as root (uid $(id -u)); "
+else
+  why_user=""
+fi
+
+# The switch namespace doubles as the probe: if it cannot be made, nothing can.
+if ! err=$(ip netns add "$sw_ns" 2>&1); then
+  skip "${why_user}cannot create a network namespace ('ip netns add' needs CAP_SYS_ADMIN and a writable /run/netns): $err"
+fi
+created_ns+=("$sw_ns")
+if ! err=$(ip -n "$sw_ns" link add br0 type bridge 2>&1); then
+  skip "${why_user}cannot create a bridge inside a network namespace (CAP_NET_ADMIN, kernel bridge support): $err"
+fi
+
+for i in $(seq 0 $((NODES - 1))); do
+  ns=$(node_ns "$i")
+  if ! err=$(ip netns add "$ns" 2>&1); then
+    skip "${why_user}cannot create network namespace $ns: $err"
+  fi
+  created_ns+=("$ns")
+  # Created inside the switch namespace with its peer moved straight into the node's, so no
+  # interface ever appears in the caller's namespace.
+  if ! err=$(ip -n "$sw_ns" link add "port$i" type veth peer name eth0 netns "$ns" 2>&1); then
+    skip "${why_user}cannot create a veth pair (CAP_NET_ADMIN, kernel veth support): $err"
+  fi
+done
+
+# --- wire them up: every node on one bridge, so each reaches its successor directly ----------
+ip -n "$sw_ns" link set lo up
+ip -n "$sw_ns" link set br0 up
+for i in $(seq 0 $((NODES - 1))); do
+  ns=$(node_ns "$i")
+  ip -n "$sw_ns" link set "port$i" master br0
+  ip -n "$sw_ns" link set "port$i" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr add "$SUBNET.$((i + 1))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+done
+echo "network: bridge br0 in $sw_ns; nodes in $prefix-n0..n$((NODES - 1)) at $SUBNET.1..$NODES/24"
+
+# --- the federation --------------------------------------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/fednode-netns.XXXXXX")
+raw=$work/chain5.generated.toml
+topo=$work/chain5.toml
+"$fednode" topology linear --nodes "$NODES" --method fedcgs --out "$raw" \
+  --host "$SUBNET.1" --base-port "$PORT" --deadline 60 \
+  --keys "$work/keys" --state "$work/state" \
+  --data dataset=fashion-mnist --data train-limit=3000 --data test-limit=500 \
+  --data partition=dirichlet --data dirichlet-alpha=0.5
+
+# Node i is addressed by its own IP (the builder gives every node --host) and listens on all of
+# its namespace's interfaces. The file keeps [[node]] tables with id before address; anything
+# else is caught by the count check below rather than producing a half-rewritten file.
+awk -v subnet="$SUBNET" -v port="$PORT" -v n="$NODES" '
+  /^\[\[/ { id = "" }
+  /^id = [0-9]+$/ { id = $3 }
+  /^address = / {
+    if (id == "") { print "address before id" > "/dev/stderr"; exit 1 }
+    printf "address = \"tcp://%s.%d:%d\"\n", subnet, id + 1, port
+    printf "bind = \"tcp://*:%d\"\n", port
+    rewritten++
+    next
+  }
+  { print }
+  END { if (rewritten != 0 + n) { print "rewrote " rewritten " addresses, expected " n > "/dev/stderr"; exit 1 } }
+' "$raw" >"$topo"
+echo "topology: $topo"
+grep -E '^(address|bind) = ' "$topo"
+
+# --- run one node per namespace ----------------------------------------------------------------
+start=$(date +%s)
+for i in $(seq 0 $((NODES - 1))); do
+  # One compute thread per node: five nodes share this machine's cores.
+  ip netns exec "$(node_ns "$i")" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+    "$fednode" run --topology "$topo" --id "$i" >"$work/n$i.log" 2>&1 &
+  pids+=($!)
+done
+
+declare -a status
+remaining=$NODES
+while [ "$remaining" -gt 0 ]; do
+  remaining=0
+  for i in $(seq 0 $((NODES - 1))); do
+    [ -n "${status[$i]:-}" ] && continue
+    if kill -0 "${pids[$i]}" 2>/dev/null; then
+      remaining=$((remaining + 1))
+    else
+      rc=0
+      wait "${pids[$i]}" || rc=$?
+      status[$i]=$rc
+    fi
+  done
+  if [ "$remaining" -gt 0 ] && [ $(($(date +%s) - start)) -ge "$TIME_LIMIT" ]; then
+    echo "FAILED: $remaining node(s) still running after ${TIME_LIMIT} s" >&2
+    for i in $(seq 0 $((NODES - 1))); do echo "--- n$i.log"; tail -n 20 "$work/n$i.log"; done >&2
+    exit 1
+  fi
+  [ "$remaining" -gt 0 ] && sleep 0.5
+done
+elapsed=$(($(date +%s) - start))
+
+# --- check -------------------------------------------------------------------------------------
+failed=0
+fail() {
+  echo "FAILED: $*" >&2
+  failed=1
+}
+for i in $(seq 0 $((NODES - 1))); do
+  ns=$(node_ns "$i")
+  [ "${status[$i]}" -eq 0 ] || fail "node $i exited with status ${status[$i]}"
+  result=$work/state/n$i/result.json
+  if [ ! -f "$result" ]; then
+    fail "node $i wrote no $result"
+    continue
+  fi
+  # result.json may be laid out over many lines: compare it with all white space removed.
+  flat=$(tr -d ' \t\r\n' <"$result")
+  case $flat in *'"status":"finished"'*) ;; *) fail "node $i: result.json does not say \"status\": \"finished\"" ;; esac
+  # The leading , or { keeps expected_contributors from matching.
+  contributors=$(grep -o '[{,]"contributors":\[[0-9,]*\]' <<<"$flat" | head -n1 | sed 's/^.//')
+  want=$(seq -s, 0 "$i")
+  # Linear semantics: node i ends with the data of nodes 0..i.
+  [ "$contributors" = "\"contributors\":[$want]" ] ||
+    fail "node $i: expected contributors [$want], result.json has ${contributors:-none}"
+  # The addresses exist only on eth0, so the knowledge must have crossed the veth link.
+  rx=$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/rx_bytes)
+  tx=$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/tx_bytes)
+  echo "node $i ($SUBNET.$((i + 1))): exit ${status[$i]}, contributors [${contributors#*[}, eth0 rx $rx B, tx $tx B"
+  { [ "$rx" -gt 0 ] && [ "$tx" -gt 0 ]; } || fail "node $i: no traffic on its veth link (rx $rx, tx $tx)"
+done
+if [ "$failed" -ne 0 ]; then
+  for i in $(seq 0 $((NODES - 1))); do echo "--- n$i.log"; tail -n 30 "$work/n$i.log"; done >&2
+  exit 1
+fi
+echo "PASSED: $NODES-node chain across $NODES network namespaces in ${elapsed} s"
