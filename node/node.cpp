@@ -185,8 +185,8 @@ struct Node::Impl {
   void restore() {
     const auto outbox_entries = store->outbox();
     const auto inbox = store->received();
-    if (!inbox.empty() || !outbox_entries.empty()) {
-      result.restarts = 1;
+    result.restarts = store->count_start();
+    if (result.restarts > 0) {
       say("continuing from the state directory " + store->dir() + " (" + std::to_string(inbox.size()) +
           " messages received, " + std::to_string(outbox_entries.size()) + " queued to send)");
     }
@@ -209,14 +209,9 @@ struct Node::Impl {
       Payload payload = decode_payload(h, m.plaintext, config.limits);
       accept(h, std::move(payload), /*fresh=*/false);
     }
-    if (phase1) {
-      head = store->load_head();
-      progress_after_phase1();
-    }
-    if (phase2 && progress.stage() == PlanProgress::Stage::Return) {
-      head = store->load_head();
-      progress.completed();
-    }
+    if (phase1 || phase2) head = store->load_head(&result.contributors);
+    if (phase1) progress_after_phase1();
+    if (phase2 && progress.stage() == PlanProgress::Stage::Return) progress.completed();
   }
 
   void progress_after_phase1() {
@@ -236,7 +231,9 @@ struct Node::Impl {
       msg = channel.open(in.frame, replay);
     } catch (const RejectedMessage& e) {
       if (e.code == SecurityCode::Replayed && e.authenticated && e.header) {
-        // A resend whose ack was lost: it is stored already, so acknowledge it again.
+        // A resend whose ack was lost (or a replay): it is stored already, so acknowledge it
+        // again and use nothing from it.
+        ++result.duplicates;
         if (routing_kind(e.header->type) || e.header->type == MessageType::Hello)
           send_ack(in, e.header->from, e.header->msg_id);
         return;
@@ -282,7 +279,9 @@ struct Node::Impl {
     }
     ++result.messages_received;
     // Stored before acknowledged: once the sender hears the ack it never sends this again.
-    if (h.type != MessageType::Hello && !already_have(h, msg.payload)) {
+    const bool repeat = h.type != MessageType::Hello && already_have(h, msg.payload);
+    if (repeat) ++result.duplicates;
+    if (h.type != MessageType::Hello && !repeat) {
       StoredMessage m;
       m.from = h.from;
       m.msg_id = h.msg_id;
@@ -482,7 +481,7 @@ struct Node::Impl {
   void set_head(std::shared_ptr<const Head> h, const Contributors& contributors) {
     head = std::move(h);
     result.contributors = contributors;
-    store->save_head(*head);
+    store->save_head(*head, contributors);
     if (config.callbacks.head) config.callbacks.head(*head, contributors);
   }
 
@@ -604,8 +603,11 @@ struct Node::Impl {
     do {
       if (auto in = transport->receive(std::chrono::milliseconds(20))) handle(*in);
       const double open_for = since(closing_since);
-      if (open_for >= 10.0) return true;
-      if (open_for >= kClosingGrace && since(last_frame) >= kClosingQuiet) return true;
+      if (open_for >= 10.0 || (open_for >= kClosingGrace && since(last_frame) >= kClosingQuiet)) {
+        // What happened while closing (duplicates answered, frames rejected) counts too.
+        store->write_text("result.json", result_json(result, config.topology, config.run_name));
+        return true;
+      }
     } while (Clock::now() < until);
     return false;
   }
@@ -709,6 +711,7 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("messages_received").value(r.messages_received);
   w.key("resends").value(r.resends);
   w.key("frames_rejected").value(r.frames_rejected);
+  w.key("duplicates").value(r.duplicates);
   w.key("restarts").value(r.restarts);
   w.key("seconds").begin_object();
   w.key("total").value(r.seconds_total);

@@ -77,6 +77,7 @@ struct NodeResult {
   int64_t knowledge_bytes_sent = 0;                    // payload tensors, as `fednode simulate` counts
   int64_t messages_sent = 0, messages_received = 0, resends = 0;
   int64_t frames_rejected = 0;                         // failed the opening checks or the plan
+  int64_t duplicates = 0;                              // authentic repeats: acknowledged, not used
   int restarts = 0;                                    // earlier runs of this node found in its state
   double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
   std::shared_ptr<const Head> head;

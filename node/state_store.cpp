@@ -223,17 +223,38 @@ uint64_t StateStore::next_seq() const {
   return std::strtoull(names.back().c_str(), nullptr, 10) + 1;
 }
 
+int StateStore::count_start() {
+  int before = 0;
+  if (fs::exists(path("starts"))) before = std::atoi(read_file_bounded(path("starts"), 64).c_str());
+  write_file_durably(path("starts"), std::to_string(before + 1) + "\n");
+  return std::max(before, 0);
+}
+
 bool StateStore::has_marker(const std::string& name) const { return fs::exists(path(name)); }
 void StateStore::set_marker(const std::string& name) { write_file_durably(path(name), ""); }
 
-void StateStore::save_head(const Head& head) {
+void StateStore::save_head(const Head& head, const Contributors& contributors) {
   std::ostringstream s;
   head.save(s);
+  std::string ids;
+  for (NodeId id : contributors) ids += std::to_string(id) + "\n";
+  // Contributors first: a head file without its contributors would be taken as the node's own.
+  write_file_durably(path("head.contributors"), ids);
   write_file_durably(path("head"), s.str());
 }
 
-std::unique_ptr<Head> StateStore::load_head() const {
+std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) const {
   if (!fs::exists(path("head"))) return nullptr;
+  const std::string where = path("head.contributors");
+  std::istringstream in(read_file_bounded(where, 16u << 20));
+  contributors->clear();
+  std::string line;
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const unsigned long long id = std::strtoull(line.c_str(), &end, 10);
+    if (line.empty() || *end != '\0' || id > 0xffffffffULL) throw InputError("state file '" + where + "' is damaged");
+    contributors->insert(static_cast<NodeId>(id));
+  }
   return Head::load(path("head"));
 }
 

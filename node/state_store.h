@@ -4,12 +4,13 @@
 //
 //   run                   the run id this directory belongs to (another run's directory is refused)
 //   msg_ids               the next message id not yet handed out, reserved ahead in blocks
+//   starts                how many times a node started on this directory
 //   replay                the replay guard (crypto/replay.h)
 //   inbox/F-M.msg         message M from node F, as accepted (type and payload plaintext)
 //   outbox/S.frame        the S-th frame this node sends (recipient, id, type and sealed bytes)
 //   outbox/S.acked        its acknowledgement arrived (S.failed: the recipient refused it)
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
-//   head                  the node's current head (Head::save format)
+//   head, head.contributors  the node's current head (Head::save format) and whose data it holds
 //   result.json           the node's result
 #pragma once
 
@@ -68,11 +69,15 @@ class StateStore {
   void drop_outgoing(int phase);            // a phase redone after a crash sends afresh
   uint64_t next_seq() const;
 
+  // Counts this start in the directory; returns how many starts came before it.
+  int count_start();
+
   bool has_marker(const std::string& name) const;
   void set_marker(const std::string& name);
 
-  void save_head(const class Head& head);
-  std::unique_ptr<Head> load_head() const;  // null when none was saved
+  // The head and whose data it was trained on.
+  void save_head(const class Head& head, const Contributors& contributors);
+  std::unique_ptr<Head> load_head(Contributors* contributors) const;  // null when none was saved
 
   void write_text(const std::string& name, const std::string& text);
 

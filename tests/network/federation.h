@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -177,6 +178,44 @@ inline fs::path test_dir(const std::string& suite) {
   for (char& c : name)
     if (c == '/') c = '_';  // parameterised tests are named "Test/param"
   return fs::temp_directory_path() / ("fednode_" + suite + "_" + std::to_string(::getpid()) + "_" + name);
+}
+
+}  // namespace fednode::testing_network
+
+namespace fednode::testing_network {
+
+// `fednode run` for one node in the background, its output appended to node.log in its state
+// directory (as `fednode launch` does).
+inline pid_t spawn_node(const Federation& f, NodeId id) {
+  const fs::path state = f.state_dir(id);
+  fs::create_directories(state);
+  const std::string log = (state / "node.log").string();
+  const std::string file = f.file.string(), node = std::to_string(id);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* out = std::fopen(log.c_str(), "a");
+    if (out) {
+      ::dup2(fileno(out), 1);
+      ::dup2(fileno(out), 2);
+    }
+    ::setenv("OMP_NUM_THREADS", "1", 1);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::execl(FEDNODE_CLI, FEDNODE_CLI, "run", "--topology", file.c_str(), "--id", node.c_str(), (char*)nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The exit code of `pid`, waiting at most `seconds` (then -1, and the process is killed).
+inline int wait_exit(pid_t pid, double seconds) {
+  for (int i = 0; i < static_cast<int>(seconds * 20); ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    ::usleep(50000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
 }
 
 }  // namespace fednode::testing_network

@@ -1,0 +1,92 @@
+// Crash safety with real processes: a middle node of a chain killed with SIGKILL and started
+// again with the same command continues the run; nobody's data is lost or counted twice.
+#include "federation.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace fednode::testing_network {
+namespace {
+
+OptionMap fault_data() {
+  return {{"dataset", "fashion-mnist"}, {"train-limit", "3000"}, {"test-limit", "1000"},
+          {"partition", "dirichlet"}, {"dirichlet-alpha", "0.5"}, {"min-samples", "20"}};
+}
+OptionMap fault_options() {
+  return {{"components", "2"}, {"covariance", "diag"}, {"head-epochs", "2"}, {"head-min-steps", "150"}};
+}
+
+// Every node finished, each equal to `fednode simulate`, node 2 restarted.
+void expect_simulator_results(const Federation& f) {
+  const CliRun sim = run_cli(f.simulate_args((f.dir / "report.json").string()));
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const auto expected = read_report(f.dir / "report.json");
+  ASSERT_EQ(expected.size(), 5u);
+  for (NodeId id = 0; id < 5; ++id) {
+    const NodeOutcome got = read_result(f.state_dir(id));
+    EXPECT_EQ(got.status, "finished") << "node " << id;
+    std::vector<long> first_k;
+    for (long k = 0; k <= static_cast<long>(id); ++k) first_k.push_back(k);
+    EXPECT_EQ(got.contributors, first_k) << "node " << id;
+    EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
+  }
+  EXPECT_EQ(read_result(f.state_dir(2)).restarts, 1);
+}
+
+TEST(Fault, MiddleNodeKilledAfterItAcknowledgedItsInput) {
+  const auto dir = test_dir("fault");
+  const Federation f = make_federation(dir, TopologyMode::Linear, 5, "fedpft", 23300, fault_options(), fault_data());
+  // Nodes 3 and 4 start late, so node 2 is still waiting for node 3's acknowledgement when it
+  // is killed: its input is acknowledged (node 1 has finished) and its output not yet delivered.
+  std::vector<pid_t> pids(5, -1);
+  for (NodeId id : {0u, 1u, 2u}) pids[id] = spawn_node(f, id);
+  EXPECT_EQ(wait_exit(pids[0], 120), 0);
+  EXPECT_EQ(wait_exit(pids[1], 120), 0) << "node 1 finishes only once node 2 acknowledged its knowledge";
+  ASSERT_EQ(::kill(pids[2], SIGKILL), 0);
+  ::waitpid(pids[2], nullptr, 0);
+  EXPECT_FALSE(fs::exists(f.state_dir(2) / "result.json"));
+
+  pids[2] = spawn_node(f, 2);
+  pids[3] = spawn_node(f, 3);
+  pids[4] = spawn_node(f, 4);
+  for (NodeId id : {2u, 3u, 4u}) EXPECT_EQ(wait_exit(pids[id], 180), 0) << "node " << id;
+  expect_simulator_results(f);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+TEST(Fault, MiddleNodeKilledAtRandomMomentsAndRestarted) {
+  const auto dir = test_dir("fault");
+  const Federation f = make_federation(dir, TopologyMode::Linear, 5, "fedpft", 23310, fault_options(), fault_data());
+  std::vector<pid_t> pids(5, -1);
+  for (NodeId id = 0; id < 5; ++id) pids[id] = spawn_node(f, id);
+  // Kill node 2 three times, at seeded random moments in its first seconds (loading data,
+  // receiving, merging, sending), restarting it each time.
+  std::mt19937 rng(20261122);
+  std::uniform_int_distribution<int> delay_ms(600, 2500);
+  int kills = 0;
+  for (int round = 0; round < 3; ++round) {
+    ::usleep(static_cast<useconds_t>(delay_ms(rng)) * 1000);
+    int status = 0;
+    if (::waitpid(pids[2], &status, WNOHANG) == pids[2]) break;  // it finished first
+    ::kill(pids[2], SIGKILL);
+    ::waitpid(pids[2], nullptr, 0);
+    ++kills;
+    pids[2] = spawn_node(f, 2);
+  }
+  EXPECT_GE(kills, 1);
+  for (NodeId id = 0; id < 5; ++id) EXPECT_EQ(wait_exit(pids[id], 240), 0) << "node " << id;
+  const NodeOutcome mid = read_result(f.state_dir(2));
+  EXPECT_EQ(mid.status, "finished");
+  EXPECT_LE(mid.restarts, kills);  // a kill before the node opened its state directory is no restart
+  std::vector<long> all = {0, 1, 2, 3, 4};
+  EXPECT_EQ(read_result(f.state_dir(4)).contributors, all);
+  const CliRun sim = run_cli(f.simulate_args((f.dir / "report.json").string()));
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const auto expected = read_report(f.dir / "report.json");
+  for (NodeId id = 0; id < 5; ++id) EXPECT_DOUBLE_EQ(read_result(f.state_dir(id)).accuracy, expected[id].accuracy) << id;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fednode::testing_network

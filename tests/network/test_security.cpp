@@ -1,0 +1,122 @@
+// Attacks on a running node over real sockets: this test plays node 0 of a two-node chain and
+// sends node 1 random bytes, frames sealed with a key not in the topology, a tampered ciphertext
+// and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
+// ignored) and the run still completes with exactly the result `fednode simulate` gives.
+#include "federation.h"
+
+#include "crypto/secure_channel.h"
+#include "features/idx.h"
+#include "features/partition.h"
+#include "methods/method.h"
+
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include <random>
+
+namespace fednode::testing_network {
+namespace {
+
+OptionMap data() {
+  return {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}, {"partition", "iid"}};
+}
+
+// Node 0's knowledge, computed here exactly as `fednode run` would.
+Knowledge node0_knowledge(const Federation& f) {
+  Features train = load_fashion_mnist(default_fashion_mnist_dir(), "train", 2000);
+  PartitionOptions p;
+  p.nodes = 2;
+  p.seed = f.seed;
+  const Partition parts = make_partition(train.y, train.num_classes, p);
+  MethodOptions m;
+  m.method = "fedcgs";
+  NodeContext ctx;
+  ctx.node = 0;
+  ctx.seed = f.seed;
+  ctx.backbone_fingerprint = "pixels";
+  ctx.num_classes = train.num_classes;
+  ctx.dim = static_cast<int>(train.dim());
+  return make_method(m)->summarize(train.subset(parts[0]), ctx);
+}
+
+PeerKeys keys_of(const Topology& t) {
+  PeerKeys keys;
+  for (const auto& n : t.nodes) keys[n.id] = PublicKey{*n.public_key};
+  return keys;
+}
+
+// Sends one frame to node 1 and returns the reply frame, if one comes within `ms`.
+std::optional<std::string> exchange(zmq::socket_t& s, const std::string& frame, int ms = 3000) {
+  s.send(zmq::buffer(frame), zmq::send_flags::none);
+  zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(ms)) <= 0) return std::nullopt;
+  zmq::message_t m;
+  if (!s.recv(m)) return std::nullopt;
+  return m.to_string();
+}
+
+TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
+  const auto dir = test_dir("security");
+  const Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23400, {}, data());
+  const pid_t node1 = spawn_node(f, 1);
+
+  const RunId run = derive_run_id(run_name(f.topology));
+  const SecureChannel real0(load_identity(f.topology.key_dir_of(0)), 0, run, keys_of(f.topology));
+  const Knowledge k = node0_knowledge(f);
+
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(f.topology.node(1).address);
+
+  // 1. Random bytes: no answer (nothing authenticated to answer to).
+  std::mt19937 rng(7);
+  std::string noise(4096, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  EXPECT_FALSE(exchange(s, noise, 1500)) << "random bytes must not be answered";
+
+  // 2. A key that is not in the topology, claiming to be node 0.
+  PeerKeys to_node1 = {{1, PublicKey{*f.topology.node(1).public_key}}};
+  const SecureChannel impostor(Identity::generate(), 0, run, to_node1);
+  EXPECT_FALSE(exchange(s, impostor.seal(1, 1, k), 1500)) << "an unknown key must not be answered";
+
+  // 3. The genuine frame with one ciphertext byte flipped.
+  const std::string genuine = real0.seal(1, 1, k);
+  std::string tampered = genuine;
+  tampered[tampered.size() - 20] ^= 0x01;
+  EXPECT_FALSE(exchange(s, tampered, 1500)) << "a tampered frame must not be answered";
+
+  // The genuine frame: stored and acknowledged.
+  ReplayGuard guard;
+  auto reply = exchange(s, genuine, 20000);
+  ASSERT_TRUE(reply) << "node 1 did not acknowledge the genuine knowledge";
+  const Message ack = real0.open(*reply, guard);
+  ASSERT_EQ(ack.header.type, MessageType::Ack);
+  EXPECT_EQ(std::get<Ack>(ack.payload).acked_id, 1u);
+
+  // 4. The same frame replayed: acknowledged again (it may be a resend) and not used twice.
+  reply = exchange(s, genuine, 3000);
+  if (reply) EXPECT_EQ(real0.open(*reply, guard).header.type, MessageType::Ack);
+
+  EXPECT_EQ(wait_exit(node1, 120), 0);
+  const NodeOutcome got = read_result(f.state_dir(1));
+  EXPECT_EQ(got.status, "finished");
+  EXPECT_EQ(got.contributors, (std::vector<long>{0, 1}));
+  EXPECT_GE(got.frames_rejected, 3);
+  EXPECT_GE(got.duplicates, 1);
+  const std::string log = read_text(f.state_dir(1) / "node.log");
+  EXPECT_NE(log.find("header-tampered"), std::string::npos) << log;
+  EXPECT_NE(log.find("ciphertext-tampered"), std::string::npos) << log;
+  EXPECT_EQ(log.find(read_text(fs::path(f.topology.key_dir_of(1)) / "node.key").substr(20, 64)), std::string::npos)
+      << "the secret key must never reach a log";
+
+  const CliRun sim = run_cli(f.simulate_args((dir / "report.json").string()));
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const auto expected = read_report(dir / "report.json");
+  ASSERT_EQ(expected.size(), 2u);
+  EXPECT_DOUBLE_EQ(got.accuracy, expected[1].accuracy) << "the attacks changed the result";
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fednode::testing_network
