@@ -190,7 +190,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
     if (st != "finished" || c.exit_code != 0) all_finished = false;
     std::string contributors = in ? json_field(r, "contributors") : "-";
     std::string acc = in ? json_field(r, "accuracy") : "-";
-    if (acc.size() > 6 && acc != "null") acc = acc.substr(0, 6);
+    if (in && !acc.empty() && acc != "null") {
+      char a[32];
+      std::snprintf(a, sizeof a, "%.4f", std::atof(acc.c_str()));
+      acc = a;
+    }
     std::snprintf(line, sizeof line, "%-10s %-11s %-24s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
                   contributors.c_str(), acc.c_str(), in ? json_field(r, "bytes_sent").c_str() : "-",
                   in ? json_field(r, "bytes_received").c_str() : "-");

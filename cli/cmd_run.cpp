@@ -81,6 +81,13 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (!known.count(kv.first))
         throw InputError(topology.source + ": unknown option '" + kv.first + "' for " + topology.describe(self.id));
   OptionMap data_only = data;
+  // Paths in a topology file are relative to the file (docs/topologies.md), not to where the
+  // node happens to be started.
+  for (const char* key : {"train-features", "train-labels", "test-features", "test-labels", "backbone"}) {
+    auto it = data_only.find(key);
+    if (it != data_only.end() && !(std::string(key) == "backbone" && it->second == "default"))
+      it->second = topology.resolve(it->second);
+  }
   const bool whole = data_only.count("partition") && data_only.at("partition") == "none";
   if (whole) data_only.erase("partition");
   const Args parsed = [&] {
