@@ -377,14 +377,16 @@ struct Node::Impl {
 
   // --- sending ------------------------------------------------------------------------------
 
-  void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {
+  // Seals (with the next message id), writes to the outbox, then leaves it to pump_sends().
+  template <class Seal>
+  void enqueue(NodeId to, MessageType type, int phase, int64_t counted_bytes, Seal&& seal) {
     OutboxEntry e;
     e.seq = store->next_seq();
     e.to = to;
     e.type = type;
     e.phase = phase;
     e.msg_id = store->next_msg_id();
-    e.frame = channel.seal(to, e.msg_id, payload, encode);
+    e.frame = seal(e.msg_id);
     store->store_outgoing(e);
     result.knowledge_bytes_sent += counted_bytes;
     Pending p;
@@ -392,19 +394,14 @@ struct Node::Impl {
     outbox.push_back(std::move(p));
   }
 
+  void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {
+    enqueue(to, type, phase, counted_bytes, [&](uint64_t id) { return channel.seal(to, id, payload, encode); });
+  }
+
+  // Knowledge is sealed without copying it into a Payload (tens of megabytes for FedPFT).
   void queue_knowledge(NodeId to, const Knowledge& k, MessageType type, int phase) {
-    OutboxEntry e;
-    e.seq = store->next_seq();
-    e.to = to;
-    e.type = type;
-    e.phase = phase;
-    e.msg_id = store->next_msg_id();
-    e.frame = channel.seal(to, e.msg_id, k, encode, type);
-    store->store_outgoing(e);
-    result.knowledge_bytes_sent += k.payload_bytes(half_transfer);
-    Pending p;
-    p.entry = std::move(e);
-    outbox.push_back(std::move(p));
+    enqueue(to, type, phase, k.payload_bytes(half_transfer),
+            [&](uint64_t id) { return channel.seal(to, id, k, encode, type); });
   }
 
   // Acks and errors are answers: sealed like everything else, never stored or resent.
