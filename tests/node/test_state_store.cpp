@@ -1,0 +1,124 @@
+// The node's state directory: what it stores survives a reopen (a restart), a damaged file is
+// named in a clear error, and message ids never repeat.
+#include "crypto/secure_channel.h"
+#include "node/state_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fednode {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("fednode_state_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+  RunId run_ = derive_run_id("state-store-test");
+};
+
+TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    s.store_received({3, 7, MessageType::Knowledge, "payload-3-7"});
+    s.store_received({1, 9, MessageType::Complete, "payload-1-9"});
+    OutboxEntry e;
+    e.seq = s.next_seq();
+    e.to = 4;
+    e.msg_id = s.next_msg_id();
+    e.type = MessageType::Head;
+    e.phase = 1;
+    e.frame = std::string("frame\0bytes", 11);
+    s.store_outgoing(e);
+    s.mark_acked(e);
+  }
+  StateStore s(dir_, run_, 1 << 20);
+  const auto in = s.received();
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].from, 1u);  // by sender, then message id
+  EXPECT_EQ(in[0].type, MessageType::Complete);
+  EXPECT_EQ(in[1].plaintext, "payload-3-7");
+  const auto out = s.outbox();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to, 4u);
+  EXPECT_EQ(out[0].frame, std::string("frame\0bytes", 11));
+  EXPECT_TRUE(out[0].acked);
+  EXPECT_EQ(s.next_seq(), 2u);
+  s.drop_outgoing(1);
+  EXPECT_TRUE(s.outbox().empty());
+}
+
+TEST_F(StateStoreTest, MessageIdsNeverRepeatAcrossRestarts) {
+  uint64_t last = 0;
+  for (int restart = 0; restart < 3; ++restart) {
+    StateStore s(dir_, run_, 1 << 20);
+    for (int i = 0; i < 300; ++i) {
+      const uint64_t id = s.next_msg_id();
+      EXPECT_GT(id, last);
+      last = id;
+    }
+  }
+}
+
+TEST_F(StateStoreTest, AnotherRunsDirectoryIsRefused) {
+  { StateStore s(dir_, run_, 1 << 20); }
+  try {
+    StateStore other(dir_, derive_run_id("another run"), 1 << 20);
+    FAIL() << "another run's state directory was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to run"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StateStoreTest, ADamagedFileIsNamed) {
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    s.store_received({2, 5, MessageType::Knowledge, "some payload"});
+  }
+  fs::path file;
+  for (const auto& e : fs::directory_iterator(fs::path(dir_) / "inbox")) file = e.path();
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('X');
+  }
+  StateStore s(dir_, run_, 1 << 20);
+  try {
+    s.received();
+    FAIL() << "a damaged inbox file was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.filename().string()), std::string::npos) << what;
+    EXPECT_NE(what.find("checksum"), std::string::npos) << what;
+  }
+}
+
+TEST_F(StateStoreTest, ATemporaryFileLeftByAKillIsIgnored) {
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    s.store_received({2, 5, MessageType::Knowledge, "kept"});
+  }
+  std::ofstream(fs::path(dir_) / "inbox" / "0000000009-00000000000000000001.msg.tmp") << "torn";
+  StateStore s(dir_, run_, 1 << 20);
+  ASSERT_EQ(s.received().size(), 1u);
+  EXPECT_EQ(s.received()[0].plaintext, "kept");
+}
+
+TEST_F(StateStoreTest, CountsStarts) {
+  for (int i = 0; i < 3; ++i) {
+    StateStore s(dir_, run_, 1 << 20);
+    EXPECT_EQ(s.count_start(), i);
+  }
+}
+
+}  // namespace
+}  // namespace fednode

@@ -1,0 +1,64 @@
+// The node's ZeroMQ transport over real TCP sockets: frames and replies travel, an oversized
+// frame is dropped before it is allocated, and a busy address is a clear error.
+#include "node/transport.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace fednode {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Sends until `to` receives something (a DEALER's first sends fail until it is connected).
+std::optional<Incoming> deliver(Transport& from, NodeId peer, Transport& to, const std::string& frame) {
+  for (int i = 0; i < 100; ++i) {
+    from.send(peer, frame);
+    if (auto in = to.receive(milliseconds(50))) return in;
+  }
+  return std::nullopt;
+}
+
+TEST(Transport, FramesAndRepliesTravel) {
+  Transport a(0, "tcp://127.0.0.1:23611"), b(1, "tcp://127.0.0.1:23612");
+  a.add_peer(1, "tcp://127.0.0.1:23612");
+  const std::string frame(100000, 'x');
+  auto in = deliver(a, 1, b, frame);
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->frame, frame);
+  EXPECT_FALSE(in->via_dealer);
+  ASSERT_TRUE(b.reply(*in, "ack"));
+  auto back = a.receive(milliseconds(2000));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->frame, "ack");
+  ASSERT_TRUE(back->via_dealer);
+  EXPECT_EQ(*back->via_dealer, 1u);
+}
+
+TEST(Transport, AnOversizedFrameIsDroppedAndTheLinkRecovers) {
+  TransportOptions small;
+  small.max_message_bytes = 1000;
+  Transport a(0, "tcp://127.0.0.1:23621"), b(1, "tcp://127.0.0.1:23622", small);
+  a.add_peer(1, "tcp://127.0.0.1:23622");
+  ASSERT_TRUE(deliver(a, 1, b, "hello"));
+  a.send(1, std::string(5000, 'y'));
+  EXPECT_FALSE(b.receive(milliseconds(500))) << "a frame over max_message_bytes must not arrive";
+  auto in = deliver(a, 1, b, "after");  // the DEALER reconnects by itself
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->frame, "after");
+}
+
+TEST(Transport, ABusyAddressIsAClearError) {
+  Transport a(0, "tcp://127.0.0.1:23631");
+  try {
+    Transport b(1, "tcp://127.0.0.1:23631");
+    FAIL() << "two transports bound one address";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tcp://127.0.0.1:23631"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(a.send(9, "x"), InputError);  // a peer never added
+}
+
+}  // namespace
+}  // namespace fednode
