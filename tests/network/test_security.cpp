@@ -1,6 +1,6 @@
-// Attacks on a running node over real sockets: this test plays node 0 of a two-node chain and
-// sends node 1 random bytes, frames sealed with a key not in the topology, a tampered ciphertext
-// and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
+// Attacks on a running node over real sockets: this test plays node 0 of a three-node chain and
+// sends node 1 random bytes, frames sealed with a key not in the topology, a tampered ciphertext,
+// a frame addressed to node 2, and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
 // ignored) and the run still completes with exactly the result `fednode simulate` gives.
 #include "federation.h"
 
@@ -25,7 +25,7 @@ OptionMap data() {
 Knowledge node0_knowledge(const Federation& f) {
   Features train = load_fashion_mnist(default_fashion_mnist_dir(), "train", 2000);
   PartitionOptions p;
-  p.nodes = 2;
+  p.nodes = 3;
   p.seed = f.seed;
   const Partition parts = make_partition(train.y, train.num_classes, p);
   MethodOptions m;
@@ -57,8 +57,8 @@ std::optional<std::string> exchange(zmq::socket_t& s, const std::string& frame, 
 
 TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   const auto dir = test_dir("security");
-  const Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23400, {}, data());
-  const pid_t node1 = spawn_node(f, 1);
+  const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23400, {}, data());
+  const pid_t node1 = spawn_node(f, 1), node2 = spawn_node(f, 2);
 
   const RunId run = derive_run_id(run_name(f.topology));
   const SecureChannel real0(load_identity(f.topology.key_dir_of(0)), 0, run, keys_of(f.topology));
@@ -86,6 +86,9 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   tampered[tampered.size() - 20] ^= 0x01;
   EXPECT_FALSE(exchange(s, tampered, 1500)) << "a tampered frame must not be answered";
 
+  // 4. A genuine frame of node 0, but addressed to node 2.
+  EXPECT_FALSE(exchange(s, real0.seal(2, 5, k), 1500)) << "a misaddressed frame must not be answered";
+
   // The genuine frame: stored and acknowledged.
   ReplayGuard guard;
   auto reply = exchange(s, genuine, 20000);
@@ -94,27 +97,32 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   ASSERT_EQ(ack.header.type, MessageType::Ack);
   EXPECT_EQ(std::get<Ack>(ack.payload).acked_id, 1u);
 
-  // 4. The same frame replayed: acknowledged again (it may be a resend) and not used twice.
+  // 5. The same frame replayed: acknowledged again (it may be a resend) and not used twice.
   reply = exchange(s, genuine, 3000);
   if (reply) EXPECT_EQ(real0.open(*reply, guard).header.type, MessageType::Ack);
 
   EXPECT_EQ(wait_exit(node1, 120), 0);
+  EXPECT_EQ(wait_exit(node2, 120), 0);
   const NodeOutcome got = read_result(f.state_dir(1));
   EXPECT_EQ(got.status, "finished");
   EXPECT_EQ(got.contributors, (std::vector<long>{0, 1}));
-  EXPECT_GE(got.frames_rejected, 3);
+  EXPECT_GE(got.frames_rejected, 4);
   EXPECT_GE(got.duplicates, 1);
   const std::string log = read_text(f.state_dir(1) / "node.log");
   EXPECT_NE(log.find("header-tampered"), std::string::npos) << log;
   EXPECT_NE(log.find("ciphertext-tampered"), std::string::npos) << log;
+  EXPECT_NE(log.find("wrong-recipient"), std::string::npos) << log;
   EXPECT_EQ(log.find(read_text(fs::path(f.topology.key_dir_of(1)) / "node.key").substr(20, 64)), std::string::npos)
       << "the secret key must never reach a log";
 
   const CliRun sim = run_cli(f.simulate_args((dir / "report.json").string()));
   ASSERT_EQ(sim.code, 0) << sim.output;
   const auto expected = read_report(dir / "report.json");
-  ASSERT_EQ(expected.size(), 2u);
+  ASSERT_EQ(expected.size(), 3u);
   EXPECT_DOUBLE_EQ(got.accuracy, expected[1].accuracy) << "the attacks changed the result";
+  const NodeOutcome last = read_result(f.state_dir(2));
+  EXPECT_EQ(last.contributors, (std::vector<long>{0, 1, 2}));
+  EXPECT_DOUBLE_EQ(last.accuracy, expected[2].accuracy);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
