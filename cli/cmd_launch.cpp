@@ -98,6 +98,27 @@ std::string json_field(const std::string& text, const std::string& key) {
   return text.substr(i, j - i);
 }
 
+// "[0, 1, 2, 3, 5]" -> "0-3,5": a star of 32 nodes still fits the table.
+std::string compact_ids(const std::string& list) {
+  std::vector<long> ids;
+  std::string digits;
+  for (char c : list + ",") {
+    if (c >= '0' && c <= '9') digits.push_back(c);
+    else if (!digits.empty()) {
+      ids.push_back(std::stol(digits));
+      digits.clear();
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    i = j + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace
 
 int cmd_launch(const std::vector<std::string>& argv) {
@@ -178,7 +199,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
 
   bool all_finished = true;
   char line[512];
-  std::snprintf(line, sizeof line, "%-10s %-11s %-24s %9s %12s %12s\n", "node", "status", "contributors", "accuracy",
+  std::snprintf(line, sizeof line, "%-10s %-11s %-16s %9s %12s %12s\n", "node", "status", "contributors", "accuracy",
                 "bytes sent", "bytes recv");
   std::cout << line;
   for (const auto& c : children) {
@@ -188,14 +209,14 @@ int cmd_launch(const std::vector<std::string>& argv) {
     const std::string r = text.str();
     std::string st = in ? json_field(r, "status") : "no result (exit " + std::to_string(c.exit_code) + ")";
     if (st != "finished" || c.exit_code != 0) all_finished = false;
-    std::string contributors = in ? json_field(r, "contributors") : "-";
+    std::string contributors = in ? compact_ids(json_field(r, "contributors")) : "-";
     std::string acc = in ? json_field(r, "accuracy") : "-";
     if (in && !acc.empty() && acc != "null") {
       char a[32];
       std::snprintf(a, sizeof a, "%.4f", std::atof(acc.c_str()));
       acc = a;
     }
-    std::snprintf(line, sizeof line, "%-10s %-11s %-24s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
+    std::snprintf(line, sizeof line, "%-10s %-11s %-16s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
                   contributors.c_str(), acc.c_str(), in ? json_field(r, "bytes_sent").c_str() : "-",
                   in ? json_field(r, "bytes_received").c_str() : "-");
     std::cout << line;

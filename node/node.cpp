@@ -456,7 +456,11 @@ struct Node::Impl {
         else ++result.resends;
       }
       ++p.tries;
-      p.backoff = p.backoff.count() == 0 ? config.retry_initial : std::min(p.backoff * 2, config.retry_max);
+      // The first resend waits long enough for a large frame to be received and stored (at a
+      // pessimistic 20 MB/s), so that a multi-megabyte head is not sent twice for nothing.
+      const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.entry.frame.size() / 20000));
+      p.backoff = p.backoff.count() == 0 ? config.retry_initial + transfer
+                                         : std::min(p.backoff * 2, config.retry_max + transfer);
       p.next_try = now + p.backoff;
       if (!p.warned && since(p.first_try) > std::min(10.0, config.topology.federation.deadline_seconds)) {
         p.warned = true;
