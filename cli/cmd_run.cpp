@@ -62,6 +62,8 @@ int cmd_run(const std::vector<std::string>& argv) {
     std::cout << kHelp;
     return 0;
   }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   const Topology topology = load_topology(a.required("topology"));
   const TopologyNode& self = topology.lookup(a.required("id"));
   const bool quiet = a.flag("quiet");
@@ -124,9 +126,8 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (key_dir.empty()) throw InputError(topology.describe(self.id) + " has no key_dir; give --key-dir");
   Identity identity = load_identity(key_dir);
 
+  if (g_stop_requested) return 130;  // stopped while loading: nothing to keep yet
   Node node(std::move(config), std::move(identity));
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   while (!node.step(std::chrono::milliseconds(200)))
     if (g_stop_requested) node.request_stop();
   const NodeResult& r = node.result();

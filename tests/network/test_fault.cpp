@@ -88,5 +88,25 @@ TEST(Fault, MiddleNodeKilledAtRandomMomentsAndRestarted) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+TEST(Fault, SigtermStopsCleanlyAndTheSameCommandContinues) {
+  const auto dir = test_dir("fault");
+  const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23320, {}, fault_data());
+  pid_t waiting = spawn_node(f, 1);  // its predecessor is not running yet
+  // Wait until it runs its plan (data loaded, node constructed, listening).
+  for (int i = 0; i < 1200 && read_text(f.state_dir(1) / "node.log").find("waits for") == std::string::npos; ++i)
+    ::usleep(50 * 1000);
+  ASSERT_EQ(::kill(waiting, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(waiting, 30), 130);
+  EXPECT_EQ(read_result(f.state_dir(1)).status, "stopped");
+
+  std::vector<pid_t> pids = {spawn_node(f, 0), spawn_node(f, 1), spawn_node(f, 2)};
+  for (NodeId id = 0; id < 3; ++id) EXPECT_EQ(wait_exit(pids[id], 120), 0) << "node " << id;
+  const NodeOutcome last = read_result(f.state_dir(2));
+  EXPECT_EQ(last.status, "finished");
+  EXPECT_EQ(last.contributors, (std::vector<long>{0, 1, 2}));
+  EXPECT_EQ(read_result(f.state_dir(1)).restarts, 1);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fednode::testing_network
