@@ -16,6 +16,7 @@ packages=(
   libtomlplusplus-dev     # topology files (header-only TOML parser)
   libpng-dev libjpeg62-turbo-dev  # image folders
   dataset-fashion-mnist   # the built-in dataset
+  iproute2                # the network-namespace test (ip netns, veth)
   python3 python3-numpy python3-sklearn python3-torch python3-torchvision python3-pil  # reference measurements only
 )
 
