@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
     const double written = mtime(dir + "/state/n" + std::to_string(i) + "/result.json");
     if (written > 0) {
       after_result.push_back(p.exited_at - written);
-      result_at.push_back(written - t0_wall);
+      if (i > 0) result_at.push_back(written - t0_wall);
     }
     if (i == 0) hub_accuracy = json_value(result, "accuracy");
     else {
@@ -347,9 +347,10 @@ int main(int argc, char** argv) {
   std::printf("(RSS: exact peak from wait4; Pss and private: peaks of samples every 100 ms; the federation's Pss is "
               "the peak of the sum over its processes)\n");
   if (!after_result.empty()) {
-    std::printf("every node's result.json written %.2f s after the first start (the hub's at %.2f s); from writing "
+    std::printf("result.json written, seconds after the first start: leaves %.2f to %.2f, hub %.2f; from writing "
                 "it to process exit: median %.2f s, max %.2f s\n",
-                hi(result_at), mtime(dir + "/state/n0/result.json") - t0_wall, median(after_result), hi(after_result));
+                result_at.empty() ? 0.0 : lo(result_at), result_at.empty() ? 0.0 : hi(result_at),
+                mtime(dir + "/state/n0/result.json") - t0_wall, median(after_result), hi(after_result));
   }
   std::printf("nodes finished: %d of %d; hub accuracy %s, simulate's %s\n", finished, nodes, hub_accuracy.c_str(),
               sim_accuracy.empty() ? "-" : sim_accuracy.c_str());
@@ -362,7 +363,8 @@ int main(int argc, char** argv) {
         << ",\n  \"load_average\": [\"" << load_before << "\", \"" << load_mid << "\", \"" << load_after << "\"],\n"
         << "  \"finished\": " << finished << ", \"network_wall_s\": " << network_wall << ", \"network_cpu_s\": "
         << cpu_total << ", \"network_peak_pss_kib\": " << network_peak_pss
-        << ",\n  \"last_result_s\": " << (result_at.empty() ? 0.0 : hi(result_at))
+        << ",\n  \"last_leaf_result_s\": " << (result_at.empty() ? 0.0 : hi(result_at))
+        << ", \"hub_result_s\": " << mtime(dir + "/state/n0/result.json") - t0_wall
         << ", \"exit_after_result_s\": {\"median\": " << (after_result.empty() ? 0.0 : median(after_result))
         << ", \"max\": " << (after_result.empty() ? 0.0 : hi(after_result)) << "}"
         << ",\n  \"hub_accuracy\": " << (hub_accuracy.empty() ? "null" : hub_accuracy)
