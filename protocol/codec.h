@@ -62,7 +62,8 @@ std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& opti
 // encode_payload(knowledge), appended to `out` (e.g. after an open_frame's prefix). Reserve
 // encoded_payload_bound() first: growing a multi-megabyte string copies all of it.
 void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOptions& options = {});
-// At least encode_payload(knowledge, options).size().
+// At least encode_payload(knowledge, options).size() for knowledge that encodes: a size to
+// reserve (an encoding that outgrew it would still be right, only slower).
 size_t encoded_payload_bound(const Knowledge& knowledge, const EncodeOptions& options = {});
 Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits);
 
