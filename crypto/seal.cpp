@@ -101,6 +101,18 @@ void seal_into(const MessageKeys& keys, std::string_view header, std::string_vie
                                              MessageKeysAccess::aead(keys).data());
 }
 
+void seal_in_place(const MessageKeys& keys, std::string_view header, char* text, size_t size,
+                   uint8_t nonce[kSealNonceBytes], uint8_t tag[kSealHeaderTagBytes]) {
+  ensure_sodium();
+  randombytes_buf(nonce, kSealNonceBytes);
+  header_tag(keys, header, tag);
+  // libsodium allows the ciphertext to be the message itself; the combined form above is this
+  // detached form with the tag right after the ciphertext.
+  uint8_t* c = reinterpret_cast<uint8_t*>(text);
+  crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, c + size, nullptr, c, size, u8(header), header.size(),
+                                                      nullptr, nonce, MessageKeysAccess::aead(keys).data());
+}
+
 Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view plaintext) {
   ensure_sodium();
   // Random 192-bit nonces never repeat in practice, so no counter state has to survive crashes.

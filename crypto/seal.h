@@ -59,6 +59,11 @@ Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view p
 // to caller-provided memory, e.g. straight into a frame buffer.
 void seal_into(const MessageKeys& keys, std::string_view header, std::string_view plaintext,
                uint8_t nonce[kSealNonceBytes], uint8_t header_tag[kSealHeaderTagBytes], char* ciphertext);
+// The same again, in place: encrypts the `size` bytes at `text` where they are and writes the AEAD
+// tag right after them (text must have room for size + kSealAeadTagBytes). The result is what
+// seal_into() would write for the same nonce: ciphertext then tag.
+void seal_in_place(const MessageKeys& keys, std::string_view header, char* text, size_t size,
+                   uint8_t nonce[kSealNonceBytes], uint8_t header_tag[kSealHeaderTagBytes]);
 // Throws SecurityError: HeaderTampered when the header tag fails, CiphertextTampered when the
 // AEAD fails, Malformed when a field has the wrong length.
 std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed);

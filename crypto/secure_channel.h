@@ -70,6 +70,7 @@ class SecureChannel {
 
  private:
   std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
+  EnvelopeHeader make_header(NodeId to, uint64_t msg_id, MessageType type) const;
 
   struct Peer {
     PublicKey key;

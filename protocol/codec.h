@@ -40,6 +40,17 @@ struct FrameLayout {
   size_t header_tag_at = 0, nonce_at = 0, ciphertext_at = 0;
 };
 FrameLayout layout_frame(std::string_view header, size_t ciphertext_size);
+// For a sender that encodes a large payload straight into the frame and encrypts it in place,
+// which saves a buffer and a pass over a multi-megabyte message: the frame up to the ciphertext,
+// whose length is left open (bytes ends at ciphertext_at; `reserve` more bytes are reserved).
+// Append the plaintext and kAeadTagBytes to bytes, then close_frame() writes the length. Only a
+// ciphertext of at least kMinOpenCiphertext bytes can be closed: below that, the canonical frame
+// (layout_frame's) has a shorter length field than the 4 bytes left open here.
+constexpr size_t kMinOpenCiphertext = 65536;
+FrameLayout open_frame(std::string_view header, size_t reserve);
+// True when the ciphertext (everything after ciphertext_at) was long enough and its length is
+// now written; false, changing nothing, when it is shorter than kMinOpenCiphertext.
+bool close_frame(FrameLayout& frame);
 FrameView decode_frame(std::string_view bytes, const Limits& limits);
 
 // Payload <-> plaintext bytes. decode_payload checks the payload against the header it came
@@ -48,6 +59,12 @@ std::string encode_payload(const Payload& payload, const EncodeOptions& options 
 // The same for knowledge held outside a Payload: converting a Knowledge to a Payload would copy
 // every tensor (tens of megabytes for FedPFT at d = 1280).
 std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options = {});
+// encode_payload(knowledge), appended to `out` (e.g. after an open_frame's prefix). Reserve
+// encoded_payload_bound() first: growing a multi-megabyte string copies all of it.
+void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOptions& options = {});
+// At least encode_payload(knowledge, options).size() for knowledge that encodes: a size to
+// reserve (an encoding that outgrew it would still be right, only slower).
+size_t encoded_payload_bound(const Knowledge& knowledge, const EncodeOptions& options = {});
 Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits);
 
 // The checks decode_payload applies to knowledge, for callers that build Knowledge themselves

@@ -69,12 +69,13 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
   return h;
 }
 
-FrameLayout layout_frame(std::string_view header, size_t ciphertext_size) {
+namespace {
+
+// Everything before the ciphertext, its length field written for `length_field` bytes.
+FrameLayout frame_prefix(std::string_view header, size_t length_field, size_t reserve) {
   if (header.size() > kMaxHeaderBytes) invalid("frame: header longer than 256 bytes");
-  if (ciphertext_size < kAeadTagBytes) invalid("frame: ciphertext shorter than its tag");
-  if (ciphertext_size > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
   FrameLayout f;
-  f.bytes.reserve(header.size() + ciphertext_size + 64);
+  f.bytes.reserve(header.size() + reserve + 64);
   StringSink sink{&f.bytes};
   Packer pk(sink);
   pk.pack_array(5);
@@ -86,10 +87,35 @@ FrameLayout layout_frame(std::string_view header, size_t ciphertext_size) {
   pk.pack_bin(kNonceBytes);
   f.nonce_at = f.bytes.size();
   f.bytes.append(kNonceBytes, '\0');
-  pk.pack_bin(static_cast<uint32_t>(ciphertext_size));
+  pk.pack_bin(static_cast<uint32_t>(length_field));
   f.ciphertext_at = f.bytes.size();
+  return f;
+}
+
+}  // namespace
+
+FrameLayout layout_frame(std::string_view header, size_t ciphertext_size) {
+  if (ciphertext_size < kAeadTagBytes) invalid("frame: ciphertext shorter than its tag");
+  if (ciphertext_size > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
+  FrameLayout f = frame_prefix(header, ciphertext_size, ciphertext_size);
   f.bytes.append(ciphertext_size, '\0');
   return f;
+}
+
+// MessagePack writes every binary of 65536 bytes or more as bin 32 (0xc6, then the length in 4
+// big-endian bytes): packing kMinOpenCiphertext gives the prefix of any such frame, and closing
+// only has to overwrite those 4 bytes.
+FrameLayout open_frame(std::string_view header, size_t reserve) {
+  return frame_prefix(header, kMinOpenCiphertext, reserve);
+}
+
+bool close_frame(FrameLayout& f) {
+  const size_t size = f.bytes.size() - f.ciphertext_at;
+  if (size < kMinOpenCiphertext) return false;
+  if (size > UINT32_MAX) invalid("frame: ciphertext exceeds 4 GiB");
+  char* length = f.bytes.data() + f.ciphertext_at - 4;
+  for (int i = 0; i < 4; ++i) length[i] = static_cast<char>((size >> (8 * (3 - i))) & 0xFF);
+  return true;
 }
 
 std::string encode_frame(const FrameView& f) {

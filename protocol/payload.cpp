@@ -174,13 +174,30 @@ std::string encode_payload(const Payload& payload, const EncodeOptions& options)
   return out;
 }
 
+// Reserving this much means encoding never reallocates: a reallocation near the end of a
+// multi-megabyte payload copies all of it into a buffer twice its size. Beyond the tensor bytes,
+// each per-class entry costs about 175 bytes of MessagePack keys and tensor headers (FedPFT) and
+// each contributor up to 5; the rest is well under 4 KiB.
+size_t encoded_payload_bound(const Knowledge& k, const EncodeOptions& options) {
+  size_t entries = 0;
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) entries = g->classes.size();
+  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) entries = p->classes.size();
+  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) entries = s->N.size();
+  return static_cast<size_t>(k.payload_bytes(options.precision == Precision::Float16)) + 4096 + 256 * entries +
+         5 * k.contributors.size() + k.backbone_fingerprint.size();
+}
+
 std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& options) {
   std::string out;
-  out.reserve(static_cast<size_t>(knowledge.payload_bytes(options.precision == Precision::Float16)) + 4096);
+  out.reserve(encoded_payload_bound(knowledge, options));
+  append_payload(out, knowledge, options);
+  return out;
+}
+
+void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOptions& options) {
   StringSink sink{&out};
   Packer pk(sink);
   pack_knowledge(pk, out, knowledge, options);
-  return out;
 }
 
 Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits) {

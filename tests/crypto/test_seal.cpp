@@ -46,6 +46,27 @@ TEST(CryptoSeal, RoundTrip) {
   EXPECT_EQ(open(receive, "", view(seal(send, "", ""))), "");  // empty header and payload: fine
 }
 
+TEST(CryptoSeal, InPlaceIsTheSameConstruction) {
+  const Identity a = Identity::generate(), b = Identity::generate();
+  const MessageKeys send = MessageKeys::for_sending(a, b.public_key());
+  const MessageKeys receive = MessageKeys::for_receiving(b, a.public_key());
+  const std::string header = "header bytes";
+  std::string payload(100000, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i % 251);
+  std::string text = payload + std::string(kSealAeadTagBytes, '\0');
+  std::array<uint8_t, kSealNonceBytes> nonce;
+  std::array<uint8_t, kSealHeaderTagBytes> tag;
+  seal_in_place(send, header, text.data(), payload.size(), nonce.data(), tag.data());
+  EXPECT_NE(text.substr(0, payload.size()), payload);
+  const SealedView v{std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()),
+                     std::string_view(reinterpret_cast<const char*>(tag.data()), tag.size()), text};
+  EXPECT_EQ(open(receive, header, v), payload);
+  // Byte for byte what the out-of-place form writes with the same nonce.
+  const Sealed same = detail::seal_with_nonce(send, header, payload, nonce);
+  EXPECT_EQ(same.ciphertext, text);
+  EXPECT_EQ(same.header_tag, tag);
+}
+
 TEST(CryptoSeal, FreshNonceEveryTime) {
   const Identity a = Identity::generate(), b = Identity::generate();
   const Sealed s1 = seal(a, b.public_key(), "h", "same"), s2 = seal(a, b.public_key(), "h", "same");

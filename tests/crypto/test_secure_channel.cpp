@@ -116,6 +116,57 @@ TEST(SecureChannel, CompleteKeepsItsTypeThroughSealAndOpen) {
     EXPECT_THROW(one.seal(2, 4, stats_knowledge(), {}, wrong), InputError) << to_string(wrong);
 }
 
+// Large knowledge is encoded into the frame and encrypted in place; small knowledge takes the
+// plaintext path. Both must give canonical frames that open to the same knowledge.
+TEST(SecureChannel, LargeAndSmallKnowledgeSealToCanonicalFrames) {
+  const SecureChannel one = channel(1), two = channel(2);
+  ReplayGuard guard;
+  uint64_t id = 1;
+  for (int d : {4, 600, 3000}) {  // 0.6 KB, 96 KB, 480 KB of float32 tensors (half that in float16)
+    Knowledge k;
+    k.contributors = {1};
+    k.backbone_fingerprint = "pixels";
+    k.dim = d;
+    k.num_classes = 3;
+    GmmKnowledge g;
+    for (int c = 0; c < 2; ++c) {
+      ClassMixture m;
+      m.label = c;
+      m.count = 5;
+      m.mixture.type = CovarianceType::Diag;
+      m.mixture.weights = VectorD::Constant(10, 0.1);
+      m.mixture.means = MatrixD::Constant(10, d, 0.25 * (c + 1));
+      m.mixture.covariances = MatrixD::Constant(10, d, 0.5);
+      g.classes.push_back(m);
+    }
+    k.payload = g;
+    for (Precision p : {Precision::Float32, Precision::Float16}) {
+      const std::string frame = one.seal(2, id++, k, {p});
+      const FrameView f = decode_frame(frame, Limits{});
+      EXPECT_EQ(encode_frame(f), frame) << "d = " << d;
+      EXPECT_EQ(f.ciphertext.size(), encode_payload(k, {p}).size() + kAeadTagBytes);
+      const Message m = two.open(frame, guard);
+      const auto& back = std::get<GmmKnowledge>(std::get<Knowledge>(m.payload).payload);
+      ASSERT_EQ(back.classes.size(), 2u);
+      EXPECT_EQ(back.classes[1].mixture.means, g.classes[1].mixture.means);
+      EXPECT_EQ(back.classes[0].mixture.covariances, g.classes[0].mixture.covariances);
+    }
+  }
+}
+
+TEST(SecureChannel, LargeKnowledgeForAnUnknownNodeIsRefused) {
+  Knowledge k = stats_knowledge();
+  auto& s = std::get<StatsKnowledge>(k.payload);
+  k.dim = 200;  // 160 KB of statistics: the in-place path
+  s.A = MatrixD::Constant(2, 200, 0.25);
+  s.B = MatrixD::Identity(200, 200);
+  EXPECT_THROW(channel(1).seal(4, 1, k), InputError);
+  ReplayGuard guard;
+  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(channel(2).open(channel(1).seal(2, 1, k), guard).payload).payload)
+                .A.cols(),
+            200);
+}
+
 TEST(SecureChannel, RandomRunNamesAreFreshAndWellFormed) {
   const std::string a = random_run_name(), b = random_run_name();
   EXPECT_NE(a, b);

@@ -51,6 +51,51 @@ TEST(ProtocolRoundTrip, Frame) {
   EXPECT_LE(f.ciphertext.data() + f.ciphertext.size(), bytes.data() + bytes.size());
 }
 
+// A sender that encodes straight into an open frame must end with exactly the bytes of the
+// canonical frame (layout_frame's), which has a 4-byte length field from 65536 bytes on.
+TEST(ProtocolRoundTrip, OpenFrameClosesToTheCanonicalFrame) {
+  const std::string header = encode_header(header_for(MessageType::Knowledge));
+  for (size_t size : {kMinOpenCiphertext, kMinOpenCiphertext + 1, size_t{300000}}) {
+    std::string ct(size, '\0');
+    for (size_t i = 0; i < size; ++i) ct[i] = static_cast<char>(i * 7 + 3);
+    FrameLayout open = open_frame(header, size);
+    const size_t capacity = open.bytes.capacity();
+    open.bytes += ct;
+    EXPECT_EQ(open.bytes.capacity(), capacity) << "the reserve must cover the ciphertext";
+    ASSERT_TRUE(close_frame(open)) << size;
+    const std::string tag(kHeaderTagBytes, '\0'), nonce(kNonceBytes, '\0');
+    EXPECT_EQ(open.bytes, encode_frame({header, tag, nonce, ct})) << size;
+    const FrameLayout laid = layout_frame(header, size);
+    EXPECT_EQ(open.header_tag_at, laid.header_tag_at);
+    EXPECT_EQ(open.nonce_at, laid.nonce_at);
+    EXPECT_EQ(open.ciphertext_at, laid.ciphertext_at);
+  }
+  // Shorter ciphertexts have shorter length fields: the open frame refuses to close.
+  FrameLayout small = open_frame(header, 100);
+  small.bytes += std::string(kMinOpenCiphertext - 1, 'x');
+  const std::string before = small.bytes;
+  EXPECT_FALSE(close_frame(small));
+  EXPECT_EQ(small.bytes, before);
+}
+
+TEST(ProtocolRoundTrip, AppendPayloadAppendsTheEncoding) {
+  const Knowledge k = test::sample_gmm(3, CovarianceType::Diag);
+  for (Precision p : {Precision::Float32, Precision::Float16}) {
+    const std::string encoded = encode_payload(k, {p});
+    std::string out = "prefix";
+    append_payload(out, k, {p});
+    EXPECT_EQ(out, "prefix" + encoded);
+    EXPECT_GE(encoded_payload_bound(k, {p}), encoded.size());
+  }
+  // The bound holds for each variant, including many classes with little data each.
+  const Knowledge wide = test::sample_gmm(4, CovarianceType::Spherical, 1, 1, 200);
+  EXPECT_GE(encoded_payload_bound(wide, {Precision::Float16}), encode_payload(wide, {Precision::Float16}).size());
+  const Knowledge stats = test::sample_stats(5);
+  EXPECT_GE(encoded_payload_bound(stats), encode_payload(stats).size());
+  const Knowledge protos = test::sample_prototypes(6);
+  EXPECT_GE(encoded_payload_bound(protos), encode_payload(protos).size());
+}
+
 TEST(ProtocolRoundTrip, Hello) {
   Hello h = test::sample_hello();
   h.versions = {1, 2};
