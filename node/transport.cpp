@@ -32,8 +32,12 @@ struct Transport::Impl {
     if (!it->second.dealer) {
       auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
       common_options(*s);
-      s->set(zmq::sockopt::immediate, 1);
-      s->set(zmq::sockopt::sndhwm, 4);
+      // No ZMQ_IMMEDIATE: with it, libzmq discards what a peer sent on a connection that then
+      // closes before this node read it (a leaf's last ack, as it exits), which left a 32-node
+      // star's hub waiting for acknowledgements already sent. Without it a frame for a peer that
+      // is down waits in the queue; a high-water mark of 1 keeps resends from stacking copies
+      // of a large frame there (a resend finds the queue full and is simply tried again later).
+      s->set(zmq::sockopt::sndhwm, 1);
       try {
         s->connect(it->second.address);
       } catch (const zmq::error_t& e) {

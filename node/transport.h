@@ -3,9 +3,10 @@
 //  - a ROUTER accepts any number of peers on one port and tells the connections apart, so the
 //    acknowledgement of a frame goes back on the very connection the frame came in on — the
 //    sender need not be reachable from the receiver, and no second connection is opened for acks;
-//  - a DEALER per peer is asynchronous (no lock-step of REQ/REP), reconnects by itself when its
-//    peer restarts, and with ZMQ_IMMEDIATE refuses to queue frames for a peer that is not
-//    connected, so a retry never piles up duplicate multi-megabyte frames in a queue;
+//  - a DEALER per peer is asynchronous (no lock-step of REQ/REP) and reconnects by itself when
+//    its peer restarts; its send queue holds one frame (ZMQ_SNDHWM 1), so retries for a peer
+//    that is down never pile up duplicate multi-megabyte frames. (Not ZMQ_IMMEDIATE: it makes
+//    libzmq discard unread inbound frames of a connection that closes — a peer's last ack.)
 //  - ZMTP heartbeats (ZMQ_HEARTBEAT_*) detect a dead TCP connection and make the DEALER reconnect.
 // The transport moves opaque single-part frames; sealing, acks, retries and deadlines are the
 // node's (node/link.h, node/node.h). ZMQ_MAXMSGSIZE bounds what a peer can make it allocate.
@@ -47,8 +48,9 @@ class Transport {
   // Where peers reach `peer`; the DEALER connects on first use.
   void add_peer(NodeId peer, const std::string& address);
 
-  // Hands the frame to ZeroMQ without blocking. False when `peer` has no live connection yet
-  // (the caller retries later); InputError for a peer never added.
+  // Hands the frame to ZeroMQ without blocking. False when the queue for `peer` is full (a
+  // frame for it is still waiting, e.g. while it is down; the caller retries later);
+  // InputError for a peer never added.
   bool send(NodeId peer, const std::string& frame);
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
