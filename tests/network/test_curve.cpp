@@ -186,7 +186,15 @@ TEST(Curve, PlainAndUnlistedClientsAreShutOutAndTheRunStillCompletes) {
   use_curve(f);
   const std::string node1 = f.topology.node(1).address;
   const pid_t p1 = spawn_node(f, 1);
-  std::this_thread::sleep_for(1500ms);  // node 1 binds its ROUTER (it waits for node 0 up to its deadline)
+  // Node 1 describes its plan once its ROUTER is bound; from then on it waits for node 0 (up to
+  // its deadline), so the clients below meet a listening node, not a port still closed.
+  for (int i = 0; i < 600 && read_text(f.state_dir(1) / "node.log").find("waits for") == std::string::npos; ++i)
+    std::this_thread::sleep_for(100ms);
+  if (read_text(f.state_dir(1) / "node.log").find("hops: CurveZMQ") == std::string::npos) {
+    ::kill(p1, SIGKILL);
+    ::waitpid(p1, nullptr, 0);
+    FAIL() << "node 1 did not start with CurveZMQ:\n" << read_text(f.state_dir(1) / "node.log");
+  }
 
   zmq::context_t ctx;
   // (b) A plain-TCP client: its NULL handshake meets a CURVE server, which drops the connection.
