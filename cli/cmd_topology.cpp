@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 const char* kHelp =
     "usage: fednode topology linear|ring|star|graph --nodes N [--out FILE] [--method M]\n"
     "       [--base-port P] [--host H] [--seed S] [--deadline SECONDS] [--run NAME]\n"
-    "       [--keys DIR] [--state DIR] [--option K=V]... [--data K=V]...\n"
+    "       [--keys DIR] [--state DIR] [--hop-encryption none|curve] [--option K=V]... [--data K=V]...\n"
     "writes a topology file (docs/topologies.md) for nodes 0..N-1 named n0.. and a key pair per\n"
     "node in DIR/n<i> (fednode keygen's node.key and node.pub); the file names the key\n"
     "directories, and loading it reads each node's public key from there.\n"
@@ -38,6 +38,8 @@ const char* kHelp =
     "  --keys DIR             key directories DIR/n<i> (default: keys/ beside the output file);\n"
     "                         a directory that already holds node.key is reused, not overwritten\n"
     "  --state DIR            state directories DIR/n<i> (default: state/ beside the output file)\n"
+    "  --hop-encryption E     none (default) or curve: CurveZMQ on every connection besides the\n"
+    "                         end-to-end sealing, with the same keys (docs/security.md, layer 2)\n"
     "  --option K=V           a method option for every node, as `fednode simulate --K V` would take\n"
     "                         it (flags: --option dp=true); repeat for more\n"
     "  --data K=V             a dataset or partition setting for every node, e.g.\n"
@@ -117,7 +119,8 @@ int cmd_topology(const std::vector<std::string>& argv) {
   // The mode comes first, as a word; everything after it is an option.
   const bool has_mode = !argv.empty() && argv[0].rfind("-", 0) != 0;
   const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
-               {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "run", "keys", "state"}, {},
+               {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "run", "keys", "state",
+                "hop-encryption"}, {},
                {"option", "data"});
   if (a.help()) {
     std::cout << kHelp;
@@ -151,6 +154,11 @@ int cmd_topology(const std::vector<std::string>& argv) {
   o.run = a.has("run") ? a.str("run", "") : random_run_name();
   const std::string run_problem = run_name_problem(o.run);
   if (!run_problem.empty()) throw UsageError("--run " + run_problem);
+  try {
+    o.hop_encryption = parse_hop_encryption(a.str("hop-encryption", "none"));
+  } catch (const InputError& e) {
+    throw UsageError(std::string("--hop-encryption: ") + e.what());
+  }
   o.options = key_values(a, "option");
   check_method_options(o.method, o.options);
   o.data = key_values(a, "data");

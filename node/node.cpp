@@ -76,6 +76,9 @@ struct Node::Impl {
   NodeConfig config;
   NodePlan plan;
   PlanProgress progress;
+  // Hop encryption (CurveZMQ) keys, taken from the identity before `channel` below takes it over:
+  // keep this member declared before `channel`.
+  std::shared_ptr<const CurveKeyPair> curve_keys;
   SecureChannel channel;
   std::unique_ptr<StateStore> store;
   std::unique_ptr<Transport> transport;
@@ -104,6 +107,9 @@ struct Node::Impl {
       : config(std::move(c)),
         plan(plan_for(config.topology, config.id)),
         progress(plan),
+        curve_keys(config.topology.federation.hop_encryption == HopEncryption::Curve
+                       ? std::make_shared<const CurveKeyPair>(identity)
+                       : nullptr),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(), config.limits) {}
 
   PeerKeys peer_keys() const {
@@ -154,6 +160,15 @@ struct Node::Impl {
     const auto& self = topo.node(config.id);
     TransportOptions t = config.transport;
     t.max_message_bytes = config.limits.max_message_bytes;
+    // --- hop encryption (docs/security.md, "Layer 2"): the topology decides, for every node alike.
+    t.curve = CurveSettings{};
+    if (curve_keys) {
+      t.curve.keys = curve_keys;
+      t.curve.peers = peer_keys();  // the whole topology: the ZAP allow list and the DEALERs' server keys
+      say("hops: CurveZMQ, admitting the " + std::to_string(t.curve.peers.size()) + " keys of " + topo.source);
+    }
+    if (!t.log) t.log = config.callbacks.progress;
+    // --- end of hop encryption
     transport = std::make_unique<Transport>(config.id, self.bind.empty() ? self.address : self.bind, t);
     for (NodeId peer : plan.peers()) transport->add_peer(peer, topo.node(peer).address);
 

@@ -2,9 +2,32 @@
 
 #include <zmq.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace fednode {
+namespace {
+
+// libzmq asks the ZAP handler bound at this inproc address of the socket's context (RFC 27).
+constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+// Distinct refused keys whose refusals are counted one by one; past it, all are counted together,
+// so a flood of fresh keys costs no memory.
+constexpr size_t kMaxTrackedRefusedKeys = 256;
+
+bool power_of_ten(int64_t n) {
+  while (n >= 10 && n % 10 == 0) n /= 10;
+  return n == 1;
+}
+
+// Peers choose what a ZAP request carries (their address); logs get printable ASCII only.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 100)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+}  // namespace
 
 struct Transport::Impl {
   zmq::context_t context{1};
@@ -15,6 +38,11 @@ struct Transport::Impl {
   };
   std::map<NodeId, Peer> peers;
   TransportOptions options;
+  // CURVE only: the ZAP handler, and who its allow list says each key is.
+  std::unique_ptr<zmq::socket_t> zap;
+  std::map<PublicKey, NodeId> allowed;
+  std::map<PublicKey, int64_t> refused_by_key;
+  int64_t refused_untracked = 0, refusals = 0;
 
   void common_options(zmq::socket_t& s) {
     s.set(zmq::sockopt::linger, options.linger_ms);
@@ -38,6 +66,7 @@ struct Transport::Impl {
       // is down waits in the queue; a high-water mark of 1 keeps resends from stacking copies
       // of a large frame there (a resend finds the queue full and is simply tried again later).
       s->set(zmq::sockopt::sndhwm, 1);
+      if (options.curve.keys) options.curve.keys->make_client(s->handle(), options.curve.peers.at(peer));
       try {
         s->connect(it->second.address);
       } catch (const zmq::error_t& e) {
@@ -59,6 +88,52 @@ struct Transport::Impl {
     } while (parts.back().more());
     return parts;
   }
+
+  // One ZAP request (RFC 27): version, request id, domain, address, routing id, mechanism, then
+  // the mechanism's credentials (CURVE: the client's 32-byte long-term public key). Every request
+  // read gets exactly one reply, as the REP socket requires.
+  void answer_zap() {
+    auto parts = read_all(*zap);
+    if (parts.empty()) return;
+    auto text = [&](size_t i) { return i < parts.size() ? parts[i].to_string() : std::string(); };
+    const std::string request_id = text(1), address = printable(text(3));
+    std::string status = "400", reason, user;
+    std::optional<PublicKey> key;
+    if (parts.size() == 7 && parts[6].size() == kKeyBytes) {
+      key.emplace();
+      std::memcpy(key->bytes.data(), parts[6].data(), kKeyBytes);
+    }
+    if (parts.size() < 6 || text(0) != "1.0") {
+      reason = "malformed ZAP request";
+    } else if (text(2) != kCurveZapDomain || text(5) != "CURVE" || !key) {
+      reason = "only CURVE clients of domain " + std::string(kCurveZapDomain) + " are admitted";
+    } else if (const auto it = allowed.find(*key); it != allowed.end()) {
+      status = "200";
+      reason = "OK";
+      user = std::to_string(it->second);
+    } else {
+      reason = "public key not in the topology";
+    }
+    if (status != "200") note_refusal(key, address, reason);
+    const std::string reply[] = {"1.0", request_id, status, reason, user, ""};
+    for (size_t i = 0; i < 6; ++i)
+      zap->send(zmq::buffer(reply[i]), i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+
+  // Logs the 1st, 10th, 100th, ... refusal of each key: a client retrying every 100 ms must not
+  // fill the node's log.
+  void note_refusal(const std::optional<PublicKey>& key, const std::string& address, const std::string& reason) {
+    ++refusals;
+    int64_t n = 0;
+    if (key && (refused_by_key.count(*key) || refused_by_key.size() < kMaxTrackedRefusedKeys))
+      n = ++refused_by_key[*key];
+    else
+      n = ++refused_untracked;
+    if (!options.log || !power_of_ten(n)) return;
+    const std::string who = key ? "key " + key->to_hex() : "no usable key";
+    options.log("CurveZMQ: refused a connection from " + (address.empty() ? std::string("?") : address) + " (" +
+                who + "): " + reason + (n > 1 ? " (" + std::to_string(n) + " times so far)" : ""));
+  }
 };
 
 Transport::Transport(NodeId, const std::string& bind_address, TransportOptions options)
@@ -66,6 +141,15 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
   impl_->options = options;
   impl_->common_options(impl_->router);
   impl_->router.set(zmq::sockopt::router_mandatory, 1);
+  if (const auto& keys = impl_->options.curve.keys) {
+    // Bound before the ROUTER accepts anything: libzmq looks the handler up per handshake, and
+    // without one it would admit every CURVE client that knows this node's public key.
+    impl_->zap = std::make_unique<zmq::socket_t>(impl_->context, zmq::socket_type::rep);
+    impl_->zap->set(zmq::sockopt::linger, 0);
+    impl_->zap->bind(kZapEndpoint);
+    for (const auto& [id, key] : impl_->options.curve.peers) impl_->allowed.emplace(key, id);
+    keys->make_server(impl_->router.handle());
+  }
   try {
     impl_->router.bind(bind_address);
   } catch (const zmq::error_t& e) {
@@ -76,6 +160,8 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
 Transport::~Transport() = default;
 
 void Transport::add_peer(NodeId peer, const std::string& address) {
+  if (impl_->options.curve.keys && !impl_->options.curve.peers.count(peer))
+    throw InputError("transport: hop encryption is curve but node " + std::to_string(peer) + " has no public key");
   auto& p = impl_->peers[peer];
   if (p.address != address) {
     p.address = address;
@@ -103,37 +189,49 @@ bool Transport::reply(const Incoming& in, const std::string& frame) {
 }
 
 std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
-  std::vector<zmq::pollitem_t> items;
-  std::vector<NodeId> owners;
-  items.push_back({impl_->router.handle(), 0, ZMQ_POLLIN, 0});
-  for (auto& [id, p] : impl_->peers)
-    if (p.dealer) {
-      items.push_back({p.dealer->handle(), 0, ZMQ_POLLIN, 0});
-      owners.push_back(id);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::vector<zmq::pollitem_t> items;
+    std::vector<NodeId> owners;
+    items.push_back({impl_->router.handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& [id, p] : impl_->peers)
+      if (p.dealer) {
+        items.push_back({p.dealer->handle(), 0, ZMQ_POLLIN, 0});
+        owners.push_back(id);
+      }
+    const size_t data_items = items.size();
+    if (impl_->zap) items.push_back({impl_->zap->handle(), 0, ZMQ_POLLIN, 0});
+    const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                deadline - std::chrono::steady_clock::now()));
+    try {
+      zmq::poll(items.data(), items.size(), left);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) return std::nullopt;  // a signal: let the caller look at its stop flag
+      throw;
     }
-  try {
-    zmq::poll(items.data(), items.size(), timeout);
-  } catch (const zmq::error_t& e) {
-    if (e.num() == EINTR) return std::nullopt;  // a signal: let the caller look at its stop flag
-    throw;
+    // Admission first: a handshake waits on its answer, while data can wait for the next turn.
+    if (impl_->zap && (items.back().revents & ZMQ_POLLIN))
+      while (impl_->zap->get(zmq::sockopt::events) & ZMQ_POLLIN) impl_->answer_zap();
+    for (size_t i = 0; i < data_items; ++i) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      zmq::socket_t& s = i == 0 ? impl_->router : *impl_->peers[owners[i - 1]].dealer;
+      auto parts = Impl::read_all(s);
+      const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id
+      // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
+      // the opening checks would drop a malformed frame.
+      if (parts.size() != envelope + 1) continue;
+      Incoming in;
+      in.frame.assign(parts.back().data<char>(), parts.back().size());
+      if (i == 0)
+        in.route.assign(parts[0].data<char>(), parts[0].size());
+      else
+        in.via_dealer = owners[i - 1];
+      return in;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
   }
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!(items[i].revents & ZMQ_POLLIN)) continue;
-    zmq::socket_t& s = i == 0 ? impl_->router : *impl_->peers[owners[i - 1]].dealer;
-    auto parts = Impl::read_all(s);
-    const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id
-    // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
-    // the opening checks would drop a malformed frame.
-    if (parts.size() != envelope + 1) continue;
-    Incoming in;
-    in.frame.assign(parts.back().data<char>(), parts.back().size());
-    if (i == 0)
-      in.route.assign(parts[0].data<char>(), parts[0].size());
-    else
-      in.via_dealer = owners[i - 1];
-    return in;
-  }
-  return std::nullopt;
 }
+
+int64_t Transport::curve_refusals() const { return impl_->refusals; }
 
 }  // namespace fednode

@@ -10,11 +10,18 @@
 //  - ZMTP heartbeats (ZMQ_HEARTBEAT_*) detect a dead TCP connection and make the DEALER reconnect.
 // The transport moves opaque single-part frames; sealing, acks, retries and deadlines are the
 // node's (node/link.h, node/node.h). ZMQ_MAXMSGSIZE bounds what a peer can make it allocate.
+//
+// Optionally every connection is CurveZMQ (docs/security.md, "Layer 2"): the ROUTER is a CURVE
+// server, each DEALER a CURVE client that checks its peer's key, and a ZAP handler admits only
+// the listed keys. The handler is a socket polled in receive() like the others, not a thread: a
+// connection is admitted whenever the node next looks at its sockets.
 #pragma once
 
+#include "crypto/curve.h"
 #include "methods/types.h"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,11 +29,23 @@
 
 namespace fednode {
 
+struct CurveSettings {
+  // This node's key pair; null: connections are plain TCP (the end-to-end sealing still applies).
+  std::shared_ptr<const CurveKeyPair> keys;
+  // The nodes whose keys may connect (the ZAP allow list), and the key each DEALER requires its
+  // peer to prove. The node passes every node of its topology.
+  std::map<NodeId, PublicKey> peers;
+};
+
 struct TransportOptions {
   uint64_t max_message_bytes = uint64_t{256} << 20;  // larger frames drop their connection
   int heartbeat_ivl_ms = 1000;
   int heartbeat_timeout_ms = 10000;
   int linger_ms = 2000;  // on close: how long unsent frames (a last ack) may still go out
+  // A Node sets this from its topology's [federation] hop_encryption, whatever it held.
+  CurveSettings curve;
+  // Connection events worth a log line (CURVE clients refused); never a key's secret half.
+  std::function<void(const std::string&)> log;
 };
 
 // A frame that arrived, and the connection to answer on.
@@ -39,7 +58,8 @@ struct Incoming {
 class Transport {
  public:
   // Binds the ROUTER to `bind_address` (tcp://HOST:PORT, HOST may be *). Throws InputError
-  // naming the address when it cannot be bound (in use, bad host).
+  // naming the address when it cannot be bound (in use, bad host), or when CURVE is asked for
+  // and cannot be set up.
   Transport(NodeId self, const std::string& bind_address, TransportOptions options = {});
   ~Transport();
   Transport(const Transport&) = delete;
@@ -55,8 +75,12 @@ class Transport {
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 
-  // Waits up to `timeout` for one frame from any socket.
+  // Waits up to `timeout` for one frame from any socket, answering CURVE admission (ZAP)
+  // requests meanwhile.
   std::optional<Incoming> receive(std::chrono::milliseconds timeout);
+
+  // CURVE clients the ZAP handler has refused so far.
+  int64_t curve_refusals() const;
 
   const std::string& bind_address() const { return bind_address_; }
 

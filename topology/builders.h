@@ -25,6 +25,7 @@ struct TopologyBuildOptions {
   std::string run;                   // [federation] run; empty: none (run_name's default)
   uint64_t seed = 0;                 // the federation's seed; also draws the random graph
   double deadline_seconds = kDefaultDeadlineSeconds;
+  HopEncryption hop_encryption = HopEncryption::None;  // [federation] hop_encryption
   OptionMap options;                 // [federation.options]
   OptionMap data;                    // [federation.data]
   std::string key_root;              // non-empty: node i gets key_dir = key_root/n<i>

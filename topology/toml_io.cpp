@@ -196,7 +196,8 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   auto& f = topology.federation;
   f.line = line_of(*fed);
   const std::string fw = "[federation]";
-  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "hub", "start", "options", "data"});
+  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "hop_encryption", "hub", "start",
+                          "options", "data"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
   try {
@@ -210,6 +211,13 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.run = r.string(*fed, "run", fw);
   f.seed = static_cast<uint64_t>(r.integer(*fed, "seed", fw, 0, INT64_MAX).value_or(0));
   f.deadline_seconds = r.number(*fed, "deadline_seconds", fw).value_or(kDefaultDeadlineSeconds);
+  if (const auto hop = r.string(*fed, "hop_encryption", fw)) {
+    try {
+      f.hop_encryption = parse_hop_encryption(*hop);
+    } catch (const InputError& e) {
+      r.fail(line_of(*fed->get("hop_encryption")), std::string("[federation]: ") + e.what());
+    }
+  }
   const auto hub = r.ref(*fed, "hub", fw);
   const auto start = r.ref(*fed, "start", fw);
   f.options = r.options(*fed, "options", fw);
@@ -368,6 +376,9 @@ std::string to_toml(const Topology& t) {
   if (f.run) out << "run = " << quoted(*f.run) << "\n";
   out << "seed = " << f.seed << "\n";
   out << "deadline_seconds = " << float_text(f.deadline_seconds) << "\n";
+  // Only when set: the default run name hashes this text, and files without the key must keep
+  // the run name they had before the key existed.
+  if (f.hop_encryption != HopEncryption::None) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";
   if (f.start) out << "start = " << *f.start << "\n";
   write_options(out, "federation.options", f.options);

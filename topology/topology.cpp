@@ -31,6 +31,20 @@ TopologyMode parse_topology_mode(const std::string& s) {
   throw InputError("unknown topology mode '" + s + "' (expected linear, ring, star or graph)");
 }
 
+const char* to_string(HopEncryption h) {
+  switch (h) {
+    case HopEncryption::None: return "none";
+    case HopEncryption::Curve: return "curve";
+  }
+  return "?";
+}
+
+HopEncryption parse_hop_encryption(const std::string& s) {
+  if (s == "none") return HopEncryption::None;
+  if (s == "curve") return HopEncryption::Curve;
+  throw InputError("unknown hop encryption '" + s + "' (expected none or curve)");
+}
+
 const TopologyNode* Topology::find(NodeId id) const {
   for (const auto& n : nodes)
     if (n.id == id) return &n;

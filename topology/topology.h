@@ -20,6 +20,14 @@ const char* to_string(TopologyMode mode);
 // Throws InputError naming the accepted modes.
 TopologyMode parse_topology_mode(const std::string& s);
 
+// What protects each hop's TCP connection besides the end-to-end sealing every message gets
+// (docs/security.md): nothing more, or CurveZMQ with the nodes' own keys and a ZAP allow list.
+// Every node of a federation must use the same setting, so it is the file's, not the node's.
+enum class HopEncryption { None, Curve };
+const char* to_string(HopEncryption h);  // "none", "curve": the file's spelling
+// Throws InputError naming the accepted values.
+HopEncryption parse_hop_encryption(const std::string& s);
+
 // Option and data settings travel as the text a user would give on the command line, so the
 // node parses them with the same code as `fednode simulate` (names without the leading "--";
 // booleans are "true"/"false").
@@ -66,6 +74,7 @@ struct FederationSettings {
   std::optional<std::string> run;
   uint64_t seed = 0;
   double deadline_seconds = kDefaultDeadlineSeconds;
+  HopEncryption hop_encryption = HopEncryption::None;
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)
   OptionMap options;           // method options shared by every node

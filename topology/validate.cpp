@@ -96,6 +96,9 @@ class Checker {
     if (!(f.deadline_seconds > 0) || f.deadline_seconds > kMaxDeadlineSeconds)
       fail(f.line, "[federation] deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
                        "], got " + std::to_string(f.deadline_seconds));
+    // A topology built in memory may hold any value the enum's storage allows.
+    if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
+      fail(f.line, "[federation] hop_encryption must be \"none\" or \"curve\"");
     if (f.hub && f.mode != TopologyMode::Star)
       fail(f.line, "[federation] hub is only meaningful in star mode (this is " + std::string(to_string(f.mode)) + ")");
     if (f.start && f.mode != TopologyMode::Ring)
