@@ -5,12 +5,13 @@
 // loading is reported separately (load s: fednode's load + freeze + probe).
 //
 //   bench_extract [--sizes 224,128,96,64] [--images N] [--threads 2] [--batch-size 32] [--reps 5]
-//                 [--model MODEL.pt] [--python /usr/bin/python3]
+//                 [--model MODEL.pt] [--python /usr/bin/python3] [--python-allocator default|fednode]
 //
 // Columns: fednode as it runs by default (torch::jit::freeze), fednode running the module as
 // loaded, PyTorch as a Python user runs it (torch.jit.load, inference_mode), and PyTorch with the
 // same torch.jit.freeze. The headline ratio is the first over the third; the other two columns
 // show where a difference comes from (the C++ pipeline itself, or freezing).
+#include "features/allocator.h"
 #include "features/backbone.h"
 #include "features/idx.h"
 
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
   std::string sizes_text = "224,128,96,64", model = fednode::default_backbone_path(), python = "/usr/bin/python3";
   int64_t images = 0;
   int threads = 2, batch = 32, reps = 5;
+  bool same_allocator = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--sizes") sizes_text = v;
@@ -148,14 +150,19 @@ int main(int argc, char** argv) {
     else if (k == "--reps") reps = std::stoi(v);
     else if (k == "--model") model = v;
     else if (k == "--python") python = v;
+    else if (k == "--python-allocator") same_allocator = v == "fednode";
     else {
       std::cerr << "bench_extract: unknown option " << k << "\n";
       return 2;
     }
   }
   const std::vector<int> sizes = parse_sizes(sizes_text);
-  std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds\n", model.c_str(),
-              threads, batch, reps);
+  // fednode as its executable runs (features/allocator.h); PyTorch as a Python user runs it, or,
+  // with --python-allocator fednode, under the same malloc policy (through GLIBC_TUNABLES).
+  fednode::reuse_large_allocations();
+  if (same_allocator) ::setenv("GLIBC_TUNABLES", fednode::reuse_large_allocations_tunables(), 1);
+  std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds, python allocator %s\n",
+              model.c_str(), threads, batch, reps, same_allocator ? "as fednode's" : "glibc default");
   std::printf("%5s %7s %8s | %12s %12s | %12s %12s | %6s %6s | %6s | %8s %8s\n", "size", "images", "load s",
               "fednode", "fednode-plain", "pytorch", "pytorch-frozen", "ratio", "min", "plain", "cpu ms", "py cpu");
 

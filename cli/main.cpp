@@ -1,5 +1,6 @@
 // The fednode executable: parse the subcommand, then one call into the library.
 #include "cli/commands.h"
+#include "features/allocator.h"
 
 #include <cstring>
 #include <iostream>
@@ -21,6 +22,7 @@ void usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fednode::reuse_large_allocations();  // batch work without page-fault churn (features/allocator.h)
   if (argc < 2) {
     usage(std::cerr);
     return 2;
