@@ -92,29 +92,34 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
   const bool whole = data_only.count("partition") && data_only.at("partition") == "none";
   if (whole) data_only.erase("partition");
-  const Args parsed = [&] {
+  // Settings come from the file, so a bad one is the file's mistake (exit 1), named with it.
+  auto from_file = [&](auto&& parse) {
     try {
-      return Args(as_arguments(data_only, options, topology.federation.method), valued, method_flag_names());
+      return parse();
     } catch (const UsageError& e) {
-      throw InputError(topology.source + ", " + topology.describe(self.id) + ": " + e.what());
+      throw InputError(topology.source + ", settings of " + topology.describe(self.id) + ": " + e.what());
     }
-  }();
+  };
+  const Args parsed = from_file(
+      [&] { return Args(as_arguments(data_only, options, topology.federation.method), valued, method_flag_names()); });
 
   NodeConfig config;
   config.topology = topology;
   config.id = self.id;
-  config.method = parse_method_options(parsed);
+  config.method = from_file([&] { return parse_method_options(parsed); });
   config.run_name = run_name(topology);
   config.state_dir = a.str("state-dir", "");
   config.callbacks.progress = say;
 
   say("loading data");
-  LoadedData loaded = load_data(parsed, quiet);
+  LoadedData loaded = from_file([&] { return load_data(parsed, quiet); });
   config.backbone_fingerprint = loaded.fingerprint;
   if (whole) {
     config.local = std::move(loaded.train);
   } else {
-    const PartitionOptions p = parse_partition_options(parsed, static_cast<int>(topology.nodes.size()), topology.federation.seed);
+    const PartitionOptions p = from_file([&] {
+      return parse_partition_options(parsed, static_cast<int>(topology.nodes.size()), topology.federation.seed);
+    });
     const Partition partition = make_partition(loaded.train.y, loaded.train.num_classes, p);
     const auto index = topology.partition_index(self.id);
     config.local = loaded.train.subset(partition.at(static_cast<size_t>(index)));

@@ -1,0 +1,70 @@
+// `fednode run` and `fednode launch` on bad input: each mistake is one clear line naming the
+// file, node or option, with exit status 1 (bad input) or 2 (bad command line), and no node starts.
+#include "federation.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace fednode::testing_network {
+namespace {
+
+class RunErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    f_ = make_federation(test_dir("run_errors"), TopologyMode::Linear, 2, "fedcgs", 23700, {{"components", "5"}},
+                         {{"dataset", "fashion-mnist"}, {"train-limit", "500"}, {"test-limit", "100"}});
+  }
+  void TearDown() override { fs::remove_all(f_.dir); }
+
+  // A copy of the topology file with `from` replaced by `to`.
+  std::string edited(const std::string& from, const std::string& to) {
+    std::string text = read_text(f_.file);
+    text = std::regex_replace(text, std::regex(from), to);
+    const fs::path p = f_.dir / ("edited" + std::to_string(++edits_) + ".toml");
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  Federation f_;
+  int edits_ = 0;
+};
+
+TEST_F(RunErrors, EachMistakeIsNamed) {
+  struct Case {
+    std::string args;
+    int code;
+    std::string says;
+  };
+  const std::string file = f_.file.string();
+  const std::vector<Case> cases = {
+      {"run --topology " + (f_.dir / "missing.toml").string() + " --id 0", 1, "missing.toml"},
+      {"run --topology " + file + " --id n7", 1, "no node has name 'n7'"},
+      {"run --topology " + file, 2, "--id"},
+      {"run --topology " + file + " --id 0 --bogus 1", 2, "--bogus"},
+      {"run --topology " + edited("components = 5", "componentz = 5") + " --id 1 --quiet", 1, "unknown option 'componentz'"},
+      {"run --topology " + edited("components = 5", "components = \"five\"") + " --id 1 --quiet", 1, "'five'"},
+      {"run --topology " + edited("dataset = \"fashion-mnist\"", "dataset = \"cifar\"") + " --id 1 --quiet", 1, "cifar"},
+      {"launch", 2, "topology file"},
+      {"launch " + (f_.dir / "missing.toml").string(), 1, "missing.toml"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run_cli(c.args);
+    EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line: " << r.output;
+  }
+}
+
+TEST_F(RunErrors, AnotherRunsStateDirectoryIsRefused) {
+  // A state directory written by a run with another name is not taken over.
+  const std::string renamed = edited("run = \"[^\"]*\"", "run = \"another-run\"");
+  fs::create_directories(f_.state_dir(1));
+  std::ofstream(f_.state_dir(1) / "run") << "00112233445566778899aabbccddeeff\n";
+  const CliRun r = run_cli("run --quiet --topology " + renamed + " --id 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("belongs to run"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace fednode::testing_network
