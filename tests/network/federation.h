@@ -219,3 +219,26 @@ inline int wait_exit(pid_t pid, double seconds) {
 }
 
 }  // namespace fednode::testing_network
+
+namespace fednode::testing_network {
+
+// Runs `fednode simulate` on the same federation and checks every node's result.json against
+// it: finished, the plan's contributors, and the simulator's contributors and accuracy exactly
+// (the same method code, data and seeds; float16 transfer is exact because the methods round to
+// float16 before anything leaves a node: docs/node.md, "Equal to simulate").
+inline void expect_every_node_equals_simulate(const Federation& f) {
+  const CliRun sim = run_cli(f.simulate_args((f.dir / "report.json").string()));
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const std::vector<NodeOutcome> expected = read_report(f.dir / "report.json");
+  ASSERT_EQ(expected.size(), f.topology.nodes.size());
+  for (NodeId id : f.topology.ids()) {
+    const NodeOutcome got = read_result(f.state_dir(id));
+    EXPECT_EQ(got.status, "finished") << "node " << id;
+    const auto& plan_expected = plan_for(f.topology, id).expected_contributors;
+    EXPECT_EQ(got.contributors, std::vector<long>(plan_expected.begin(), plan_expected.end())) << "node " << id;
+    EXPECT_EQ(got.contributors, expected[id].contributors) << "node " << id;
+    EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
+  }
+}
+
+}  // namespace fednode::testing_network

@@ -40,20 +40,7 @@ TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
   const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
   ASSERT_EQ(launch.code, 0) << launch.output;
 
-  const CliRun sim = run_cli(f.simulate_args((dir / "report.json").string()));
-  ASSERT_EQ(sim.code, 0) << sim.output;
-  const std::vector<NodeOutcome> expected = read_report(dir / "report.json");
-  ASSERT_EQ(expected.size(), static_cast<size_t>(c.nodes));
-  for (NodeId id : f.topology.ids()) {
-    const NodeOutcome got = read_result(f.state_dir(id));
-    EXPECT_EQ(got.status, "finished") << "node " << id;
-    const auto& plan_expected = plan_for(f.topology, id).expected_contributors;
-    EXPECT_EQ(got.contributors, std::vector<long>(plan_expected.begin(), plan_expected.end())) << "node " << id;
-    // The same method code on the same data and seeds; float16 transfer is exact because the
-    // methods round to float16 before anything leaves a node (docs/node.md, "Equal to simulate").
-    EXPECT_EQ(got.contributors, expected[id].contributors) << "node " << id;
-    EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
-  }
+  expect_every_node_equals_simulate(f);
   if (::testing::Test::HasFailure()) std::cerr << launch.output;
   else fs::remove_all(dir);
 }
