@@ -1,4 +1,5 @@
 // The fednode executable as a user runs it: real process, real files, exit codes and messages.
+#include "../common/run_cli.h"
 #include "features/npy.h"
 #include "methods/rng.h"
 
@@ -15,23 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CliRun run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(FEDNODE_CLI) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using fednode::testing::CliRun;
+using fednode::testing::run_cli;
 
 class Cli : public ::testing::Test {
  protected:

@@ -3,6 +3,7 @@
 // fields the tests compare (node result.json, simulate's report).
 #pragma once
 
+#include "../common/run_cli.h"
 #include "crypto/key_files.h"
 #include "topology/builders.h"
 #include "topology/plan.h"
@@ -25,22 +26,12 @@ namespace fednode::testing_network {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using fednode::testing::CliRun;
 
-inline CliRun run_cli(const std::string& args, const std::string& env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1") {
-  const std::string cmd = env + " " + std::string(FEDNODE_CLI) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// One compute thread per process, as `fednode launch` runs its nodes, so that the simulator and
+// the nodes train their heads with the same floating-point sums.
+inline CliRun run_cli(const std::string& args) {
+  return fednode::testing::run_cli(args, "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1");
 }
 
 inline std::string read_text(const fs::path& p) {
