@@ -1,5 +1,5 @@
 // How frames move between nodes: ZeroMQ, one ROUTER socket that every peer connects to, and one
-// DEALER per peer this node sends to. Why this pattern (docs/protocol.md, "Transport"):
+// DEALER per peer this node sends to. Why this pattern (docs/node.md, "Transport"):
 //  - a ROUTER accepts any number of peers on one port and tells the connections apart, so the
 //    acknowledgement of a frame goes back on the very connection the frame came in on — the
 //    sender need not be reachable from the receiver, and no second connection is opened for acks;
