@@ -104,7 +104,7 @@ std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageTyp
   return std::move(frame.bytes);
 }
 
-Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay) const {
+Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay, std::string* plaintext_out) const {
   auto reject = [](SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
                    bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
     RejectedMessage e(code, why);
@@ -171,6 +171,7 @@ Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay) c
     throw reject(SecurityCode::MalformedPayload, who + ": " + e.what(), header, true, e.code);
   }
   replay.accept(header.from, header.msg_id);
+  if (plaintext_out) *plaintext_out = std::move(plaintext);
   return message;
 }
 

@@ -66,7 +66,9 @@ class SecureChannel {
   // nothing is recorded and RejectedMessage says why. An authentic duplicate (Replayed with
   // authenticated = true) is what a peer whose acknowledgement was lost sends again: answer it
   // with another Ack, and use nothing from it.
-  Message open(std::string_view frame, ReplayGuard& replay) const;
+  // `plaintext`, when given, receives the payload's bytes as decrypted: what a node stores, so
+  // that it need not encode the decoded payload again.
+  Message open(std::string_view frame, ReplayGuard& replay, std::string* plaintext = nullptr) const;
 
  private:
   std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;

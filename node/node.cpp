@@ -242,8 +242,9 @@ struct Node::Impl {
     last_frame = Clock::now();
     result.bytes_received += static_cast<int64_t>(in.frame.size());
     Message msg;
+    std::string plaintext;
     try {
-      msg = channel.open(in.frame, replay);
+      msg = channel.open(in.frame, replay, &plaintext);
     } catch (const RejectedMessage& e) {
       if (e.code == SecurityCode::Replayed && e.authenticated && e.header) {
         // A resend whose ack was lost (or a replay): it is stored already, so acknowledge it
@@ -301,7 +302,7 @@ struct Node::Impl {
       m.from = h.from;
       m.msg_id = h.msg_id;
       m.type = h.type;
-      m.plaintext = encode_payload_for_store(msg.payload, h.type);
+      m.plaintext = std::move(plaintext);  // stored as it arrived, decoded again on a restart
       store->store_received(m);
       accept(h, std::move(msg.payload), true);
     } else if (h.type == MessageType::Hello) {
@@ -309,11 +310,6 @@ struct Node::Impl {
     }
     store->save_replay(replay);
     send_ack(in, h.from, h.msg_id);
-  }
-
-  std::string encode_payload_for_store(const Payload& p, MessageType) const {
-    // Float16 tensors stay float16 values, so re-encoding in the transfer precision is exact.
-    return encode_payload(p, encode);
   }
 
   // Empty when acceptable; otherwise why not.
