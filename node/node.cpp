@@ -555,12 +555,7 @@ struct Node::Impl {
   // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
   void refit() {
     refit_pending = false;
-    std::vector<ReceivedPiece> all;
-    for (const auto& p : pieces)
-      if (p.kind == PlanMessage::Knowledge) all.push_back(p);
-    sort_inputs(all);
-    std::vector<Knowledge> knowledge;
-    for (auto& p : all) knowledge.push_back(std::move(p.knowledge));
+    const std::vector<Knowledge> knowledge = knowledge_in_order({pieces.begin(), pieces.end()});
     const Selection sel = select_for_combination(knowledge, &config.local, ctx, config.method.method);
     if (sel.contributors == result.contributors) return;
     say("refitting the head with knowledge that came after phase 1: " + contributors_text(sel.contributors));

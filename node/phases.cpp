@@ -13,6 +13,16 @@ void sort_inputs(std::vector<ReceivedPiece>& pieces) {
   });
 }
 
+std::vector<Knowledge> knowledge_in_order(const std::vector<ReceivedPiece>& pieces) {
+  std::vector<ReceivedPiece> sorted;
+  for (const auto& p : pieces)
+    if (p.kind == PlanMessage::Knowledge) sorted.push_back(p);
+  sort_inputs(sorted);
+  std::vector<Knowledge> knowledge;
+  for (auto& p : sorted) knowledge.push_back(std::move(p.knowledge));
+  return knowledge;
+}
+
 PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
                        const Features& local, const NodeContext& ctx) {
   std::vector<ReceivedPiece> sorted;

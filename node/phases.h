@@ -20,6 +20,8 @@ struct ReceivedPiece {
   Knowledge knowledge;
 };
 void sort_inputs(std::vector<ReceivedPiece>& pieces);
+// Every Knowledge piece (not Complete) in that order: what a refit after phase 1 combines.
+std::vector<Knowledge> knowledge_in_order(const std::vector<ReceivedPiece>& pieces);
 
 struct PhaseOne {
   std::vector<Knowledge> outgoing;  // to every forward_to and feedback_to node, in this order

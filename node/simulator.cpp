@@ -185,12 +185,7 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
           if (plan.complete_to) deliver(i, *plan.complete_to, PlanMessage::Complete, *complete);
         }
         if (!plan.late_from.empty()) {
-          std::vector<ReceivedPiece> all;
-          for (const auto& p : inbox[i])
-            if (p.kind == PlanMessage::Knowledge) all.push_back(p);
-          sort_inputs(all);
-          std::vector<Knowledge> knowledge;
-          for (auto& p : all) knowledge.push_back(std::move(p.knowledge));
+          const std::vector<Knowledge> knowledge = knowledge_in_order(inbox[i]);
           say("node " + std::to_string(i) + ": refitting with its feedback knowledge");
           Refit r = refit_head(*method, knowledge, local[i], context(i));
           heads[i] = std::shared_ptr<const Head>(std::move(r.head));
