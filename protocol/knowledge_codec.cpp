@@ -134,6 +134,7 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
   pk.pack_map(1);
   pack_str(pk, "classes");
   pk.pack_array(static_cast<uint32_t>(g.classes.size()));
+  TensorJobs jobs;
   for (size_t i = 0; i < g.classes.size(); ++i) {
     const auto& c = g.classes[i];
     const GaussianMixture& m = c.mixture;
@@ -148,22 +149,24 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
     pack_str(pk, "covariance");
     pack_str(pk, to_string(m.type));
     pack_str(pk, "weights");
-    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.weights.data(), at + ".weights");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.weights.data(), at + ".weights", false, &jobs);
     pack_str(pk, "means");
-    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.means.data(), at + ".means");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.means.data(), at + ".means", false, &jobs);
     pack_str(pk, "covariances");
+    const std::string covariances = at + ".covariances";
     switch (m.type) {
       case CovarianceType::Full:
-        pack_tensor(pk, out, dtype, Layout::Upper, Shape{K, d, d}, m.covariances.data(), at + ".covariances");
+        pack_tensor(pk, out, dtype, Layout::Upper, Shape{K, d, d}, m.covariances.data(), covariances, false, &jobs);
         break;
       case CovarianceType::Diag:
-        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.covariances.data(), at + ".covariances", true);
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K, d}, m.covariances.data(), covariances, true, &jobs);
         break;
       case CovarianceType::Spherical:
-        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), at + ".covariances", true);
+        pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), covariances, true, &jobs);
         break;
     }
   }
+  jobs.run();
 }
 
 void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s) {
@@ -182,6 +185,7 @@ void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, 
   pk.pack_map(1);
   pack_str(pk, "classes");
   pk.pack_array(static_cast<uint32_t>(p.classes.size()));
+  TensorJobs jobs;
   for (size_t i = 0; i < p.classes.size(); ++i) {
     const auto& c = p.classes[i];
     pk.pack_map(3);
@@ -191,8 +195,9 @@ void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, 
     pk.pack_uint64(static_cast<uint64_t>(c.count));
     pack_str(pk, "prototypes");
     pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(c.prototypes.rows()), u(c.prototypes.cols())},
-                c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes");
+                c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes", false, &jobs);
   }
+  jobs.run();
 }
 
 // Label and count of one per-class entry; the label must exceed `previous`.
@@ -222,6 +227,7 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   const auto& list = read_class_list(body, k.num_classes);
   GmmKnowledge g;
   g.classes.reserve(list.size);
+  TensorJobs jobs;
   int previous = -1;
   const uint64_t d = static_cast<uint64_t>(k.dim);
   for (uint32_t i = 0; i < list.size; ++i) {
@@ -258,12 +264,14 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
     c.mixture.weights.resize(Ki);
     c.mixture.means.resize(Ki, di);
     c.mixture.covariances.resize(covariance_rows(c.mixture.type, Ki, di), covariance_cols(c.mixture.type, di));
-    unpack_tensor(weights, c.mixture.weights.data());
-    unpack_tensor(means, c.mixture.means.data());
-    unpack_tensor(covs, c.mixture.covariances.data());
+    // Moving a mixture keeps its buffers where they are, so the deferred conversions can aim at them.
+    unpack_tensor(weights, c.mixture.weights.data(), &jobs);
+    unpack_tensor(means, c.mixture.means.data(), &jobs);
+    unpack_tensor(covs, c.mixture.covariances.data(), &jobs);
     g.classes.push_back(std::move(c));
   }
   body.finish();
+  jobs.run();
   return g;
 }
 
@@ -302,6 +310,7 @@ PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k,
   const auto& list = read_class_list(body, k.num_classes);
   PrototypeKnowledge p;
   p.classes.reserve(list.size);
+  TensorJobs jobs;
   int previous = -1;
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
@@ -317,10 +326,11 @@ PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k,
     check_limit(P, limits.max_prototypes, t.path, "max_prototypes");
     expect_shape(t, {P, static_cast<uint64_t>(k.dim)}, Layout::Dense);
     c.prototypes.resize(static_cast<Eigen::Index>(P), k.dim);
-    unpack_tensor(t, c.prototypes.data());
+    unpack_tensor(t, c.prototypes.data(), &jobs);
     p.classes.push_back(std::move(c));
   }
   body.finish();
+  jobs.run();
   return p;
 }
 

@@ -2,9 +2,12 @@
 
 #include "protocol/half.h"
 
+#include "methods/parallel.h"
+
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <type_traits>
 
 namespace fednode::wire {
@@ -233,7 +236,7 @@ uint64_t TensorIn::elements() const {
 
 template <typename T>
 void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const std::vector<uint64_t>& shape,
-                 const T* values, const std::string& path, bool nonzero) {
+                 const T* values, const std::string& path, bool nonzero, TensorJobs* deferred) {
   const uint64_t count = stored_count(shape, layout, path);
   const uint64_t bytes = checked_mul(count, dtype_size(dtype), path);
   if (bytes > UINT32_MAX)
@@ -251,23 +254,27 @@ void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const
   pk.pack_bin(static_cast<uint32_t>(bytes));
   const size_t start = out.size();
   out.resize(start + bytes);
-  char* p = out.data() + start;
-  const size_t size = dtype_size(dtype);
-  if (layout == Layout::Dense) {
-    const Failure f = encode_run(p, values, count, dtype, nonzero);
-    if (f.at != kNone) refuse(path, f.at, f.why, dtype, false);
-    return;
-  }
-  // Each row of the upper triangle is contiguous in the row-major source.
-  const uint64_t n = shape.back();
-  const uint64_t matrices = shape.size() > 2 ? shape[0] : 1;
-  for (uint64_t m = 0; m < matrices; ++m)
-    for (uint64_t r = 0; r < n; ++r) {
-      const uint64_t first = (m * n + r) * n + r;
-      const Failure f = encode_run(p, values + first, n - r, dtype, nonzero);
-      if (f.at != kNone) refuse(path, first + f.at, f.why, dtype, false);
-      p += (n - r) * size;
+  auto convert = [&out, start, dtype, layout, shape, values, path, nonzero, count] {
+    char* p = out.data() + start;
+    if (layout == Layout::Dense) {
+      const Failure f = encode_run(p, values, count, dtype, nonzero);
+      if (f.at != kNone) refuse(path, f.at, f.why, dtype, false);
+      return;
     }
+    // Each row of the upper triangle is contiguous in the row-major source.
+    const size_t size = dtype_size(dtype);
+    const uint64_t n = shape.back();
+    const uint64_t matrices = shape.size() > 2 ? shape[0] : 1;
+    for (uint64_t m = 0; m < matrices; ++m)
+      for (uint64_t r = 0; r < n; ++r) {
+        const uint64_t first = (m * n + r) * n + r;
+        const Failure f = encode_run(p, values + first, n - r, dtype, nonzero);
+        if (f.at != kNone) refuse(path, first + f.at, f.why, dtype, false);
+        p += (n - r) * size;
+      }
+  };
+  if (deferred) deferred->add(std::move(convert), bytes);
+  else convert();
 }
 
 TensorIn read_tensor(const msgpack::object& o, const std::string& path) {
@@ -332,33 +339,60 @@ void expect_dtype(const TensorIn& t, DType dtype) {
 }
 
 template <typename T>
-void unpack_tensor(const TensorIn& t, T* out) {
-  const char* p = t.data.data();
-  if (t.layout == Layout::Dense) {
-    const Failure f = decode_run(out, p, t.elements(), t.dtype);
-    if (f.at != kNone) refuse(t.path, f.at, f.why, t.dtype, true);
-    return;
-  }
-  const size_t size = dtype_size(t.dtype);
-  const uint64_t n = t.shape.back();
-  const uint64_t matrices = t.shape.size() > 2 ? t.shape[0] : 1;
-  for (uint64_t m = 0; m < matrices; ++m) {
-    T* mat = out + m * n * n;
-    for (uint64_t r = 0; r < n; ++r) {
-      const Failure f = decode_run(mat + r * n + r, p, n - r, t.dtype);
-      if (f.at != kNone) refuse(t.path, (m * n + r) * n + r + f.at, f.why, t.dtype, true);
-      p += (n - r) * size;
+void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred) {
+  auto convert = [t, out] {
+    const char* p = t.data.data();
+    if (t.layout == Layout::Dense) {
+      const Failure f = decode_run(out, p, t.elements(), t.dtype);
+      if (f.at != kNone) refuse(t.path, f.at, f.why, t.dtype, true);
+      return;
     }
-    for (uint64_t r = 1; r < n; ++r)
-      for (uint64_t c = 0; c < r; ++c) mat[r * n + c] = mat[c * n + r];
-  }
+    const size_t size = dtype_size(t.dtype);
+    const uint64_t n = t.shape.back();
+    const uint64_t matrices = t.shape.size() > 2 ? t.shape[0] : 1;
+    for (uint64_t m = 0; m < matrices; ++m) {
+      T* mat = out + m * n * n;
+      for (uint64_t r = 0; r < n; ++r) {
+        const Failure f = decode_run(mat + r * n + r, p, n - r, t.dtype);
+        if (f.at != kNone) refuse(t.path, (m * n + r) * n + r + f.at, f.why, t.dtype, true);
+        p += (n - r) * size;
+      }
+      for (uint64_t r = 1; r < n; ++r)
+        for (uint64_t c = 0; c < r; ++c) mat[r * n + c] = mat[c * n + r];
+    }
+  };
+  if (deferred) deferred->add(std::move(convert), t.elements() * sizeof(T));
+  else convert();
+}
+
+// Below this many bytes written, waking the workers costs more than the conversion.
+constexpr uint64_t kParallelConversionBytes = uint64_t{1} << 20;
+
+void TensorJobs::add(std::function<void()> convert, uint64_t bytes) {
+  jobs_.push_back(std::move(convert));
+  bytes_ += bytes;
+}
+
+void TensorJobs::run() {
+  std::vector<std::exception_ptr> failures(jobs_.size());
+  for_each_chunk(jobs_.size(), bytes_ >= kParallelConversionBytes, [&](size_t i) {
+    try {
+      jobs_[i]();
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  });
+  jobs_.clear();
+  bytes_ = 0;
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
 }
 
 template void pack_tensor<float>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,
-                                 const float*, const std::string&, bool);
+                                 const float*, const std::string&, bool, TensorJobs*);
 template void pack_tensor<double>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,
-                                  const double*, const std::string&, bool);
-template void unpack_tensor<float>(const TensorIn&, float*);
-template void unpack_tensor<double>(const TensorIn&, double*);
+                                  const double*, const std::string&, bool, TensorJobs*);
+template void unpack_tensor<float>(const TensorIn&, float*, TensorJobs*);
+template void unpack_tensor<double>(const TensorIn&, double*, TensorJobs*);
 
 }  // namespace fednode::wire

@@ -51,15 +51,6 @@ class BlasSingleThread {
 // the workers costs more than it saves.
 constexpr double kParallelFlops = 4e6;
 
-// Runs body(chunk_index) for every chunk in [0, chunks), on the calling thread and, if
-// `parallel`, on the worker threads of a small pool (as many threads in all as
-// omp_get_max_threads(), so OMP_NUM_THREADS and omp_set_num_threads apply). Idle workers
-// block on a condition variable rather than spin: on a busy machine spinning threads take
-// the cores from the ones doing the work. A call made while the pool is busy (another thread,
-// or a body calling in) runs its chunks on its own thread. The first exception thrown by a
-// body is rethrown here after every chunk has finished or been skipped.
-void for_each_chunk(size_t chunks, bool parallel, const std::function<void(size_t)>& body);
-
 // Column means of X in double precision.
 VectorD column_means(const MatrixF& X);
 

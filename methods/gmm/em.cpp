@@ -1,6 +1,7 @@
 // EM for Gaussian mixtures: initialisation from k-means clusters, the fused E+M pass, the
 // M-step, and fit_gmm's n_init loop.
 #include "methods/gmm/blocks.h"
+#include "methods/parallel.h"
 #include "methods/gmm/density.h"
 #include "methods/gmm/gmm.h"
 #include "methods/gmm/simd_diag.h"
@@ -69,7 +70,7 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
   const Index B = dens.rows_per_block();
   gmm_detail::BlasSingleThread single;
   const double flops = 4.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
-  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
+  for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     Stats& st = partial[c];
     st.reset(type, K, d);
     gmm_detail::BlockWork work;

@@ -1,5 +1,6 @@
 // k-means for EM initialisation: greedy k-means++ seeding and Lloyd iterations.
 #include "methods/gmm/blocks.h"
+#include "methods/parallel.h"
 #include "methods/gmm/gmm.h"
 
 #include <cblas.h>
@@ -23,7 +24,7 @@ void distances_to_row(const MatrixF& X, Index c, std::vector<double>& out) {
   out.resize(static_cast<size_t>(n));
   const float* xc = X.data() + c * d;
   const auto chunks = gmm_detail::partition_rows(n, 8);
-  gmm_detail::for_each_chunk(chunks.size(), 3.0 * n * d > gmm_detail::kParallelFlops, [&](size_t k) {
+  for_each_chunk(chunks.size(), 3.0 * n * d > gmm_detail::kParallelFlops, [&](size_t k) {
     for (Index i = chunks[k].begin; i < chunks[k].end; ++i)
       out[static_cast<size_t>(i)] =
           (Eigen::Map<const VectorF>(X.data() + i * d, d).cast<double>() -
@@ -89,7 +90,7 @@ void assign(const MatrixF& X, const VectorD& offset, const MatrixD& centers,
   dist2.resize(static_cast<size_t>(n));
   gmm_detail::BlasSingleThread single;
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(d) * K;
-  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
+  for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     AssignStats& st = stats[c];
     st.sums = MatrixD::Zero(K, d);
     st.counts.assign(static_cast<size_t>(K), 0);

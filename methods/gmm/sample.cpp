@@ -1,5 +1,6 @@
 // Drawing synthetic features from a mixture (FedPFT's receiver side).
 #include "methods/gmm/blocks.h"
+#include "methods/parallel.h"
 #include "methods/gmm/gmm.h"
 
 #include <cblas.h>
@@ -75,7 +76,7 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
   // Normal draws dominate: about 30 operations each.
   const double flops = 30.0 * static_cast<double>(n) * static_cast<double>(d) *
                        (g.type == CovarianceType::Full ? 1.0 + static_cast<double>(d) / 15.0 : 1.0);
-  gmm_detail::for_each_chunk(tasks.size(), flops > gmm_detail::kParallelFlops, [&](size_t t) {
+  for_each_chunk(tasks.size(), flops > gmm_detail::kParallelFlops, [&](size_t t) {
     const Task& task = tasks[t];
     const int k = task.component;
     Rng r(task.seed);

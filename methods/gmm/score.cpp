@@ -1,5 +1,6 @@
 // Per-sample log-likelihood of data under a mixture.
 #include "methods/gmm/blocks.h"
+#include "methods/parallel.h"
 #include "methods/gmm/density.h"
 #include "methods/gmm/gmm.h"
 
@@ -25,7 +26,7 @@ VectorD score_samples(const GaussianMixture& g, const MatrixF& X) {
   const auto chunks = gmm_detail::partition_rows(n, 8);
   gmm_detail::BlasSingleThread single;
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
-  gmm_detail::for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
+  for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     gmm_detail::BlockWork work;
     std::vector<double> logp(static_cast<size_t>(B * K));
     for (Index start = chunks[c].begin; start < chunks[c].end; start += B) {

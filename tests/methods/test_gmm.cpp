@@ -1,4 +1,5 @@
 #include "methods/gmm/blocks.h"
+#include "methods/parallel.h"
 #include "methods/gmm/gmm.h"
 #include "methods/gmm/simd_diag.h"
 
@@ -408,21 +409,21 @@ TEST(Gmm, WorkerPoolRunsEveryChunkOnceRethrowsAndNests) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(3);
   std::vector<std::atomic<int>> hits(64);
-  gmm_detail::for_each_chunk(hits.size(), true, [&](size_t c) { ++hits[c]; });
+  for_each_chunk(hits.size(), true, [&](size_t c) { ++hits[c]; });
   for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
   // A body that calls in again runs its inner chunks on its own thread instead of deadlocking.
   std::atomic<int> inner{0};
-  gmm_detail::for_each_chunk(4, true, [&](size_t) {
-    gmm_detail::for_each_chunk(5, true, [&](size_t) { ++inner; });
+  for_each_chunk(4, true, [&](size_t) {
+    for_each_chunk(5, true, [&](size_t) { ++inner; });
   });
   EXPECT_EQ(inner.load(), 20);
-  EXPECT_THROW(gmm_detail::for_each_chunk(16, true,
+  EXPECT_THROW(for_each_chunk(16, true,
                                           [](size_t c) {
                                             if (c == 3) throw std::runtime_error("chunk 3");
                                           }),
                std::runtime_error);
   std::atomic<int> after{0};  // still usable after an exception
-  gmm_detail::for_each_chunk(16, true, [&](size_t) { ++after; });
+  for_each_chunk(16, true, [&](size_t) { ++after; });
   EXPECT_EQ(after.load(), 16);
   omp_set_num_threads(saved);
 }

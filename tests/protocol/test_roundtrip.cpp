@@ -5,6 +5,7 @@
 #include "methods/float16.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 namespace fednode {
 namespace {
@@ -201,6 +202,50 @@ TEST(ProtocolRoundTrip, Float16HalvesTheTensorsAndIsIdempotent) {
   // does not drift.
   const Knowledge once = std::get<Knowledge>(decode_payload(header_for(MessageType::Knowledge), f16, Limits{}));
   EXPECT_EQ(encode_payload(once, {Precision::Float16}), f16);
+}
+
+// A FedPFT message of several megabytes converts its tensors on the worker pool: the bytes, the
+// decoded values and the error a bad value gets must not depend on how many threads did it.
+TEST(ProtocolRoundTrip, LargeMessagesConvertTheSameOnAnyNumberOfThreads) {
+  const int saved = omp_get_max_threads();
+  Knowledge k = test::sample_gmm(11, CovarianceType::Diag, 10, 1280, 60);  // 30 classes, 1.5 MB in f16
+  std::string bytes[2][2];
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (Precision p : {Precision::Float32, Precision::Float16})
+      bytes[threads - 1][p == Precision::Float16] = encode_payload(k, {p});
+  }
+  EXPECT_EQ(bytes[0][0], bytes[1][0]);
+  EXPECT_EQ(bytes[0][1], bytes[1][1]);
+  ASSERT_GT(bytes[0][1].size(), size_t{1} << 20);  // over the threshold for the pool
+  Knowledge decoded[2];
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    decoded[threads - 1] = std::get<Knowledge>(decode_payload(header_for(MessageType::Knowledge), bytes[0][1], Limits{}));
+  }
+  const auto& one = std::get<GmmKnowledge>(decoded[0].payload).classes;
+  const auto& two = std::get<GmmKnowledge>(decoded[1].payload).classes;
+  const auto& sent = std::get<GmmKnowledge>(k.payload).classes;
+  ASSERT_EQ(two.size(), sent.size());
+  for (size_t c = 0; c < sent.size(); ++c) {
+    EXPECT_EQ(one[c].mixture.means, two[c].mixture.means);
+    EXPECT_EQ(two[c].mixture.means, through_half(sent[c].mixture.means));
+    EXPECT_EQ(two[c].mixture.covariances, through_half(sent[c].mixture.covariances));
+  }
+  // Two bad values, in classes 3 and 12: with either thread count, class 3 is the one named.
+  auto& classes = std::get<GmmKnowledge>(k.payload).classes;
+  classes[12].mixture.means(1, 5) = std::nan("");
+  classes[3].mixture.covariances(2, 7) = 1e-9;  // underflows float16
+  for (int threads : {2, 1}) {
+    omp_set_num_threads(threads);
+    try {
+      encode_payload(k, {Precision::Float16});
+      ADD_FAILURE() << "encoded a NaN";
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find("classes[3].covariances"), std::string::npos) << e.what();
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST(ProtocolRoundTrip, FullCovarianceTravelsAsOneTriangle) {
