@@ -3,7 +3,8 @@
 //
 //   fednode: SecureChannel::seal (encode_payload + XChaCha20-Poly1305, float16 tensors) on node A,
 //            A's Transport sends the frame (its DEALER to B's ROUTER, TCP loopback), B's Transport
-//            receives it, SecureChannel::open on B (header checks, decrypt, decode into Knowledge).
+//            receives it, SecureChannel::open_in_place on B as the node does (header checks,
+//            decrypt in the received frame, decode into Knowledge).
 //   raw:     a buffer of exactly the frame's size, sent DEALER -> ROUTER over TCP loopback between
 //            two contexts with the transport's socket options, copied into a zmq message and
 //            received as Transport does it (poll, then read the parts), no encoding, no crypto.
@@ -263,9 +264,9 @@ int main(int argc, char** argv) {
       if (Clock::now() > deadline) die("node A's transport never connected to " + addr_b);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    const auto in = transport_b.receive(std::chrono::seconds(10));
+    auto in = transport_b.receive(std::chrono::seconds(10));
     if (!in) die("node B received nothing");
-    const Message m = node_b.open(in->frame, guard);
+    const Message m = node_b.open_in_place(in->frame.data(), in->frame.size(), guard);
     if (!same_knowledge(knowledge, std::get<Knowledge>(m.payload)))
       die("the knowledge B decoded differs from what A sent");
     while (!raw.send(raw_bytes)) {
@@ -283,11 +284,11 @@ int main(int argc, char** argv) {
     const double t_seal = since(t0);
     const auto t1 = Clock::now();
     if (!transport_a.send(1, frame)) die("node A's transport refused the frame");
-    const auto in = transport_b.receive(std::chrono::seconds(10));
+    auto in = transport_b.receive(std::chrono::seconds(10));
     if (!in) die("node B received nothing within 10 s");
     const double t_transport = since(t1);
     const auto t2 = Clock::now();
-    const Message m = node_b.open(in->frame, guard);
+    const Message m = node_b.open_in_place(in->frame.data(), in->frame.size(), guard);
     const double t_open = since(t2);
     if (record) {
       seal_s.v.push_back(t_seal);

@@ -121,7 +121,10 @@ Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view p
   return detail::seal_with_nonce(keys, header, plaintext, nonce);
 }
 
-std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+namespace {
+
+// What comes before decrypting: the lengths, and the header tag.
+void check_sealed(const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
   ensure_sodium();
   if (sealed.nonce.size() != kSealNonceBytes || sealed.header_tag.size() != kSealHeaderTagBytes ||
       sealed.ciphertext.size() < kSealAeadTagBytes)
@@ -131,18 +134,34 @@ std::string open(const MessageKeys& keys, std::string_view header, const SealedV
   if (crypto_verify_16(expected, u8(sealed.header_tag)) != 0)
     throw SecurityError(SecurityCode::HeaderTampered,
                         "header tag does not verify: the header was altered or not written by the claimed sender");
-  std::string plaintext(sealed.ciphertext.size() - kSealAeadTagBytes, '\0');
-  unsigned long long written = 0;
-  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<uint8_t*>(plaintext.data()), &written, nullptr,
-                                                 u8(sealed.ciphertext), sealed.ciphertext.size(), u8(header),
-                                                 header.size(), u8(sealed.nonce),
-                                                 MessageKeysAccess::aead(keys).data()) != 0) {
-    sodium_memzero(plaintext.data(), plaintext.size());
+}
+
+// Decrypts sealed.ciphertext into `plaintext` (its size minus the tag; may be the ciphertext's
+// own memory, which libsodium allows). libsodium checks the tag before it decrypts anything, and
+// wipes `plaintext` when the tag fails.
+void decrypt(const MessageKeys& keys, std::string_view header, const SealedView& sealed, char* plaintext) {
+  const size_t size = sealed.ciphertext.size() - kSealAeadTagBytes;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+          reinterpret_cast<uint8_t*>(plaintext), nullptr, u8(sealed.ciphertext), size, u8(sealed.ciphertext) + size,
+          u8(header), header.size(), u8(sealed.nonce), MessageKeysAccess::aead(keys).data()) != 0)
     throw SecurityError(SecurityCode::CiphertextTampered,
                         "ciphertext does not authenticate: the ciphertext or nonce was altered");
-  }
-  plaintext.resize(static_cast<size_t>(written));
+}
+
+}  // namespace
+
+std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+  check_sealed(keys, header, sealed);
+  std::string plaintext(sealed.ciphertext.size() - kSealAeadTagBytes, '\0');
+  decrypt(keys, header, sealed, plaintext.data());
   return plaintext;
+}
+
+std::string_view open_in_place(const MessageKeys& keys, std::string_view header, const SealedView& sealed,
+                               char* text) {
+  check_sealed(keys, header, sealed);
+  decrypt(keys, header, sealed, text);
+  return {text, sealed.ciphertext.size() - kSealAeadTagBytes};
 }
 
 Sealed seal(const Identity& sender, const PublicKey& recipient, std::string_view header, std::string_view plaintext) {

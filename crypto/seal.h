@@ -67,6 +67,11 @@ void seal_in_place(const MessageKeys& keys, std::string_view header, char* text,
 // Throws SecurityError: HeaderTampered when the header tag fails, CiphertextTampered when the
 // AEAD fails, Malformed when a field has the wrong length.
 std::string open(const MessageKeys& keys, std::string_view header, const SealedView& sealed);
+// The same, decrypting in place: `text` is the writable memory sealed.ciphertext views. Returns
+// the plaintext, which starts at `text`; when the ciphertext fails to authenticate, `text` is
+// wiped before the SecurityError is thrown.
+std::string_view open_in_place(const MessageKeys& keys, std::string_view header, const SealedView& sealed,
+                               char* text);
 
 // One-shot forms that derive the keys for this one message.
 Sealed seal(const Identity& sender, const PublicKey& recipient, std::string_view header,

@@ -104,7 +104,28 @@ std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageTyp
   return std::move(frame.bytes);
 }
 
-Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay, std::string* plaintext_out) const {
+Message SecureChannel::open(std::string_view frame, ReplayGuard& replay, std::string* plaintext_out) const {
+  std::string plaintext;
+  Message message = open_with(frame, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+    plaintext = fednode::open(keys, header, sealed);
+    return std::string_view(plaintext);
+  });
+  if (plaintext_out) *plaintext_out = std::move(plaintext);
+  return message;
+}
+
+Message SecureChannel::open_in_place(char* frame, size_t size, ReplayGuard& replay,
+                                     std::string_view* plaintext_out) const {
+  std::string_view plaintext;
+  Message message = open_with({frame, size}, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+    plaintext = fednode::open_in_place(keys, header, sealed, frame + (sealed.ciphertext.data() - frame));
+    return plaintext;
+  });
+  if (plaintext_out) *plaintext_out = plaintext;
+  return message;
+}
+
+Message SecureChannel::open_with(std::string_view frame_bytes, ReplayGuard& replay, const Decrypt& decrypt) const {
   auto reject = [](SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
                    bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
     RejectedMessage e(code, why);
@@ -147,9 +168,9 @@ Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay, s
                  header, false);
 
   // 3. Authenticity: header tag, then the AEAD over the payload with the header as associated data.
-  std::string plaintext;
+  std::string_view plaintext;
   try {
-    plaintext = fednode::open(peer->second.receive, frame.header, {frame.nonce, frame.header_tag, frame.ciphertext});
+    plaintext = decrypt(peer->second.receive, frame.header, {frame.nonce, frame.header_tag, frame.ciphertext});
   } catch (const SecurityError& e) {
     throw reject(e.code, who + ": " + e.what(), header, false);
   }
@@ -171,7 +192,6 @@ Message SecureChannel::open(std::string_view frame_bytes, ReplayGuard& replay, s
     throw reject(SecurityCode::MalformedPayload, who + ": " + e.what(), header, true, e.code);
   }
   replay.accept(header.from, header.msg_id);
-  if (plaintext_out) *plaintext_out = std::move(plaintext);
   return message;
 }
 

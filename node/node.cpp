@@ -238,13 +238,14 @@ struct Node::Impl {
 
   // --- receiving ----------------------------------------------------------------------------
 
-  void handle(const Incoming& in) {
+  // Opens the frame where it lies, so the frame's bytes are plaintext afterwards.
+  void handle(Incoming& in) {
     last_frame = Clock::now();
     result.bytes_received += static_cast<int64_t>(in.frame.size());
     Message msg;
-    std::string plaintext;
+    std::string_view plaintext;
     try {
-      msg = channel.open(in.frame, replay, &plaintext);
+      msg = channel.open_in_place(in.frame.data(), in.frame.size(), replay, &plaintext);
     } catch (const RejectedMessage& e) {
       if (e.code == SecurityCode::Replayed && e.authenticated && e.header) {
         // A resend whose ack was lost (or a replay): it is stored already, so acknowledge it
@@ -298,12 +299,7 @@ struct Node::Impl {
     const bool repeat = h.type != MessageType::Hello && already_have(h, msg.payload);
     if (repeat) ++result.duplicates;
     if (h.type != MessageType::Hello && !repeat) {
-      StoredMessage m;
-      m.from = h.from;
-      m.msg_id = h.msg_id;
-      m.type = h.type;
-      m.plaintext = std::move(plaintext);  // stored as it arrived, decoded again on a restart
-      store->store_received(m);
+      store->store_received(h.from, h.msg_id, h.type, plaintext);  // as it arrived; decoded again on a restart
       accept(h, std::move(msg.payload), true);
     } else if (h.type == MessageType::Hello) {
       say(who(h.from) + " says hello (" + printable(std::get<Hello>(msg.payload).software) + ")");

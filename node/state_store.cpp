@@ -144,15 +144,16 @@ ReplayGuard StateStore::load_replay() const {
 
 void StateStore::save_replay(const ReplayGuard& guard) { write_file_durably(path("replay"), guard.serialize()); }
 
-void StateStore::store_received(const StoredMessage& m) {
+void StateStore::store_received(NodeId from, uint64_t msg_id, MessageType type, std::string_view plaintext) {
   std::string body = "FNIN";
+  body.reserve(body.size() + 14 + plaintext.size() + kChecksumBytes);  // no regrowth for large payloads
   put_u8(body, kRecordVersion);
-  put_u8(body, static_cast<uint8_t>(m.type));
-  put_le(body, m.from, 4);
-  put_le(body, m.msg_id, 8);
-  body += m.plaintext;
+  put_u8(body, static_cast<uint8_t>(type));
+  put_le(body, from, 4);
+  put_le(body, msg_id, 8);
+  body += plaintext;
   char name[64];
-  std::snprintf(name, sizeof name, "inbox/%010u-%020" PRIu64 ".msg", m.from, m.msg_id);
+  std::snprintf(name, sizeof name, "inbox/%010u-%020" PRIu64 ".msg", from, msg_id);
   write_file_durably(path(name), seal_record(std::move(body)));
 }
 

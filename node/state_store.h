@@ -58,7 +58,8 @@ class StateStore {
   ReplayGuard load_replay() const;
   void save_replay(const ReplayGuard& guard);
 
-  void store_received(const StoredMessage& m);
+  // `plaintext`: the payload as it arrived.
+  void store_received(NodeId from, uint64_t msg_id, MessageType type, std::string_view plaintext);
   // Sorted by sender, then message id. Throws InputError naming a damaged file.
   std::vector<StoredMessage> received() const;
 

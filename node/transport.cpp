@@ -169,6 +169,15 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
   }
 }
 
+ReceivedFrame::ReceivedFrame() = default;
+ReceivedFrame::ReceivedFrame(zmq::message_t&& message)
+    : message_(std::make_unique<zmq::message_t>(std::move(message))),
+      data_(message_->data<char>()),
+      size_(message_->size()) {}
+ReceivedFrame::ReceivedFrame(ReceivedFrame&&) noexcept = default;
+ReceivedFrame& ReceivedFrame::operator=(ReceivedFrame&&) noexcept = default;
+ReceivedFrame::~ReceivedFrame() = default;
+
 bool Transport::send(NodeId peer, const std::string& frame) {
   auto& s = impl_->dealer(peer);
   zmq::message_t m(frame.data(), frame.size());
@@ -221,7 +230,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       // the opening checks would drop a malformed frame.
       if (parts.size() != envelope + 1) continue;
       Incoming in;
-      in.frame.assign(parts.back().data<char>(), parts.back().size());
+      in.frame = ReceivedFrame(std::move(parts.back()));
       if (i == 0)
         in.route.assign(parts[0].data<char>(), parts[0].size());
       else

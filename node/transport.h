@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace fednode {
 
@@ -48,9 +49,37 @@ struct TransportOptions {
   std::function<void(const std::string&)> log;
 };
 
+}  // namespace fednode
+
+namespace zmq {
+class message_t;
+}
+
+namespace fednode {
+
+// A frame as ZeroMQ received it, left in ZeroMQ's buffer: a multi-megabyte message is not
+// copied on its way to the node, which opens (decrypts) it where it lies. Move-only.
+class ReceivedFrame {
+ public:
+  ReceivedFrame();
+  explicit ReceivedFrame(zmq::message_t&& message);
+  ReceivedFrame(ReceivedFrame&&) noexcept;
+  ReceivedFrame& operator=(ReceivedFrame&&) noexcept;
+  ~ReceivedFrame();
+
+  char* data() { return data_; }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  std::unique_ptr<zmq::message_t> message_;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // A frame that arrived, and the connection to answer on.
 struct Incoming {
-  std::string frame;
+  ReceivedFrame frame;
   std::string route;                 // ROUTER routing id; empty when it came in on a DEALER
   std::optional<NodeId> via_dealer;  // the peer whose DEALER it came in on (acks, errors)
 };

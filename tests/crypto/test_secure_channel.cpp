@@ -154,6 +154,48 @@ TEST(SecureChannel, LargeAndSmallKnowledgeSealToCanonicalFrames) {
   }
 }
 
+// What a node does with a received frame: decrypt it where it lies. Same message, same plaintext
+// as open(), and the plaintext lies inside the frame; a tampered frame is refused and its
+// ciphertext wiped, the replay window untouched.
+TEST(SecureChannel, OpeningInPlaceMatchesOpening) {
+  const SecureChannel one = channel(1), two = channel(2);
+  Knowledge big = stats_knowledge();
+  auto& s = std::get<StatsKnowledge>(big.payload);
+  big.dim = 300;  // 400 KB of statistics
+  s.A = MatrixD::Constant(2, 300, 0.75);
+  s.B = MatrixD::Identity(300, 300);
+  uint64_t id = 1;
+  for (const Knowledge& k : {stats_knowledge(), big}) {
+    const std::string sealed = one.seal(2, id++, k);
+    ReplayGuard a, b;
+    std::string plaintext;
+    const Message m = two.open(sealed, a, &plaintext);
+    std::string frame = sealed;
+    std::string_view in_place;
+    const Message n = two.open_in_place(frame.data(), frame.size(), b, &in_place);
+    EXPECT_EQ(in_place, plaintext);
+    EXPECT_GE(in_place.data(), frame.data());
+    EXPECT_LE(in_place.data() + in_place.size(), frame.data() + frame.size());
+    EXPECT_EQ(n.header.msg_id, m.header.msg_id);
+    EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(n.payload).payload).A, std::get<StatsKnowledge>(k.payload).A);
+    EXPECT_EQ(b.highest(1), m.header.msg_id);
+
+    std::string tampered = reframe(sealed, [](std::string&, std::string&, std::string&, std::string& ct) { ct[3] ^= 1; });
+    const FrameView f = decode_frame(tampered, Limits{});
+    const size_t at = static_cast<size_t>(f.ciphertext.data() - tampered.data());
+    const size_t plain = f.ciphertext.size() - kAeadTagBytes;
+    ReplayGuard c;
+    try {
+      two.open_in_place(tampered.data(), tampered.size(), c);
+      ADD_FAILURE() << "a tampered frame opened";
+    } catch (const RejectedMessage& e) {
+      EXPECT_EQ(e.code, SecurityCode::CiphertextTampered);
+    }
+    EXPECT_EQ(tampered.substr(at, plain), std::string(plain, '\0')) << "the refused ciphertext was not wiped";
+    EXPECT_EQ(c.senders(), 0u);
+  }
+}
+
 TEST(SecureChannel, LargeKnowledgeForAnUnknownNodeIsRefused) {
   Knowledge k = stats_knowledge();
   auto& s = std::get<StatsKnowledge>(k.payload);

@@ -96,12 +96,12 @@ TEST(Curve, TransportsTalkOnlyWithTheKeysTheyExpect) {
   // A listed key: the frame arrives, and the reply goes back on the same connection.
   std::optional<Incoming> in;
   ASSERT_TRUE(send_when_connected(ta, tb, 1, "hello over curve", &in, 5000ms));
-  EXPECT_EQ(in->frame, "hello over curve");
+  EXPECT_EQ(in->frame.view(), "hello over curve");
   ASSERT_TRUE(tb.reply(*in, "ack"));
   std::optional<Incoming> back;
   for (int i = 0; i < 100 && !back; ++i) back = ta.receive(20ms);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->frame, "ack");
+  EXPECT_EQ(back->frame.view(), "ack");
   EXPECT_EQ(tb.curve_refusals(), 0);
 
   // A client that believes node 1 has another key (a man in the middle, seen from the client):

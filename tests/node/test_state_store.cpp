@@ -29,8 +29,8 @@ class StateStoreTest : public ::testing::Test {
 TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
   {
     StateStore s(dir_, run_, 1 << 20);
-    s.store_received({3, 7, MessageType::Knowledge, "payload-3-7"});
-    s.store_received({1, 9, MessageType::Complete, "payload-1-9"});
+    s.store_received(3, 7, MessageType::Knowledge, "payload-3-7");
+    s.store_received(1, 9, MessageType::Complete, "payload-1-9");
     OutboxEntry e;
     e.seq = s.next_seq();
     e.to = 4;
@@ -82,7 +82,7 @@ TEST_F(StateStoreTest, AnotherRunsDirectoryIsRefused) {
 TEST_F(StateStoreTest, ADamagedFileIsNamed) {
   {
     StateStore s(dir_, run_, 1 << 20);
-    s.store_received({2, 5, MessageType::Knowledge, "some payload"});
+    s.store_received(2, 5, MessageType::Knowledge, "some payload");
   }
   fs::path file;
   for (const auto& e : fs::directory_iterator(fs::path(dir_) / "inbox")) file = e.path();
@@ -105,7 +105,7 @@ TEST_F(StateStoreTest, ADamagedFileIsNamed) {
 TEST_F(StateStoreTest, ATemporaryFileLeftByAKillIsIgnored) {
   {
     StateStore s(dir_, run_, 1 << 20);
-    s.store_received({2, 5, MessageType::Knowledge, "kept"});
+    s.store_received(2, 5, MessageType::Knowledge, "kept");
   }
   std::ofstream(fs::path(dir_) / "inbox" / "0000000009-00000000000000000001.msg.tmp") << "torn";
   StateStore s(dir_, run_, 1 << 20);
