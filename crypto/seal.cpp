@@ -1,5 +1,6 @@
 #include "crypto/seal.h"
 
+#include "crypto/aead.h"
 #include "crypto/errors.h"
 #include "crypto/secret_access.h"
 
@@ -81,11 +82,9 @@ Sealed seal_with_nonce(const MessageKeys& keys, std::string_view header, std::st
   s.nonce = nonce;
   header_tag(keys, header, s.header_tag.data());
   s.ciphertext.resize(plaintext.size() + kSealAeadTagBytes);
-  unsigned long long written = 0;
-  crypto_aead_xchacha20poly1305_ietf_encrypt(reinterpret_cast<uint8_t*>(s.ciphertext.data()), &written,
-                                             u8(plaintext), plaintext.size(), u8(header), header.size(), nullptr,
-                                             s.nonce.data(), MessageKeysAccess::aead(keys).data());
-  s.ciphertext.resize(static_cast<size_t>(written));
+  uint8_t* c = reinterpret_cast<uint8_t*>(s.ciphertext.data());
+  aead::encrypt(c, u8(plaintext), plaintext.size(), header, s.nonce.data(), MessageKeysAccess::aead(keys).data(),
+                c + plaintext.size());
   return s;
 }
 
@@ -96,9 +95,9 @@ void seal_into(const MessageKeys& keys, std::string_view header, std::string_vie
   ensure_sodium();
   randombytes_buf(nonce, kSealNonceBytes);
   header_tag(keys, header, tag);
-  crypto_aead_xchacha20poly1305_ietf_encrypt(reinterpret_cast<uint8_t*>(ciphertext), nullptr, u8(plaintext),
-                                             plaintext.size(), u8(header), header.size(), nullptr, nonce,
-                                             MessageKeysAccess::aead(keys).data());
+  uint8_t* c = reinterpret_cast<uint8_t*>(ciphertext);
+  aead::encrypt(c, u8(plaintext), plaintext.size(), header, nonce, MessageKeysAccess::aead(keys).data(),
+                c + plaintext.size());
 }
 
 void seal_in_place(const MessageKeys& keys, std::string_view header, char* text, size_t size,
@@ -106,11 +105,9 @@ void seal_in_place(const MessageKeys& keys, std::string_view header, char* text,
   ensure_sodium();
   randombytes_buf(nonce, kSealNonceBytes);
   header_tag(keys, header, tag);
-  // libsodium allows the ciphertext to be the message itself; the combined form above is this
-  // detached form with the tag right after the ciphertext.
+  // The frame holds the ciphertext, then the tag: what the combined form above writes.
   uint8_t* c = reinterpret_cast<uint8_t*>(text);
-  crypto_aead_xchacha20poly1305_ietf_encrypt_detached(c, c + size, nullptr, c, size, u8(header), header.size(),
-                                                      nullptr, nonce, MessageKeysAccess::aead(keys).data());
+  aead::encrypt(c, c, size, header, nonce, MessageKeysAccess::aead(keys).data(), c + size);
 }
 
 Sealed seal(const MessageKeys& keys, std::string_view header, std::string_view plaintext) {
@@ -137,13 +134,11 @@ void check_sealed(const MessageKeys& keys, std::string_view header, const Sealed
 }
 
 // Decrypts sealed.ciphertext into `plaintext` (its size minus the tag; may be the ciphertext's
-// own memory, which libsodium allows). libsodium checks the tag before it decrypts anything, and
-// wipes `plaintext` when the tag fails.
+// own memory). `plaintext` is wiped when the tag fails.
 void decrypt(const MessageKeys& keys, std::string_view header, const SealedView& sealed, char* plaintext) {
   const size_t size = sealed.ciphertext.size() - kSealAeadTagBytes;
-  if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-          reinterpret_cast<uint8_t*>(plaintext), nullptr, u8(sealed.ciphertext), size, u8(sealed.ciphertext) + size,
-          u8(header), header.size(), u8(sealed.nonce), MessageKeysAccess::aead(keys).data()) != 0)
+  if (!aead::decrypt(reinterpret_cast<uint8_t*>(plaintext), u8(sealed.ciphertext), size, header, u8(sealed.nonce),
+                     MessageKeysAccess::aead(keys).data(), u8(sealed.ciphertext) + size))
     throw SecurityError(SecurityCode::CiphertextTampered,
                         "ciphertext does not authenticate: the ciphertext or nonce was altered");
 }
