@@ -28,6 +28,10 @@
 #include <string>
 #include <string_view>
 
+namespace zmq {
+class message_t;
+}
+
 namespace fednode {
 
 struct CurveSettings {
@@ -48,14 +52,6 @@ struct TransportOptions {
   // Connection events worth a log line (CURVE clients refused); never a key's secret half.
   std::function<void(const std::string&)> log;
 };
-
-}  // namespace fednode
-
-namespace zmq {
-class message_t;
-}
-
-namespace fednode {
 
 // A frame as ZeroMQ received it, left in ZeroMQ's buffer: a multi-megabyte message is not
 // copied on its way to the node, which opens (decrypts) it where it lies. Move-only.
