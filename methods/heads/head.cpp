@@ -1,5 +1,7 @@
 #include "methods/heads/head.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -73,6 +75,21 @@ VectorF read_vector(std::istream& in, const std::string& where) {
   MatrixF m = read_matrix(in, where);
   if (m.rows() != 1) throw InputError(where + ": expected a bias vector");
   return m.row(0).transpose();
+}
+
+// X W^T + b through BLAS: Eigen's own float product, built for the baseline ISA without
+// threads, made scoring the test set with the FedTC adapter (two layers of 1280 x 1024 and
+// 1024 x 512) several times slower than training it.
+MatrixF affine(const MatrixF& X, const MatrixF& W, const VectorF& b) {
+  MatrixF out(X.rows(), W.rows());
+  if (X.rows() > 0 && W.rows() > 0 && X.cols() > 0)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(X.rows()), static_cast<int>(W.rows()),
+                static_cast<int>(X.cols()), 1.0f, X.data(), static_cast<int>(X.cols()), W.data(),
+                static_cast<int>(W.cols()), 0.0f, out.data(), static_cast<int>(out.cols()));
+  else
+    out.setZero();
+  out.rowwise() += b.transpose();
+  return out;
 }
 
 void l2_normalize_rows(MatrixF& m) {
@@ -187,9 +204,7 @@ MatrixF LinearHead::scores(const MatrixF& X) const {
   if (X.cols() != W_.cols())
     throw InputError("head expects " + std::to_string(W_.cols()) + " features, got " +
                      std::to_string(X.cols()));
-  MatrixF s = X * W_.transpose();
-  s.rowwise() += b_.transpose();
-  return s;
+  return affine(X, W_, b_);
 }
 
 void LinearHead::save_body(std::ostream& out) const {
@@ -214,8 +229,7 @@ MatrixF AdapterHead::scores(const MatrixF& X) const {
                      std::to_string(X.cols()));
   MatrixF h = X;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    MatrixF next = h * layers_[i].W.transpose();
-    next.rowwise() += layers_[i].b.transpose();
+    MatrixF next = affine(h, layers_[i].W, layers_[i].b);
     if (i + 1 < layers_.size()) {
       next = next.cwiseMax(0.0f);
       l2_normalize_rows(next);
