@@ -9,6 +9,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -101,6 +102,19 @@ void for_each_chunk(size_t chunks, bool parallel, const std::function<void(size_
   if (parallel && chunks > 1 && threads > 1 && WorkerPool::instance().run(chunks, threads, body))
     return;
   for (size_t c = 0; c < chunks; ++c) body(c);
+}
+
+void for_each_chunk_ordered(size_t chunks, bool parallel, const std::function<void(size_t)>& body) {
+  std::vector<std::exception_ptr> failures(chunks);
+  for_each_chunk(chunks, parallel, [&](size_t c) {
+    try {
+      body(c);
+    } catch (...) {
+      failures[c] = std::current_exception();
+    }
+  });
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
 }
 
 }  // namespace fednode

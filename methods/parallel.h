@@ -17,4 +17,8 @@ namespace fednode {
 // depends on timing, so a caller that must report deterministically catches in the body.
 void for_each_chunk(size_t chunks, bool parallel, const std::function<void(size_t)>& body);
 
+// The same, for callers that must report errors as a serial loop would: every chunk runs, and
+// the exception rethrown is the one of the lowest chunk index that threw, whatever the timing.
+void for_each_chunk_ordered(size_t chunks, bool parallel, const std::function<void(size_t)>& body);
+
 }  // namespace fednode

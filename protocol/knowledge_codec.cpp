@@ -3,6 +3,7 @@
 #include "protocol/tensor.h"
 
 #include "methods/float16.h"
+#include "methods/parallel.h"
 
 #include <algorithm>
 #include <tuple>
@@ -12,6 +13,9 @@ namespace fednode {
 using namespace wire;
 
 namespace {
+
+// Below this many bytes of parameters, checking them on one thread is quicker than waking the pool.
+constexpr uint64_t kParallelCheckBytes = uint64_t{1} << 20;
 
 [[noreturn]] void fail(ProtocolErrorCode code, const std::string& message) { throw ProtocolError(code, message); }
 
@@ -79,13 +83,18 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
   if (k.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
   if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) {
     int previous = -1;
+    uint64_t values = 0;
     for (size_t i = 0; i < g->classes.size(); ++i) {
       const auto& c = g->classes[i];
-      const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
-      check_class_entry(c.label, c.count, previous, k.num_classes, at);
-      check_mixture(c.mixture, k.dim, at, check_finite);
+      check_class_entry(c.label, c.count, previous, k.num_classes,
+                        where + ".body.classes[" + std::to_string(i) + "]");
       previous = c.label;
+      values += static_cast<uint64_t>(c.mixture.means.size() + c.mixture.covariances.size());
     }
+    // The mixtures' checks read every parameter: on the pool for a multi-megabyte message.
+    for_each_chunk_ordered(g->classes.size(), values * sizeof(double) >= kParallelCheckBytes, [&](size_t i) {
+      check_mixture(g->classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_finite);
+    });
   } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
     expect_dims(s->A, k.num_classes, k.dim, where + ".body.A");
     expect_dims(s->B, k.dim, k.dim, where + ".body.B");

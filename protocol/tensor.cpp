@@ -7,7 +7,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <type_traits>
 
 namespace fednode::wire {
@@ -374,18 +373,9 @@ void TensorJobs::add(std::function<void()> convert, uint64_t bytes) {
 }
 
 void TensorJobs::run() {
-  std::vector<std::exception_ptr> failures(jobs_.size());
-  for_each_chunk(jobs_.size(), bytes_ >= kParallelConversionBytes, [&](size_t i) {
-    try {
-      jobs_[i]();
-    } catch (...) {
-      failures[i] = std::current_exception();
-    }
-  });
+  for_each_chunk_ordered(jobs_.size(), bytes_ >= kParallelConversionBytes, [&](size_t i) { jobs_[i](); });
   jobs_.clear();
   bytes_ = 0;
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
 }
 
 template void pack_tensor<float>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,

@@ -245,6 +245,20 @@ TEST(ProtocolRoundTrip, LargeMessagesConvertTheSameOnAnyNumberOfThreads) {
       EXPECT_NE(std::string(e.what()).find("classes[3].covariances"), std::string::npos) << e.what();
     }
   }
+  // The mixtures' structural checks run on the pool as well, with the same rule.
+  classes[12].mixture.means(1, 5) = 0.5;
+  classes[3].mixture.covariances(2, 7) = 0.5;
+  classes[20].mixture.covariances(0, 0) = -1.0;
+  classes[7].mixture.covariances(4, 4) = 0.0;
+  for (int threads : {2, 1}) {
+    omp_set_num_threads(threads);
+    try {
+      encode_payload(k, {Precision::Float16});
+      ADD_FAILURE() << "encoded a zero variance";
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find("classes[7].covariances"), std::string::npos) << e.what();
+    }
+  }
   omp_set_num_threads(saved);
 }
 
