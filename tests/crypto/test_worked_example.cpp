@@ -3,6 +3,8 @@
 // example's inputs. Run with FEDNODE_PRINT_EXAMPLE=1 to print the blocks.
 #include "crypto/secure_channel.h"
 
+#include "../protocol/samples.h"
+
 #include <gtest/gtest.h>
 #include <sodium.h>
 
@@ -71,18 +73,7 @@ TEST(WorkedExample, MatchesDocsProtocolMd) {
   const Identity n1 = Identity::from_seed(seed1), n2 = Identity::from_seed(seed2);
   const RunId run = derive_run_id("example");
 
-  Knowledge k;
-  k.contributors = {1};
-  k.backbone_fingerprint = "pixels";
-  k.dim = 2;
-  k.num_classes = 2;
-  StatsKnowledge s;
-  s.A.resize(2, 2);
-  s.A << 1, 2, 3, 4;
-  s.N = {3, 4};
-  s.B.resize(2, 2);
-  s.B << 5, 6, 6, 7;
-  k.payload = s;
+  const Knowledge k = test::worked_example_knowledge();
 
   EnvelopeHeader h;
   h.type = MessageType::Knowledge;
@@ -136,7 +127,7 @@ TEST(WorkedExample, MatchesDocsProtocolMd) {
   const SecureChannel node2(Identity::from_seed(again), 2, run, peers);
   ReplayGuard guard;
   const Message m = node2.open(frame, guard);
-  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).B, s.B);
+  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).B, std::get<StatsKnowledge>(k.payload).B);
 }
 
 }  // namespace

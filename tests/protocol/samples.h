@@ -8,6 +8,23 @@
 
 namespace fednode::test {
 
+// The FedCGS knowledge of docs/protocol.md's worked example: 2 classes, dimension 2.
+inline Knowledge worked_example_knowledge() {
+  Knowledge k;
+  k.contributors = {1};
+  k.backbone_fingerprint = "pixels";
+  k.dim = 2;
+  k.num_classes = 2;
+  StatsKnowledge s;
+  s.A.resize(2, 2);
+  s.A << 1, 2, 3, 4;
+  s.N = {3, 4};
+  s.B.resize(2, 2);
+  s.B << 5, 6, 6, 7;
+  k.payload = s;
+  return k;
+}
+
 inline RunId sample_run() {
   RunId r;
   for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = static_cast<uint8_t>(0xA0 + i);

@@ -65,18 +65,7 @@ TEST(ProtocolSpec, HandWrittenMessagesDecode) {
 }
 
 TEST(ProtocolSpec, LibraryEncodesExactlyTheDocumentedBytes) {
-  Knowledge k;
-  k.contributors = {1};
-  k.backbone_fingerprint = "pixels";
-  k.dim = 2;
-  k.num_classes = 2;
-  StatsKnowledge s;
-  s.A.resize(2, 2);
-  s.A << 1, 2, 3, 4;
-  s.N = {3, 4};
-  s.B.resize(2, 2);
-  s.B << 5, 6, 6, 7;
-  k.payload = s;
+  const Knowledge k = test::worked_example_knowledge();
   EXPECT_EQ(encode_payload(k), pack(stats_value()));
 
   const EnvelopeHeader h = test::header_for(MessageType::Knowledge, 300);
