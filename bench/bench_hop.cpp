@@ -29,6 +29,7 @@
 #include "crypto/secure_channel.h"
 #include "methods/float16.h"
 #include "methods/rng.h"
+#include "node/socket_options.h"
 #include "node/transport.h"
 
 #include <zmq.hpp>
@@ -157,22 +158,12 @@ struct RawLink {
   zmq::socket_t router{receiver_ctx, zmq::socket_type::router};
   zmq::socket_t dealer{sender_ctx, zmq::socket_type::dealer};
 
-  static void common(zmq::socket_t& s, const TransportOptions& o) {
-    s.set(zmq::sockopt::linger, o.linger_ms);
-    s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(o.max_message_bytes));
-    s.set(zmq::sockopt::heartbeat_ivl, o.heartbeat_ivl_ms);
-    s.set(zmq::sockopt::heartbeat_timeout, o.heartbeat_timeout_ms);
-    s.set(zmq::sockopt::heartbeat_ttl, o.heartbeat_timeout_ms);
-    s.set(zmq::sockopt::reconnect_ivl, 100);
-    s.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  }
-
   explicit RawLink(const std::string& endpoint) {
     const TransportOptions o;
-    common(router, o);
+    apply_socket_options(router, o);
     router.set(zmq::sockopt::router_mandatory, 1);
     router.bind(endpoint);
-    common(dealer, o);
+    apply_socket_options(dealer, o);
     dealer.set(zmq::sockopt::immediate, 1);
     dealer.set(zmq::sockopt::sndhwm, 4);
     dealer.connect(endpoint);

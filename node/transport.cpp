@@ -1,6 +1,6 @@
 #include "node/transport.h"
 
-#include <zmq.hpp>
+#include "node/socket_options.h"
 
 #include <algorithm>
 #include <cstring>
@@ -44,22 +44,12 @@ struct Transport::Impl {
   std::map<PublicKey, int64_t> refused_by_key;
   int64_t refused_untracked = 0, refusals = 0;
 
-  void common_options(zmq::socket_t& s) {
-    s.set(zmq::sockopt::linger, options.linger_ms);
-    s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_message_bytes));
-    s.set(zmq::sockopt::heartbeat_ivl, options.heartbeat_ivl_ms);
-    s.set(zmq::sockopt::heartbeat_timeout, options.heartbeat_timeout_ms);
-    s.set(zmq::sockopt::heartbeat_ttl, options.heartbeat_timeout_ms);
-    s.set(zmq::sockopt::reconnect_ivl, 100);
-    s.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  }
-
   zmq::socket_t& dealer(NodeId peer) {
     auto it = peers.find(peer);
     if (it == peers.end()) throw InputError("transport: no address for node " + std::to_string(peer));
     if (!it->second.dealer) {
       auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-      common_options(*s);
+      apply_socket_options(*s, options);
       // No ZMQ_IMMEDIATE: with it, libzmq discards what a peer sent on a connection that then
       // closes before this node read it (a leaf's last ack, as it exits), which left a 32-node
       // star's hub waiting for acknowledgements already sent. Without it a frame for a peer that
@@ -139,7 +129,7 @@ struct Transport::Impl {
 Transport::Transport(NodeId, const std::string& bind_address, TransportOptions options)
     : impl_(std::make_unique<Impl>()), bind_address_(bind_address) {
   impl_->options = options;
-  impl_->common_options(impl_->router);
+  apply_socket_options(impl_->router, impl_->options);
   impl_->router.set(zmq::sockopt::router_mandatory, 1);
   if (const auto& keys = impl_->options.curve.keys) {
     // Bound before the ROUTER accepts anything: libzmq looks the handler up per handshake, and
@@ -167,6 +157,16 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
     p.address = address;
     p.dealer.reset();
   }
+}
+
+void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
+  s.set(zmq::sockopt::linger, options.linger_ms);
+  s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_message_bytes));
+  s.set(zmq::sockopt::heartbeat_ivl, options.heartbeat_ivl_ms);
+  s.set(zmq::sockopt::heartbeat_timeout, options.heartbeat_timeout_ms);
+  s.set(zmq::sockopt::heartbeat_ttl, options.heartbeat_timeout_ms);
+  s.set(zmq::sockopt::reconnect_ivl, 100);
+  s.set(zmq::sockopt::reconnect_ivl_max, 2000);
 }
 
 ReceivedFrame::ReceivedFrame() = default;
