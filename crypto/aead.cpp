@@ -111,6 +111,8 @@ void run_stages(const std::function<void()>& lead, const std::function<void()>& 
 void encrypt(uint8_t* out, const uint8_t* in, size_t size, std::string_view ad, const uint8_t nonce[kNonceBytes],
              const uint8_t key[kKeyBytes], uint8_t tag[kTagBytes]) {
   ensure_sodium();  // selects libsodium's fastest ChaCha20 and Poly1305 for this CPU
+  uint8_t empty = 0;
+  if (size == 0) out = &empty;  // libsodium declares the ciphertext non-null, even an empty one
   if (size < kParallelAeadBytes) {
     crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, tag, nullptr, in, size, u8(ad), ad.size(), nullptr,
                                                         nonce, key);
@@ -139,6 +141,8 @@ void encrypt(uint8_t* out, const uint8_t* in, size_t size, std::string_view ad, 
 bool decrypt(uint8_t* out, const uint8_t* in, size_t size, std::string_view ad, const uint8_t nonce[kNonceBytes],
              const uint8_t key[kKeyBytes], const uint8_t tag[kTagBytes]) {
   ensure_sodium();
+  const uint8_t empty = 0;
+  if (size == 0) in = &empty;  // libsodium declares the ciphertext non-null, even an empty one
   if (size < kParallelAeadBytes)
     return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, nullptr, in, size, tag, u8(ad), ad.size(),
                                                                nonce, key) == 0;
