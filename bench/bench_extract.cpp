@@ -157,10 +157,11 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<int> sizes = parse_sizes(sizes_text);
-  // fednode as its executable runs (features/allocator.h); PyTorch as a Python user runs it, or,
-  // with --python-allocator fednode, under the same malloc policy (through GLIBC_TUNABLES).
+  // fednode as its executable extracts (features/allocator.h); PyTorch as a Python user runs it,
+  // or, with --python-allocator fednode, under the same malloc policy (through GLIBC_TUNABLES).
   fednode::reuse_large_allocations();
-  if (same_allocator) ::setenv("GLIBC_TUNABLES", fednode::reuse_large_allocations_tunables(), 1);
+  const fednode::BatchAllocations batch_buffers;
+  if (same_allocator) ::setenv("GLIBC_TUNABLES", fednode::batch_allocations_tunables(), 1);
   std::printf("Feature extraction, %s, Fashion-MNIST train, %d threads, batch %d, %d rounds, python allocator %s\n",
               model.c_str(), threads, batch, reps, same_allocator ? "as fednode's" : "glibc default");
   std::printf("%5s %7s %8s | %12s %12s | %12s %12s | %6s %6s | %6s | %8s %8s\n", "size", "images", "load s",

@@ -1,6 +1,7 @@
 // fednode extract: images through a frozen backbone into PREFIX_X.npy / PREFIX_y.npy.
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "features/allocator.h"
 #include "features/backbone.h"
 #include "features/extract.h"
 
@@ -66,7 +67,10 @@ int cmd_extract(const std::vector<std::string>& argv) {
   o.progress = !a.flag("quiet");
   o.optimize = a.flag("optimize");
 
-  const Extracted e = extract_features(o);
+  const Extracted e = [&] {
+    BatchAllocations batch_buffers;
+    return extract_features(o);
+  }();
   write_extracted(prefix, e);
   std::cout << "wrote " << prefix << "_X.npy (" << e.features.X.rows() << " x " << e.features.X.cols() << "), "
             << prefix << "_y.npy, " << prefix << "_classes.txt\n"

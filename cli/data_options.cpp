@@ -1,5 +1,6 @@
 #include "cli/data_options.h"
 
+#include "features/allocator.h"
 #include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
@@ -43,6 +44,7 @@ LoadedData load_data(const Args& a, bool quiet) {
       x.progress = !quiet;
       x.split = "train";
       x.limit = train_limit;
+      BatchAllocations batch_buffers;
       const Extracted tr = extract_features(x);
       x.split = "test";
       x.limit = test_limit;

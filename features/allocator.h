@@ -1,7 +1,7 @@
 // glibc's malloc policy for batch work. LibTorch allocates every layer's activations afresh for
 // every batch; with glibc's defaults, buffers above the (dynamic) mmap threshold are mapped and
 // unmapped each time, and a large share of extraction went into the page faults of fresh
-// mappings: at 224 px, extraction ran 1.7x faster with the policy below (docs/performance.md).
+// mappings (docs/performance.md).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,26 @@ constexpr size_t kKeepFreed = size_t{128} << 20;   // freed heap memory kept for
 // glibc refuses (or is not the allocator).
 bool reuse_large_allocations();
 
-// The same policy as a GLIBC_TUNABLES value, for a child process (e.g. a Python reference).
-const char* reuse_large_allocations_tunables();
+// While alive, and only in a process that called reuse_large_allocations(), the heap also serves
+// and keeps buffers up to kBatchHeapUpTo: MobileNetV2 at 224 px and batch 32 has activations of
+// 154 MB, which the process-wide policy still maps and unmaps every batch (1.3-1.6x slower
+// extraction). On destruction the process-wide policy is restored and the memory kept meanwhile
+// is handed back to the system, so that a node does not hold its extraction peak while it runs.
+class BatchAllocations {
+ public:
+  BatchAllocations();
+  ~BatchAllocations();
+  BatchAllocations(const BatchAllocations&) = delete;
+  BatchAllocations& operator=(const BatchAllocations&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
+constexpr size_t kBatchHeapUpTo = size_t{1} << 30;
+
+// BatchAllocations' policy as a GLIBC_TUNABLES value, for a child process (e.g. a Python
+// reference that is to extract under the same policy).
+const char* batch_allocations_tunables();
 
 }  // namespace fednode
