@@ -30,8 +30,8 @@ size_t mapped_growth_of_one_buffer(size_t bytes) {
 }
 
 TEST(BatchAllocations, ServesActivationSizedBuffersFromTheHeapAndGivesTheMemoryBack) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer replaces glibc's malloc";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer replaces glibc's malloc";
 #endif
   ASSERT_TRUE(reuse_large_allocations()) << "glibc refused the process-wide policy";
   const size_t activation = size_t{160} << 20;  // MobileNetV2's largest at 224 px, batch 32
