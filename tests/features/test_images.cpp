@@ -1,6 +1,7 @@
 // PNG and JPEG decoding and the class-folder layout, on the fixtures in tests/features/data/images
 // (written by data/make_images.py from the pixel formulas repeated here).
 #include "features/images.h"
+#include "methods/rng.h"
 
 #include <gtest/gtest.h>
 
@@ -120,6 +121,45 @@ TEST(Images, RejectsBrokenFilesWithTheirPath) {
   EXPECT_THROW(read_image(dir + "/huge.png"), InputError);
 
   expect_error(dir + "/missing.png", "cannot read");
+}
+
+// Seeded corruption of every fixture: flipped bytes anywhere (header, chunk lengths, CRCs,
+// Huffman tables, entropy-coded data) and truncation. Each file must decode to a consistent
+// image or be refused with an InputError naming it; nothing else may happen.
+TEST(Images, SurvivesRandomCorruption) {
+  const std::vector<std::string> fixtures = {"cat/a_rgb.png", "cat/b_rgba.png", "cat/c_smooth.jpg",
+                                             "dog/a_gray.png", "dog/b_gray.JPEG"};
+  uint64_t state = 2026;
+  int decoded = 0, rejected = 0;
+  for (const std::string& name : fixtures) {
+    const std::vector<uint8_t> good = read_bytes(kImages + "/" + name);
+    ASSERT_GT(good.size(), 64u) << name;
+    for (int trial = 0; trial < 150; ++trial) {
+      std::vector<uint8_t> bytes = good;
+      const uint64_t r = splitmix64(state);
+      for (uint64_t flips = 1 + r % 4, k = 0; k < flips; ++k) {
+        const uint64_t at = splitmix64(state);
+        bytes[at % bytes.size()] ^= static_cast<uint8_t>(1 + (at >> 32) % 255);
+      }
+      if ((r >> 8) % 4 == 0) bytes.resize((r >> 16) % bytes.size());
+      const std::string where = name + " (trial " + std::to_string(trial) + ")";
+      try {
+        const Image im = decode_image(bytes, where);
+        EXPECT_TRUE(im.channels == 1 || im.channels == 3) << where;
+        EXPECT_GT(im.width, 0) << where;
+        EXPECT_GT(im.height, 0) << where;
+        EXPECT_LE(int64_t{im.width} * im.height, kMaxImagePixels) << where;
+        EXPECT_EQ(im.pixels.size(), size_t(im.width) * im.height * im.channels) << where;
+        ++decoded;
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+        ++rejected;
+      }
+    }
+  }
+  // Both outcomes occur: JPEG decoders tolerate damaged entropy-coded data, PNG's CRCs do not.
+  EXPECT_GT(decoded, 0);
+  EXPECT_GT(rejected, 300);
 }
 
 TEST(ImageFolder, ListsClassesAndImagesInOrderSkippingTheRest) {
