@@ -1,6 +1,7 @@
 // Sealed protocol messages between nodes: what gets through, and every reason something does not.
 #include "crypto/secure_channel.h"
 
+#include "../protocol/samples.h"
 #include "methods/rng.h"
 
 #include <gtest/gtest.h>
@@ -31,19 +32,8 @@ SecureChannel channel(NodeId n, const RunId& run = kRun) {
   return SecureChannel(node_identity(n), n, run, peers);
 }
 
-Knowledge stats_knowledge() {
-  Knowledge k;
-  k.contributors = {1};
-  k.backbone_fingerprint = "pixels";
-  k.dim = 2;
-  k.num_classes = 2;
-  StatsKnowledge s;
-  s.A = MatrixD::Constant(2, 2, 0.25);
-  s.N = {3, 5};
-  s.B = MatrixD::Identity(2, 2);
-  k.payload = s;
-  return k;
-}
+// The knowledge of docs/protocol.md's worked example: small, and every field set.
+Knowledge stats_knowledge() { return test::worked_example_knowledge(); }
 
 RejectedMessage rejection(const SecureChannel& c, std::string_view frame, ReplayGuard& guard) {
   try {
@@ -73,7 +63,7 @@ TEST(SecureChannel, DeliversEveryMessageType) {
   EXPECT_EQ(m.header.to, 2u);
   EXPECT_EQ(m.header.msg_id, 1u);
   EXPECT_EQ(m.header.type, MessageType::Knowledge);
-  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).N, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).N, (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(std::get<Ack>(one.open(two.seal(1, 1, Ack{1}), guard).payload).acked_id, 1u);
   Hello hello;
   hello.node = 1;
@@ -100,7 +90,7 @@ TEST(SecureChannel, CompleteKeepsItsTypeThroughSealAndOpen) {
   const Message second = two.open(one.seal(2, 2, stats_knowledge(), {}, MessageType::Complete), guard);
   EXPECT_EQ(first.header.type, MessageType::Knowledge);
   EXPECT_EQ(second.header.type, MessageType::Complete);
-  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(second.payload).payload).N, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(second.payload).payload).N, (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(std::get<Knowledge>(second.payload).contributors, (Contributors{1}));
 
   // Changing the type on the wire is a header edit, caught like any other.
