@@ -2,8 +2,9 @@
 
 #include <malloc.h>
 
-#include <atomic>
 #include <climits>
+#include <mutex>
+#include <string>
 
 namespace fednode {
 
@@ -11,7 +12,9 @@ namespace {
 
 static_assert(kBatchHeapUpTo <= INT_MAX, "mallopt takes an int");
 
-std::atomic<bool> policy_set{false};
+std::mutex policy_mutex;
+bool policy_set = false;  // reuse_large_allocations() succeeded: the process opted in
+int batch_scopes = 0;     // BatchAllocations alive; the last one to end restores the policy
 
 bool set_policy(size_t heap_up_to, size_t keep_freed) {
   // Setting either threshold also stops glibc from moving them dynamically (mallopt(3)).
@@ -23,23 +26,30 @@ bool set_policy(size_t heap_up_to, size_t keep_freed) {
 }  // namespace
 
 bool reuse_large_allocations() {
-  const bool ok = set_policy(kHeapUpTo, kKeepFreed);
-  policy_set = ok;
-  return ok;
+  std::lock_guard<std::mutex> lock(policy_mutex);
+  policy_set = set_policy(kHeapUpTo, kKeepFreed);
+  return policy_set;
 }
 
 BatchAllocations::BatchAllocations() {
-  if (policy_set) active_ = set_policy(kBatchHeapUpTo, kBatchHeapUpTo);
+  std::lock_guard<std::mutex> lock(policy_mutex);
+  if (!policy_set) return;
+  if (batch_scopes++ == 0) set_policy(kBatchHeapUpTo, kBatchHeapUpTo);
+  active_ = true;
 }
 
 BatchAllocations::~BatchAllocations() {
   if (!active_) return;
+  std::lock_guard<std::mutex> lock(policy_mutex);
+  if (--batch_scopes > 0) return;
   set_policy(kHeapUpTo, kKeepFreed);
   malloc_trim(0);
 }
 
 const char* batch_allocations_tunables() {
-  return "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824";
+  static const std::string text = "glibc.malloc.mmap_threshold=" + std::to_string(kBatchHeapUpTo) +
+                                  ":glibc.malloc.trim_threshold=" + std::to_string(kBatchHeapUpTo);
+  return text.c_str();
 }
 
 }  // namespace fednode

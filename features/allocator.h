@@ -21,6 +21,7 @@ bool reuse_large_allocations();
 // 154 MB, which the process-wide policy still maps and unmaps every batch (1.3-1.6x slower
 // extraction). On destruction the process-wide policy is restored and the memory kept meanwhile
 // is handed back to the system, so that a node does not hold its extraction peak while it runs.
+// Scopes may overlap (nested, or on several threads): the last one to end restores the policy.
 class BatchAllocations {
  public:
   BatchAllocations();

@@ -48,6 +48,13 @@ TEST(BatchAllocations, ServesActivationSizedBuffersFromTheHeapAndGivesTheMemoryB
   }
   EXPECT_LT(heap_bytes(), kept - activation / 2) << "handed back when the scope ends";
   EXPECT_GE(mapped_growth_of_one_buffer(activation), activation) << "the process-wide policy is back";
+
+  {
+    BatchAllocations outer;
+    { BatchAllocations inner; }
+    EXPECT_EQ(mapped_growth_of_one_buffer(activation), 0u) << "an inner scope's end keeps the outer one's policy";
+  }
+  EXPECT_GE(mapped_growth_of_one_buffer(activation), activation) << "the last scope's end restores it";
 }
 
 }  // namespace
