@@ -10,6 +10,7 @@ namespace fednode {
 
 constexpr size_t kHeapUpTo = size_t{64} << 20;     // allocations up to this come from the heap
 constexpr size_t kKeepFreed = size_t{128} << 20;   // freed heap memory kept for reuse
+constexpr size_t kBatchHeapUpTo = size_t{1} << 30; // both, while a BatchAllocations is alive
 
 // Process-wide (mallopt), so the fednode executable calls it at start and the library never
 // does: an application that embeds fednode keeps its own allocator policy. Returns false where
@@ -32,8 +33,6 @@ class BatchAllocations {
  private:
   bool active_ = false;
 };
-
-constexpr size_t kBatchHeapUpTo = size_t{1} << 30;
 
 // BatchAllocations' policy as a GLIBC_TUNABLES value, for a child process (e.g. a Python
 // reference that is to extract under the same policy).

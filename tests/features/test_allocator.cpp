@@ -34,8 +34,8 @@ TEST(BatchAllocations, ServesActivationSizedBuffersFromTheHeapAndGivesTheMemoryB
   GTEST_SKIP() << "the sanitizer replaces glibc's malloc";
 #endif
   ASSERT_TRUE(reuse_large_allocations()) << "glibc refused the process-wide policy";
-  const size_t activation = size_t{160} << 20;  // MobileNetV2's largest at 224 px, batch 32
-  static_assert(size_t{160} << 20 > kHeapUpTo && size_t{160} << 20 > kKeepFreed, "above the process-wide policy");
+  constexpr size_t activation = size_t{160} << 20;  // MobileNetV2's largest at 224 px, batch 32
+  static_assert(activation > kHeapUpTo && activation > kKeepFreed, "above the process-wide policy");
 
   EXPECT_GE(mapped_growth_of_one_buffer(activation), activation) << "outside the scope: mapped";
 
