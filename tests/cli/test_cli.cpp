@@ -1,5 +1,6 @@
 // The fednode executable as a user runs it: real process, real files, exit codes and messages.
 #include "../common/run_cli.h"
+#include "../common/temp_dir.h"
 #include "features/npy.h"
 #include "methods/rng.h"
 
@@ -16,19 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using fednode::testing::CliRun;
-using fednode::testing::run_cli;
+using fednode::test::CliRun;
+using fednode::test::run_cli;
 
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fednode_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     write_split("train", 200, 11);
     write_split("test", 80, 12);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   void write_split(const std::string& name, int n, uint64_t seed) {
     Rng rng(seed);
@@ -49,7 +46,8 @@ class Cli : public ::testing::Test {
            " --test-labels " + (dir_ / "test_y.npy").string();
   }
 
-  fs::path dir_;
+  test::TempDir tmp_{"fednode_cli"};
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(Cli, SimulateWritesAReport) {

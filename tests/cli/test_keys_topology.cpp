@@ -5,9 +5,9 @@
 #include "crypto/key_files.h"
 #include "topology/topology.h"
 
-#include <gtest/gtest.h>
+#include "../common/temp_dir.h"
 
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -53,16 +53,10 @@ std::string read_file(const fs::path& p) {
 
 class KeysAndTopology : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fednode_cli_keys_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string at(const std::string& p) const { return (dir_ / p).string(); }
 
-  fs::path dir_;
+  test::TempDir tmp_{"fednode_cli_keys"};
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(KeysAndTopology, KeygenWritesAPrivateKeyAndPrintsThePublicOne) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <sys/wait.h>
 
-namespace fednode::testing {
+namespace fednode::test {
 
 struct CliRun {
   int code = -1;
@@ -27,4 +27,4 @@ inline CliRun run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-}  // namespace fednode::testing
+}  // namespace fednode::test

@@ -3,6 +3,9 @@
 #include "crypto/errors.h"
 #include "crypto/secret_access.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,6 +18,8 @@ namespace fednode {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_input_error;
+using test::TempDir;
 
 // No operator<< may exist for an Identity: secrets must not be printable by accident.
 template <typename T, typename = void>
@@ -32,23 +37,6 @@ std::array<uint8_t, 32> seed(uint8_t b) {
   return s;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "fednode-keys-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 unsigned mode_of(const std::string& path) {
   struct stat st;
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -64,15 +52,6 @@ std::string slurp(const std::string& path) {
 
 void overwrite(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::trunc) << content;
-}
-
-void expect_input_error(const std::function<void()>& f, const std::string& mentions) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an InputError mentioning '" << mentions << "'";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
-  }
 }
 
 TEST(CryptoKeys, PublicKeyText) {
@@ -147,15 +126,15 @@ TEST(CryptoKeyFiles, UmaskCannotLoosenTheSecretFile) {
 TEST(CryptoKeyFiles, RefusesToOverwrite) {
   TempDir dir;
   const PublicKey first = write_new_identity(dir.path());
-  expect_input_error([&] { write_new_identity(dir.path()); }, "refusing to overwrite");
+  expect_input_error([&] { write_new_identity(dir.path()); }, {"refusing to overwrite"});
   EXPECT_EQ(load_identity(dir.path()).public_key(), first);
   // Even when only the public half is there, nothing is written.
   fs::remove(dir / "node.key");
-  expect_input_error([&] { write_new_identity(dir.path()); }, "node.pub already exists");
+  expect_input_error([&] { write_new_identity(dir.path()); }, {"node.pub already exists"});
   EXPECT_FALSE(fs::exists(dir / "node.key"));
   fs::remove(dir / "node.pub");
   overwrite(dir / "not-a-dir", "x");
-  expect_input_error([&] { write_new_identity(dir / "not-a-dir"); }, "not a directory");
+  expect_input_error([&] { write_new_identity(dir / "not-a-dir"); }, {"not a directory"});
 }
 
 TEST(CryptoKeyFiles, LoadErrors) {
@@ -165,28 +144,28 @@ TEST(CryptoKeyFiles, LoadErrors) {
   const std::string good = slurp(sk);
 
   ::chmod(sk.c_str(), 0644);
-  expect_input_error([&] { load_identity(dir.path()); }, "chmod 600");
+  expect_input_error([&] { load_identity(dir.path()); }, {"chmod 600"});
   ::chmod(sk.c_str(), 0620);
-  expect_input_error([&] { load_identity(dir.path()); }, "mode 0620");
+  expect_input_error([&] { load_identity(dir.path()); }, {"mode 0620"});
   ::chmod(sk.c_str(), 0600);
   EXPECT_NO_THROW(load_identity(dir.path()));
 
   overwrite(sk, good.substr(0, good.size() - 3) + "\n");
-  expect_input_error([&] { load_identity(dir.path()); }, "wrong size");
+  expect_input_error([&] { load_identity(dir.path()); }, {"wrong size"});
   overwrite(sk, "fednode-secret-key:" + std::string(64, 'g') + "\n");
-  expect_input_error([&] { load_identity(dir.path()); }, "not valid hex");
+  expect_input_error([&] { load_identity(dir.path()); }, {"not valid hex"});
   overwrite(sk, good.substr(19));  // the bare hex, as a public key file looks
-  expect_input_error([&] { load_identity(dir.path()); }, "not a fednode secret key file");
+  expect_input_error([&] { load_identity(dir.path()); }, {"not a fednode secret key file"});
   overwrite(sk, std::string(4096, 'a'));
-  expect_input_error([&] { load_identity(dir.path()); }, "too large");
+  expect_input_error([&] { load_identity(dir.path()); }, {"too large"});
 
   overwrite(sk, good);
   overwrite(dir / "node.pub", Identity::generate().public_key().to_hex() + "\n");
-  expect_input_error([&] { load_identity(dir.path()); }, "does not belong");
+  expect_input_error([&] { load_identity(dir.path()); }, {"does not belong"});
   fs::remove(dir / "node.pub");
   EXPECT_NO_THROW(load_identity(dir.path()));  // the public file is optional
-  expect_input_error([&] { load_identity(dir / "missing"); }, "cannot open");
-  expect_input_error([&] { load_secret_key_file(dir.path()); }, "not a regular file");
+  expect_input_error([&] { load_identity(dir / "missing"); }, {"cannot open"});
+  expect_input_error([&] { load_secret_key_file(dir.path()); }, {"not a regular file"});
 }
 
 }  // namespace

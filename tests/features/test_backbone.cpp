@@ -10,6 +10,9 @@
 #include "features/idx.h"
 #include "features/npy.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,6 +25,9 @@ namespace fs = std::filesystem;
 
 namespace fednode {
 namespace {
+
+using test::expect_input_error;
+using test::TempDir;
 
 const std::string kSource = FEDNODE_SOURCE_DIR;
 const std::string kReference = kSource + "/tests/features/torch_reference.py";
@@ -47,13 +53,6 @@ void run_python(const std::string& args) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-std::string fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("fednode_backbone_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -75,16 +74,6 @@ float max_abs_diff(const MatrixF& a, const MatrixF& b) {
   return (a - b).cwiseAbs().maxCoeff();
 }
 
-void expect_input_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    FAIL() << "no InputError";
-  } catch (const InputError& e) {
-    for (const auto& frag : fragments)
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << "'" << frag << "' not in: " << e.what();
-  }
-}
-
 TEST(DefaultBackbone, IsFoundFromTheBuildTree) {
   const std::string path = default_backbone_path();
   EXPECT_TRUE(fs::is_regular_file(path)) << path;
@@ -97,7 +86,8 @@ TEST(DefaultBackbone, IsFoundFromTheBuildTree) {
 // Acceptance 1: the CLI piece on the default backbone against PyTorch in Python.
 TEST(ExtractCommand, MatchesPyTorchOnFashionMnist) {
   REQUIRE_REFERENCE();
-  const std::string dir = fresh_dir("fm");
+  const TempDir dir_tmp("fednode_backbone_fm");
+  const std::string dir = dir_tmp.str();
   const int rc = cli::cmd_extract({"--dataset", "fashion-mnist", "--limit", "32", "--input-size", "96",
                                    "--threads", "2", "--batch-size", "12", "--out", dir + "/fm",
                                    "--cache-dir", dir + "/cache", "--quiet"});
@@ -127,7 +117,8 @@ TEST(ExtractCommand, MatchesPyTorchOnFashionMnist) {
 TEST(ExtractCommand, MatchesPyTorchOnImageFolderWithCropBgrAndNormalisation) {
   REQUIRE_REFERENCE();
   if (!python_has("PIL")) GTEST_SKIP() << "the reference decodes images with PIL (Debian: python3-pil)";
-  const std::string dir = fresh_dir("folder");
+  const TempDir dir_tmp("fednode_backbone_folder");
+  const std::string dir = dir_tmp.str();
   const std::string model = model_with_sidecar(
       dir, "input_size = 64\nchannel_order = bgr\nfit = center_crop\nmean = 0.4, 0.5, 0.6\nstd = 0.9, 1.1, 1.3\n");
   ExtractOptions o;
@@ -184,7 +175,8 @@ TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {
   q.output_dim = 0;  // a check, not a change of features
   EXPECT_EQ(backbone_fingerprint(model, q), base);
 
-  const std::string dir = fresh_dir("fingerprint");
+  const TempDir dir_tmp("fednode_backbone_fingerprint");
+  const std::string dir = dir_tmp.str();
   fs::copy_file(model, dir + "/copy.pt");
   EXPECT_EQ(backbone_fingerprint(dir + "/copy.pt", p), base);  // bytes, not the path, count
   {
@@ -225,7 +217,8 @@ TEST(Backbone, AsLoadedFrozenAndOptimisedModulesAgree) {
 }
 
 TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
-  const std::string dir = fresh_dir("bad");
+  const TempDir dir_tmp("fednode_backbone_bad");
+  const std::string dir = dir_tmp.str();
   const std::string good_sidecar = "input_size = 64\n";
 
   write_text(dir + "/garbage.pt", "this is not a zip archive");
@@ -262,7 +255,8 @@ TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
 
 TEST(Backbone, RejectsModulesThatDoNotReturnAFeatureMatrix) {
   REQUIRE_REFERENCE();
-  const std::string dir = fresh_dir("shapes");
+  const TempDir dir_tmp("fednode_backbone_shapes");
+  const std::string dir = dir_tmp.str();
   const std::string script = dir + "/make.py";
   write_text(script,
              "import torch, sys\n"
@@ -291,7 +285,8 @@ TEST(Backbone, RejectsModulesThatDoNotReturnAFeatureMatrix) {
 }
 
 TEST(FeatureCacheStore, RoundTripsAndReportsDamage) {
-  const std::string dir = fresh_dir("cache_unit");
+  const TempDir dir_tmp("fednode_backbone_cache_unit");
+  const std::string dir = dir_tmp.str();
   const FeatureCache cache(dir);
   Features f;
   f.num_classes = 3;
@@ -325,7 +320,8 @@ TEST(FeatureCacheStore, RoundTripsAndReportsDamage) {
 }
 
 TEST(FeatureCacheExtract, SecondRunLoadsAndDamagedEntriesAreRecomputed) {
-  const std::string dir = fresh_dir("cache");
+  const TempDir dir_tmp("fednode_backbone_cache");
+  const std::string dir = dir_tmp.str();
   ExtractOptions o;
   o.dataset = "fashion-mnist";
   o.limit = 8;
@@ -390,7 +386,8 @@ TEST(ExportScript, TorchvisionModelWithRandomWeightsLoadsAndMatchesPyTorch) {
   REQUIRE_REFERENCE();
   if (!python_has("torchvision"))
     GTEST_SKIP() << "torchvision is not installed for /usr/bin/python3 (Debian: python3-torchvision)";
-  const std::string dir = fresh_dir("export");
+  const TempDir dir_tmp("fednode_backbone_export");
+  const std::string dir = dir_tmp.str();
   run_python(kSource + "/scripts/export_backbone.py --torchvision resnet18 --weights none --input-size 64 --out " +
              dir + "/r18.pt > /dev/null");
   ExtractOptions o;

@@ -2,6 +2,9 @@
 
 #include "methods/rng.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -14,23 +17,10 @@
 
 namespace fs = std::filesystem;
 using namespace fednode;
+using fednode::test::expect_input_error;
+using fednode::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("fednode_idx_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 void put_be32(std::vector<uint8_t>& b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
@@ -69,28 +59,15 @@ void write_plain(const std::string& path, const std::vector<uint8_t>& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Runs `fn`, expects an InputError whose message contains every fragment.
-template <class Fn>
-void expect_input_error(Fn fn, std::initializer_list<std::string> fragments) {
-  try {
-    fn();
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message '" << msg << "' lacks '" << frag << "'";
-  }
-}
-
 }  // namespace
 
 TEST(Idx, ReadsGzipAndPlainImages) {
   TempDir dir;
   const auto bytes = images_bytes(5, 3, 4);
-  write_gz(dir.file("a.gz"), bytes);
-  write_plain(dir.file("a"), bytes);
+  write_gz(dir / "a.gz", bytes);
+  write_plain(dir / "a", bytes);
   for (const std::string name : {"a.gz", "a"}) {
-    const IdxImages im = read_idx_images(dir.file(name));
+    const IdxImages im = read_idx_images(dir / name);
     EXPECT_EQ(im.count, 5);
     EXPECT_EQ(im.rows, 3);
     EXPECT_EQ(im.cols, 4);
@@ -102,29 +79,29 @@ TEST(Idx, ReadsGzipAndPlainImages) {
 TEST(Idx, LimitReadsPrefix) {
   TempDir dir;
   const auto bytes = images_bytes(5, 2, 2);
-  write_gz(dir.file("a.gz"), bytes);
-  const IdxImages im = read_idx_images(dir.file("a.gz"), 2);
+  write_gz(dir / "a.gz", bytes);
+  const IdxImages im = read_idx_images(dir / "a.gz", 2);
   EXPECT_EQ(im.count, 2);
   ASSERT_EQ(im.pixels.size(), 8u);
   EXPECT_TRUE(std::equal(im.pixels.begin(), im.pixels.end(), bytes.begin() + 16));
-  EXPECT_EQ(read_idx_images(dir.file("a.gz"), 0).count, 0);
-  EXPECT_EQ(read_idx_images(dir.file("a.gz"), 99).count, 5);
+  EXPECT_EQ(read_idx_images(dir / "a.gz", 0).count, 0);
+  EXPECT_EQ(read_idx_images(dir / "a.gz", 99).count, 5);
 
-  write_gz(dir.file("l.gz"), labels_bytes(7));
-  const auto labels = read_idx_labels(dir.file("l.gz"), 3);
+  write_gz(dir / "l.gz", labels_bytes(7));
+  const auto labels = read_idx_labels(dir / "l.gz", 3);
   EXPECT_EQ(labels, (std::vector<uint8_t>{0, 1, 2}));
-  EXPECT_EQ(read_idx_labels(dir.file("l.gz")).size(), 7u);
+  EXPECT_EQ(read_idx_labels(dir / "l.gz").size(), 7u);
 }
 
 TEST(Idx, RejectsBadMagic) {
   TempDir dir;
-  write_gz(dir.file("l.gz"), labels_bytes(3));
-  expect_input_error([&] { read_idx_images(dir.file("l.gz")); },
+  write_gz(dir / "l.gz", labels_bytes(3));
+  expect_input_error([&] { read_idx_images(dir / "l.gz"); },
                      {"l.gz", "bad magic", "0x00000801", "labels file"});
-  write_gz(dir.file("i.gz"), images_bytes(1, 2, 2));
-  expect_input_error([&] { read_idx_labels(dir.file("i.gz")); }, {"i.gz", "bad magic"});
-  write_plain(dir.file("junk"), std::vector<uint8_t>(64, 0xAB));
-  expect_input_error([&] { read_idx_images(dir.file("junk")); }, {"junk", "not an IDX file"});
+  write_gz(dir / "i.gz", images_bytes(1, 2, 2));
+  expect_input_error([&] { read_idx_labels(dir / "i.gz"); }, {"i.gz", "bad magic"});
+  write_plain(dir / "junk", std::vector<uint8_t>(64, 0xAB));
+  expect_input_error([&] { read_idx_images(dir / "junk"); }, {"junk", "not an IDX file"});
 }
 
 TEST(Idx, RejectsImplausibleHeaderBeforeAllocating) {
@@ -134,58 +111,58 @@ TEST(Idx, RejectsImplausibleHeaderBeforeAllocating) {
   put_be32(b, 0xFFFFFFFFu);
   put_be32(b, 28);
   put_be32(b, 28);
-  write_gz(dir.file("huge_count.gz"), b);
-  expect_input_error([&] { read_idx_images(dir.file("huge_count.gz")); },
+  write_gz(dir / "huge_count.gz", b);
+  expect_input_error([&] { read_idx_images(dir / "huge_count.gz"); },
                      {"huge_count.gz", "implausible image count"});
   b.clear();
   put_be32(b, 0x803);
   put_be32(b, 10);
   put_be32(b, 100000);
   put_be32(b, 28);
-  write_gz(dir.file("huge_side.gz"), b);
-  expect_input_error([&] { read_idx_images(dir.file("huge_side.gz")); },
+  write_gz(dir / "huge_side.gz", b);
+  expect_input_error([&] { read_idx_images(dir / "huge_side.gz"); },
                      {"huge_side.gz", "implausible image size"});
   b.clear();
   put_be32(b, 0x803);
   put_be32(b, 10);
   put_be32(b, 0);
   put_be32(b, 28);
-  write_gz(dir.file("zero.gz"), b);
-  expect_input_error([&] { read_idx_images(dir.file("zero.gz")); }, {"implausible image size"});
+  write_gz(dir / "zero.gz", b);
+  expect_input_error([&] { read_idx_images(dir / "zero.gz"); }, {"implausible image size"});
   b.clear();
   put_be32(b, 0x801);
   put_be32(b, 0xF0000000u);
-  write_gz(dir.file("lab.gz"), b);
-  expect_input_error([&] { read_idx_labels(dir.file("lab.gz")); }, {"implausible label count"});
+  write_gz(dir / "lab.gz", b);
+  expect_input_error([&] { read_idx_labels(dir / "lab.gz"); }, {"implausible label count"});
   // Within each bound, but the product is too large to read in one go.
   b.clear();
   put_be32(b, 0x803);
   put_be32(b, 100000000);
   put_be32(b, 4096);
   put_be32(b, 4096);
-  write_gz(dir.file("product.gz"), b);
-  expect_input_error([&] { read_idx_images(dir.file("product.gz")); }, {"4 GiB"});
+  write_gz(dir / "product.gz", b);
+  expect_input_error([&] { read_idx_images(dir / "product.gz"); }, {"4 GiB"});
 }
 
 TEST(Idx, RejectsTruncation) {
   TempDir dir;
   auto b = images_bytes(4, 3, 3);
   b.resize(b.size() - 5);
-  write_gz(dir.file("trunc.gz"), b);
-  expect_input_error([&] { read_idx_images(dir.file("trunc.gz")); },
+  write_gz(dir / "trunc.gz", b);
+  expect_input_error([&] { read_idx_images(dir / "trunc.gz"); },
                      {"trunc.gz", "truncated image data", "declares 4 images"});
   // Only the first image was asked for, and it is complete.
-  EXPECT_EQ(read_idx_images(dir.file("trunc.gz"), 1).count, 1);
+  EXPECT_EQ(read_idx_images(dir / "trunc.gz", 1).count, 1);
 
-  write_gz(dir.file("hdr.gz"), std::vector<uint8_t>{0, 0, 8, 3, 0, 0});
-  expect_input_error([&] { read_idx_images(dir.file("hdr.gz")); }, {"hdr.gz", "truncated header"});
-  write_gz(dir.file("empty.gz"), {});
-  expect_input_error([&] { read_idx_labels(dir.file("empty.gz")); }, {"empty.gz", "truncated header"});
+  write_gz(dir / "hdr.gz", std::vector<uint8_t>{0, 0, 8, 3, 0, 0});
+  expect_input_error([&] { read_idx_images(dir / "hdr.gz"); }, {"hdr.gz", "truncated header"});
+  write_gz(dir / "empty.gz", {});
+  expect_input_error([&] { read_idx_labels(dir / "empty.gz"); }, {"empty.gz", "truncated header"});
 
   auto l = labels_bytes(10);
   l.resize(l.size() - 1);
-  write_plain(dir.file("lab"), l);
-  expect_input_error([&] { read_idx_labels(dir.file("lab")); }, {"lab", "truncated label data"});
+  write_plain(dir / "lab", l);
+  expect_input_error([&] { read_idx_labels(dir / "lab"); }, {"lab", "truncated label data"});
 }
 
 TEST(Idx, MissingFileNamed) {
@@ -195,9 +172,9 @@ TEST(Idx, MissingFileNamed) {
 
 TEST(Idx, LoadFashionMnistLayoutAndMismatch) {
   TempDir dir;
-  write_gz(dir.file("t10k-images-idx3-ubyte.gz"), images_bytes(6, 28, 28));
-  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), labels_bytes(6));
-  const Features f = load_fashion_mnist(dir.path.string(), "test");
+  write_gz(dir / "t10k-images-idx3-ubyte.gz", images_bytes(6, 28, 28));
+  write_gz(dir / "t10k-labels-idx1-ubyte.gz", labels_bytes(6));
+  const Features f = load_fashion_mnist(dir.str(), "test");
   EXPECT_EQ(f.size(), 6);
   EXPECT_EQ(f.dim(), 784);
   EXPECT_EQ(f.num_classes, 10);
@@ -205,22 +182,22 @@ TEST(Idx, LoadFashionMnistLayoutAndMismatch) {
   EXPECT_FLOAT_EQ(f.X(1, 2), static_cast<uint8_t>((784 + 2) * 7 + 3) / 255.0f);
   EXPECT_EQ(f.y[5], 5);
   EXPECT_NO_THROW(f.validate("fmnist"));
-  EXPECT_EQ(load_fashion_mnist(dir.path.string(), "test", 2).size(), 2);
+  EXPECT_EQ(load_fashion_mnist(dir.str(), "test", 2).size(), 2);
 
   // Uncompressed files are found by their plain names.
-  write_plain(dir.file("train-images-idx3-ubyte"), images_bytes(3, 28, 28));
-  write_plain(dir.file("train-labels-idx1-ubyte"), labels_bytes(4));
-  expect_input_error([&] { load_fashion_mnist(dir.path.string(), "train"); },
+  write_plain(dir / "train-images-idx3-ubyte", images_bytes(3, 28, 28));
+  write_plain(dir / "train-labels-idx1-ubyte", labels_bytes(4));
+  expect_input_error([&] { load_fashion_mnist(dir.str(), "train"); },
                      {"3 images", "4 labels"});
-  expect_input_error([&] { load_fashion_mnist(dir.path.string(), "train", 2); },
+  expect_input_error([&] { load_fashion_mnist(dir.str(), "train", 2); },
                      {"3 images", "4 labels"});
-  expect_input_error([&] { load_fashion_mnist(dir.path.string(), "valid"); }, {"unknown split"});
-  expect_input_error([&] { load_fashion_mnist(dir.file("nope"), "train"); },
+  expect_input_error([&] { load_fashion_mnist(dir.str(), "valid"); }, {"unknown split"});
+  expect_input_error([&] { load_fashion_mnist(dir / "nope", "train"); },
                      {"FEDNODE_FASHION_MNIST_DIR"});
 
-  write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), std::vector<uint8_t>{0, 0, 8, 1, 0, 0, 0, 6,
+  write_gz(dir / "t10k-labels-idx1-ubyte.gz", std::vector<uint8_t>{0, 0, 8, 1, 0, 0, 0, 6,
                                                                       1, 2, 3, 4, 10, 0});
-  expect_input_error([&] { load_fashion_mnist(dir.path.string(), "test"); },
+  expect_input_error([&] { load_fashion_mnist(dir.str(), "test"); },
                      {"label 10", "index 4"});
 }
 
@@ -262,9 +239,9 @@ TEST(Idx, SurvivesRandomCorruption) {
     const uint64_t r = fednode::splitmix64(state);
     bytes[r % 16] = static_cast<uint8_t>(r >> 8);  // damage the header
     if ((r >> 16) % 3 == 0) bytes.resize((r >> 24) % bytes.size());
-    write_gz(dir.file("c.gz"), bytes);
+    write_gz(dir / "c.gz", bytes);
     try {
-      const IdxImages im = read_idx_images(dir.file("c.gz"));
+      const IdxImages im = read_idx_images(dir / "c.gz");
       EXPECT_EQ(im.pixels.size(), static_cast<size_t>(im.count * im.rows * im.cols));
     } catch (const InputError&) {
       ++rejected;

@@ -3,6 +3,9 @@
 #include "features/images.h"
 #include "methods/rng.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +15,8 @@ namespace fs = std::filesystem;
 
 namespace fednode {
 namespace {
+
+using test::TempDir;
 
 const std::string kImages = std::string(FEDNODE_SOURCE_DIR) + "/tests/features/data/images";
 
@@ -25,13 +30,6 @@ int pattern(int x, int y, int c) {
 
 int smooth(int x, int y, int c) { return c == 0 ? x * 10 : c == 1 ? y * 12 : 128; }
 
-std::string fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("fednode_images_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -43,13 +41,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 }
 
 void expect_error(const std::string& path, const std::string& fragment) {
-  try {
-    read_image(path);
-    FAIL() << "no error for " << path;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
+  test::expect_input_error([&] { read_image(path); }, {fragment, path});
 }
 
 TEST(Images, PngRgbDecodesExactly) {
@@ -95,7 +87,8 @@ TEST(Images, JpegDecodesCloseToTheSource) {
 }
 
 TEST(Images, RejectsBrokenFilesWithTheirPath) {
-  const std::string dir = fresh_dir("broken");
+  const TempDir dir_tmp("fednode_images_broken");
+  const std::string dir = dir_tmp.str();
   write_bytes(dir + "/text.png", {'h', 'e', 'l', 'l', 'o'});
   expect_error(dir + "/text.png", "not a PNG or JPEG");
 
@@ -181,19 +174,17 @@ TEST(ImageFolder, LimitTakesRoundRobinOverClasses) {
 
 TEST(ImageFolder, RejectsBadLayouts) {
   EXPECT_THROW(scan_image_folder("/nonexistent/folder"), InputError);
-  const std::string empty = fresh_dir("empty");
+  const TempDir empty_tmp("fednode_images_empty");
+  const std::string empty = empty_tmp.str();
   EXPECT_THROW(scan_image_folder(empty), InputError);
-  const std::string no_images = fresh_dir("no_images");
+  const TempDir no_images_tmp("fednode_images_no_images");
+  const std::string no_images = no_images_tmp.str();
   fs::create_directories(no_images + "/cls");
   write_bytes(no_images + "/cls/readme.txt", {'x'});
-  try {
-    scan_image_folder(no_images);
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cls"), std::string::npos) << e.what();
-  }
+  test::expect_input_error([&] { scan_image_folder(no_images); }, {"cls"});
   // Hidden entries are not classes or images.
-  const std::string hidden = fresh_dir("hidden");
+  const TempDir hidden_tmp("fednode_images_hidden");
+  const std::string hidden = hidden_tmp.str();
   fs::create_directories(hidden + "/a");
   fs::create_directories(hidden + "/.cache");
   fs::copy_file(kImages + "/cat/a_rgb.png", hidden + "/a/x.png");

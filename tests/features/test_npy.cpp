@@ -3,8 +3,10 @@
 #include "methods/float16.h"
 #include "methods/rng.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,34 +17,12 @@
 
 namespace fs = std::filesystem;
 using namespace fednode;
+using fednode::test::expect_input_error;
+using fednode::test::TempDir;
 
 namespace {
 
 const std::string kFixtures = std::string(FEDNODE_SOURCE_DIR) + "/tests/features/data/npy/";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("fednode_npy_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-template <class Fn>
-void expect_input_error(Fn fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message '" << msg << "' lacks '" << frag << "'";
-  }
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -116,39 +96,39 @@ TEST(Npy, RoundTripFloat32AndFloat16) {
   TempDir dir;
   MatrixF X(5, 3);
   for (int i = 0; i < 15; ++i) X(i / 3, i % 3) = std::sin(static_cast<float>(i)) * 100.0f + 0.1234567f;
-  write_npy_features(dir.file("x.npy"), X);
-  EXPECT_EQ(read_npy_features(dir.file("x.npy")), X);
+  write_npy_features(dir / "x.npy", X);
+  EXPECT_EQ(read_npy_features(dir / "x.npy"), X);
   // numpy's writers align the data to 64 bytes; so do we.
-  EXPECT_EQ((read_bytes(dir.file("x.npy")).size() - 15 * 4) % 64, 0u);
+  EXPECT_EQ((read_bytes(dir / "x.npy").size() - 15 * 4) % 64, 0u);
 
-  write_npy_features(dir.file("h.npy"), X, NpyFloat::Float16);
-  const MatrixF H = read_npy_features(dir.file("h.npy"));
+  write_npy_features(dir / "h.npy", X, NpyFloat::Float16);
+  const MatrixF H = read_npy_features(dir / "h.npy");
   for (int i = 0; i < 15; ++i)
     EXPECT_EQ(H(i / 3, i % 3), round_to_half(X(i / 3, i % 3)));
-  EXPECT_EQ(read_bytes(dir.file("h.npy")).size(), read_bytes(dir.file("x.npy")).size() - 30);
+  EXPECT_EQ(read_bytes(dir / "h.npy").size(), read_bytes(dir / "x.npy").size() - 30);
 
   const Labels y = {4, 0, 2, 2, 1};
-  write_npy_labels(dir.file("y.npy"), y);
-  EXPECT_EQ(read_npy_labels(dir.file("y.npy")), y);
+  write_npy_labels(dir / "y.npy", y);
+  EXPECT_EQ(read_npy_labels(dir / "y.npy"), y);
 
-  const Features f = load_npy_dataset(dir.file("x.npy"), dir.file("y.npy"));
+  const Features f = load_npy_dataset(dir / "x.npy", dir / "y.npy");
   EXPECT_EQ(f.num_classes, 5);
   EXPECT_EQ(f.X, X);
-  EXPECT_EQ(load_npy_dataset(dir.file("x.npy"), dir.file("y.npy"), 7).num_classes, 7);
-  EXPECT_FALSE(fs::exists(dir.file("x.npy.tmp")));
+  EXPECT_EQ(load_npy_dataset(dir / "x.npy", dir / "y.npy", 7).num_classes, 7);
+  EXPECT_FALSE(fs::exists(dir / "x.npy.tmp"));
 
   MatrixF none(0, 8);
-  write_npy_features(dir.file("none.npy"), none);
-  EXPECT_EQ(read_npy_features(dir.file("none.npy")).cols(), 8);
+  write_npy_features(dir / "none.npy", none);
+  EXPECT_EQ(read_npy_features(dir / "none.npy").cols(), 8);
 }
 
 TEST(Npy, Float16WriteRejectsOverflow) {
   TempDir dir;
   MatrixF X = MatrixF::Zero(2, 2);
   X(1, 0) = 70000.0f;
-  expect_input_error([&] { write_npy_features(dir.file("h.npy"), X, NpyFloat::Float16); },
+  expect_input_error([&] { write_npy_features(dir / "h.npy", X, NpyFloat::Float16); },
                      {"h.npy", "row 1, column 0", "overflows float16"});
-  EXPECT_FALSE(fs::exists(dir.file("h.npy")));
+  EXPECT_FALSE(fs::exists(dir / "h.npy"));
 }
 
 TEST(Npy, NumpyReadsWhatWeWrite) {
@@ -156,9 +136,9 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
   TempDir dir;
   MatrixF X(2, 3);
   X << 1.5f, -2.25f, 3.0f, 0.0f, 1e-3f, -7.0f;
-  write_npy_features(dir.file("x.npy"), X);
-  write_npy_features(dir.file("h.npy"), X, NpyFloat::Float16);
-  write_npy_labels(dir.file("y.npy"), {3, 0});
+  write_npy_features(dir / "x.npy", X);
+  write_npy_features(dir / "h.npy", X, NpyFloat::Float16);
+  write_npy_labels(dir / "y.npy", {3, 0});
   const std::string script =
       "import numpy as np, sys\n"
       "d = sys.argv[1]\n"
@@ -167,8 +147,8 @@ TEST(Npy, NumpyReadsWhatWeWrite) {
       "assert x.dtype == np.float32 and x.shape == (2, 3) and (x == ref).all(), x\n"
       "assert h.dtype == np.float16 and (h == ref.astype(np.float16)).all(), h\n"
       "assert y.dtype == np.int32 and y.tolist() == [3, 0], y\n";
-  write_bytes(dir.file("check.py"), script);
-  const std::string cmd = "/usr/bin/python3 " + dir.file("check.py") + " " + dir.path.string();
+  write_bytes(dir / "check.py", script);
+  const std::string cmd = "/usr/bin/python3 " + (dir / "check.py") + " " + dir.str();
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
@@ -201,29 +181,29 @@ TEST(Npy, RejectsBadLabels) {
   TempDir dir;
   std::string big;
   for (uint64_t v : {1ULL, 1ULL << 40}) big.append(reinterpret_cast<const char*>(&v), 8);
-  write_bytes(dir.file("big.npy"),
+  write_bytes(dir / "big.npy",
               npy_v1("{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", big));
-  expect_input_error([&] { read_npy_labels(dir.file("big.npy")); }, {"index 1", "too large"});
+  expect_input_error([&] { read_npy_labels(dir / "big.npy"); }, {"index 1", "too large"});
   // Beyond int64: must not wrap to a negative or small label.
-  write_bytes(dir.file("huge.npy"), npy_v1("{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }",
+  write_bytes(dir / "huge.npy", npy_v1("{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }",
                                            std::string(8, '\xFF')));
-  expect_input_error([&] { read_npy_labels(dir.file("huge.npy")); }, {"too large"});
+  expect_input_error([&] { read_npy_labels(dir / "huge.npy"); }, {"too large"});
 
-  write_npy_features(dir.file("x.npy"), MatrixF::Zero(4, 2));
-  write_npy_labels(dir.file("y.npy"), {0, 1, 5, 1});
-  expect_input_error([&] { load_npy_dataset(dir.file("x.npy"), dir.file("y.npy"), 3); },
+  write_npy_features(dir / "x.npy", MatrixF::Zero(4, 2));
+  write_npy_labels(dir / "y.npy", {0, 1, 5, 1});
+  expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y.npy", 3); },
                      {"y.npy", "label 5", "index 2", "(3)"});
-  write_npy_labels(dir.file("y3.npy"), {0, 1, 1});
-  expect_input_error([&] { load_npy_dataset(dir.file("x.npy"), dir.file("y3.npy")); },
+  write_npy_labels(dir / "y3.npy", {0, 1, 1});
+  expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y3.npy"); },
                      {"4 rows", "3 labels"});
-  write_npy_features(dir.file("x0.npy"), MatrixF::Zero(0, 2));
-  write_npy_labels(dir.file("y0.npy"), {});
-  expect_input_error([&] { load_npy_dataset(dir.file("x0.npy"), dir.file("y0.npy")); },
+  write_npy_features(dir / "x0.npy", MatrixF::Zero(0, 2));
+  write_npy_labels(dir / "y0.npy", {});
+  expect_input_error([&] { load_npy_dataset(dir / "x0.npy", dir / "y0.npy"); },
                      {"cannot be inferred"});
-  write_npy_labels(dir.file("yfar.npy"), {0, 1, 2000000000, 1});
-  expect_input_error([&] { load_npy_dataset(dir.file("x.npy"), dir.file("yfar.npy")); },
+  write_npy_labels(dir / "yfar.npy", {0, 1, 2000000000, 1});
+  expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "yfar.npy"); },
                      {"2000000000", "classes"});
-  expect_input_error([&] { load_npy_dataset(dir.file("x.npy"), dir.file("y.npy"), -1); },
+  expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y.npy", -1); },
                      {"number of classes"});
 }
 
@@ -231,8 +211,8 @@ TEST(Npy, RejectsMalformedContainers) {
   TempDir dir;
   const std::string good_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }";
   const std::string data = floats_le({1.0f, 2.0f});
-  write_bytes(dir.file("ok.npy"), npy_v1(good_dict, data));
-  EXPECT_EQ(read_npy_features(dir.file("ok.npy")), (MatrixF(1, 2) << 1.0f, 2.0f).finished());
+  write_bytes(dir / "ok.npy", npy_v1(good_dict, data));
+  EXPECT_EQ(read_npy_features(dir / "ok.npy"), (MatrixF(1, 2) << 1.0f, 2.0f).finished());
 
   struct Case {
     const char* name;
@@ -294,10 +274,10 @@ TEST(Npy, RejectsMalformedContainers) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    write_bytes(dir.file(c.name), c.bytes);
-    expect_input_error([&] { read_npy_features(dir.file(c.name)); }, c.fragments);
+    write_bytes(dir / c.name, c.bytes);
+    expect_input_error([&] { read_npy_features(dir / c.name); }, c.fragments);
     // Every error names the file.
-    expect_input_error([&] { read_npy_features(dir.file(c.name)); }, {c.name});
+    expect_input_error([&] { read_npy_features(dir / c.name); }, {c.name});
   }
   expect_input_error([] { read_npy_features("/nonexistent/x.npy"); }, {"/nonexistent/x.npy", "cannot open"});
 }
@@ -312,13 +292,13 @@ TEST(Npy, AcceptsHeaderVariants) {
         "{'descr': '<f4', 'fortran_order': False, 'shape': (1L, 2L)}",
         "{'descr': '=f4', 'fortran_order': False, 'shape': [1, 2]}"}) {
     SCOPED_TRACE(dict);
-    write_bytes(dir.file("v.npy"), npy_v1(dict, data));
-    EXPECT_EQ(read_npy_features(dir.file("v.npy")), want);
+    write_bytes(dir / "v.npy", npy_v1(dict, data));
+    EXPECT_EQ(read_npy_features(dir / "v.npy"), want);
   }
   // Rank 1 labels with a one-element tuple, and the 1-byte '|' byte order.
-  write_bytes(dir.file("l.npy"), npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }",
+  write_bytes(dir / "l.npy", npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }",
                                         std::string("\x02\x00\x01", 3)));
-  EXPECT_EQ(read_npy_labels(dir.file("l.npy")), (Labels{2, 0, 1}));
+  EXPECT_EQ(read_npy_labels(dir / "l.npy"), (Labels{2, 0, 1}));
 }
 
 // Random byte damage must end in a clean result or an InputError, never a crash or a huge
@@ -339,12 +319,12 @@ TEST(Npy, SurvivesRandomCorruption) {
       bytes[rng.below(limit)] = static_cast<char>(rng.below(256));
     }
     if (rng.below(5) == 0) bytes.resize(rng.below(bytes.size()));
-    write_bytes(dir.file("c.npy"), bytes);
+    write_bytes(dir / "c.npy", bytes);
     try {
       if (labels)
-        read_npy_labels(dir.file("c.npy"));
+        read_npy_labels(dir / "c.npy");
       else
-        read_npy_features(dir.file("c.npy"));
+        read_npy_features(dir / "c.npy");
     } catch (const InputError&) {
       ++rejected;
     }

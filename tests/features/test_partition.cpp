@@ -1,11 +1,14 @@
 #include "features/partition.h"
 
+#include "../common/expect_error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 
 using namespace fednode;
+using fednode::test::expect_input_error;
 
 namespace {
 
@@ -48,18 +51,6 @@ std::set<int> classes_of(const std::vector<int64_t>& counts_row) {
   for (size_t c = 0; c < counts_row.size(); ++c)
     if (counts_row[c] > 0) out.insert(static_cast<int>(c));
   return out;
-}
-
-template <class Fn>
-void expect_input_error(Fn fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const auto& frag : fragments)
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message '" << msg << "' lacks '" << frag << "'";
-  }
 }
 
 const PartitionScheme kAll[] = {PartitionScheme::Iid, PartitionScheme::Dirichlet,

@@ -2,6 +2,9 @@
 // (torch.nn.functional.interpolate, align_corners=False; tests/features/torch_reference.py).
 #include "features/preprocess.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,12 +27,8 @@ const char* kFullSidecar =
     "output_dim = 512\n";
 
 void expect_parse_error(const std::string& text, const std::string& fragment) {
-  try {
-    Preprocessing::parse(text, "side.txt");
-    FAIL() << "no error for:\n" << text;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
+  SCOPED_TRACE("sidecar text:\n" + text);
+  test::expect_input_error([&] { Preprocessing::parse(text, "side.txt"); }, {fragment});
 }
 
 TEST(Sidecar, ParsesEveryKey) {
@@ -97,19 +96,15 @@ TEST(Sidecar, RejectsMalformedFilesWithLineAndKey) {
 
 TEST(Sidecar, LoadRejectsMissingAndBinaryFiles) {
   EXPECT_THROW(Preprocessing::load("/nonexistent/model.pt.preprocessing"), InputError);
-  const std::string path = ::testing::TempDir() + "binary.preprocessing";
+  const test::TempDir dir("fednode_preprocess");
+  const std::string path = dir / "binary.preprocessing";
   {
     FILE* f = std::fopen(path.c_str(), "wb");
     const char bytes[] = {'P', 'K', 3, 4, 0, 0, 1};
     std::fwrite(bytes, 1, sizeof bytes, f);
     std::fclose(f);
   }
-  try {
-    Preprocessing::load(path);
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("binary content"), std::string::npos) << e.what();
-  }
+  test::expect_input_error([&] { Preprocessing::load(path); }, {"binary content", path});
   EXPECT_EQ(sidecar_path("dir/m.pt"), "dir/m.pt.preprocessing");
 }
 

@@ -26,12 +26,12 @@ namespace fednode::testing_network {
 
 namespace fs = std::filesystem;
 
-using fednode::testing::CliRun;
+using fednode::test::CliRun;
 
 // One compute thread per process, as `fednode launch` runs its nodes, so that the simulator and
 // the nodes train their heads with the same floating-point sums.
 inline CliRun run_cli(const std::string& args) {
-  return fednode::testing::run_cli(args, "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1");
+  return fednode::test::run_cli(args, "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1");
 }
 
 inline std::string read_text(const fs::path& p) {

@@ -3,6 +3,9 @@
 #include "crypto/secure_channel.h"
 #include "node/state_store.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,14 +18,8 @@ namespace fs = std::filesystem;
 
 class StateStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("fednode_state_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  test::TempDir tmp_{"fednode_state"};
+  std::string dir_ = tmp_ / "state";  // not yet there: the store creates it
   RunId run_ = derive_run_id("state-store-test");
 };
 
@@ -71,12 +68,8 @@ TEST_F(StateStoreTest, MessageIdsNeverRepeatAcrossRestarts) {
 
 TEST_F(StateStoreTest, AnotherRunsDirectoryIsRefused) {
   { StateStore s(dir_, run_, 1 << 20); }
-  try {
-    StateStore other(dir_, derive_run_id("another run"), 1 << 20);
-    FAIL() << "another run's state directory was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to run"), std::string::npos) << e.what();
-  }
+  test::expect_input_error([&] { StateStore other(dir_, derive_run_id("another run"), 1 << 20); },
+                           {"belongs to run"});
 }
 
 TEST_F(StateStoreTest, ADamagedFileIsNamed) {
@@ -92,14 +85,7 @@ TEST_F(StateStoreTest, ADamagedFileIsNamed) {
     f.put('X');
   }
   StateStore s(dir_, run_, 1 << 20);
-  try {
-    s.received();
-    FAIL() << "a damaged inbox file was accepted";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(file.filename().string()), std::string::npos) << what;
-    EXPECT_NE(what.find("checksum"), std::string::npos) << what;
-  }
+  test::expect_input_error([&] { s.received(); }, {file.filename().string(), "checksum"});
 }
 
 TEST_F(StateStoreTest, ATemporaryFileLeftByAKillIsIgnored) {

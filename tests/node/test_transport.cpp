@@ -2,6 +2,8 @@
 // frame is dropped before it is allocated, and a busy address is a clear error.
 #include "node/transport.h"
 
+#include "../common/expect_error.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -51,12 +53,7 @@ TEST(Transport, AnOversizedFrameIsDroppedAndTheLinkRecovers) {
 
 TEST(Transport, ABusyAddressIsAClearError) {
   Transport a(0, "tcp://127.0.0.1:23631");
-  try {
-    Transport b(1, "tcp://127.0.0.1:23631");
-    FAIL() << "two transports bound one address";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("tcp://127.0.0.1:23631"), std::string::npos) << e.what();
-  }
+  test::expect_input_error([] { Transport b(1, "tcp://127.0.0.1:23631"); }, {"tcp://127.0.0.1:23631"});
   EXPECT_THROW(a.send(9, "x"), InputError);  // a peer never added
 }
 

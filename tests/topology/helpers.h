@@ -4,11 +4,11 @@
 #include "methods/rng.h"
 #include "topology/topology.h"
 
+#include "../common/expect_error.h"
+#include "../common/temp_dir.h"
+
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,27 +62,5 @@ inline std::string error_of(const std::string& text, const LoadOptions& options 
     EXPECT_NE(message_, "") << "expected an error containing: " << (fragment); \
     EXPECT_NE(message_.find(fragment), std::string::npos) << message_;         \
   } while (0)
-
-// A fresh directory under the system's temporary directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("fednode_topology_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-             std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& p) const { return (path_ / p).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace fednode::test

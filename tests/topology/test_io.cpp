@@ -263,12 +263,7 @@ TEST(TopologyIo, LoadsFilesAndResolvesPathsAgainstTheirDirectory) {
   EXPECT_EQ(public_key_hex(*t.node(0).public_key), key_hex(0));
   EXPECT_TRUE(t.node(0).public_key_text.empty());  // the file keeps naming the directory
 
-  EXPECT_THROW(load_topology(dir / "conf/absent.toml"), InputError);
-  try {
-    load_topology(dir / "conf/absent.toml");
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("no such topology file"), std::string::npos);
-  }
+  test::expect_input_error([&] { load_topology(dir / "conf/absent.toml"); }, {"no such topology file"});
 }
 
 TEST(TopologyIo, KeyDirectoryRules) {
@@ -320,12 +315,7 @@ TEST(TopologyIo, SaveRefusesKeylessUnlessAsked) {
   Topology t = parse_topology(test::federation("linear") +
                                   "[[node]]\nid = 0\naddress = \"tcp://127.0.0.1:7000\"\nkey_dir = \"nowhere\"\n",
                               "t.toml", dir.str(), keyless);
-  try {
-    save_topology(t, dir / "out.toml");
-    ADD_FAILURE() << "a keyless file was written";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("node 0 has no public key"), std::string::npos) << e.what();
-  }
+  test::expect_input_error([&] { save_topology(t, dir / "out.toml"); }, {"node 0 has no public key"});
   EXPECT_FALSE(std::filesystem::exists(dir / "out.toml"));
   save_topology(t, dir / "out.toml", true);
   EXPECT_NO_THROW(load_topology(dir / "out.toml", keyless));
