@@ -394,6 +394,14 @@ struct Node::Impl {
     e.phase = phase;
     e.msg_id = store->next_msg_id();
     e.frame = seal(e.msg_id);
+    // A receiver's transport drops a larger frame (ZMQ_MAXMSGSIZE) without telling anyone, and the
+    // resends would be dropped too: say so here, where the cause is known, instead.
+    if (e.frame.size() > config.limits.max_message_bytes)
+      throw InputError("node " + std::to_string(config.id) + ": the " + to_string(type) + " message for " + who(to) +
+                       " would be " + std::to_string(e.frame.size()) + " bytes, above max_message_bytes (" +
+                       std::to_string(config.limits.max_message_bytes) +
+                       ") that nodes accept; send less (fewer components, a smaller feature expansion) or raise "
+                       "the limit at every node");
     store->store_outgoing(e);
     result.knowledge_bytes_sent += counted_bytes;
     Pending p;

@@ -2,6 +2,10 @@
 // file, node or option, with exit status 1 (bad input) or 2 (bad command line), and no node starts.
 #include "federation.h"
 
+#include "../common/expect_error.h"
+#include "features/idx.h"
+#include "node/node.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -64,6 +68,26 @@ TEST_F(RunErrors, AnotherRunsStateDirectoryIsRefused) {
   const CliRun r = run_cli("run --quiet --topology " + renamed + " --id 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("belongs to run"), std::string::npos) << r.output;
+}
+
+// A message larger than receivers accept would be dropped by their transport, and so would every
+// resend: the sender stops with an error that says which message, how large, and what to change.
+TEST_F(RunErrors, KnowledgeAboveTheMessageLimitIsNamedAtTheSender) {
+  NodeConfig config;
+  config.topology = f_.topology;
+  config.id = 0;
+  config.run_name = run_name(config.topology);
+  config.method.method = "fedcgs";
+  config.local = load_fashion_mnist(default_fashion_mnist_dir(), "train", 200);
+  config.state_dir = (f_.dir / "state_limit").string();
+  config.limits.max_message_bytes = 1 << 20;  // FedCGS on pixels sends a 784 x 784 float64 Gram matrix
+  Node node(std::move(config), load_identity(f_.topology.key_dir_of(0)));
+  test::expect_input_error(
+      [&] {
+        for (int i = 0; i < 50 && !node.step(std::chrono::milliseconds(100)); ++i) {
+        }
+      },
+      {"knowledge message for node 1", "above max_message_bytes (1048576)", "raise the limit at every node"});
 }
 
 }  // namespace
