@@ -115,16 +115,16 @@ int cmd_run(const std::vector<std::string>& argv) {
   LoadedData loaded = from_file([&] { return load_data(parsed, quiet); });
   config.backbone_fingerprint = loaded.fingerprint;
   if (whole) {
-    config.local = std::move(loaded.train);
+    config.local = expand_features(std::move(loaded.train), loaded.expansion);
   } else {
     const PartitionOptions p = from_file([&] {
       return parse_partition_options(parsed, static_cast<int>(topology.nodes.size()), topology.federation.seed);
     });
     const Partition partition = make_partition(loaded.train.y, loaded.train.num_classes, p);
     const auto index = topology.partition_index(self.id);
-    config.local = loaded.train.subset(partition.at(static_cast<size_t>(index)));
+    config.local = expand_features(loaded.train.subset(partition.at(static_cast<size_t>(index))), loaded.expansion);
   }
-  if (loaded.test.size() > 0) config.test = std::move(loaded.test);
+  if (loaded.test.size() > 0) config.test = expand_features(std::move(loaded.test), loaded.expansion);
   say("holds " + std::to_string(config.local.size()) + " samples");
 
   const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.key_dir_of(self.id);

@@ -26,6 +26,8 @@ const char* kHelp =
     "  --train-limit N --test-limit N    use the first N samples of each split\n"
     "  --num-classes C                   with .npy labels (default: largest label + 1)\n"
     "  --backbone-fingerprint F          names the features' backbone in knowledge and report\n"
+    "  --feature-expansion D             FedCGS's feature expansion: every node maps its features\n"
+    "  --feature-expansion-seed S        to max(0, W f), W a D x d random projection from seed S (1)\n"
     "run:\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
@@ -61,11 +63,13 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   const bool quiet = a.flag("quiet");
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 
-  const LoadedData data = load_data(a, quiet);
+  LoadedData data = load_data(a, quiet);
   o.backbone_fingerprint = data.fingerprint;
   o.dataset_description = data.description;
 
-  const SimulationReport report = simulate(data.train, data.test, o);
+  const SimulationReport report =
+      simulate(expand_features(std::move(data.train), data.expansion),
+               expand_features(std::move(data.test), data.expansion), o);
   if (a.has("report")) {
     const std::string path = a.required("report");
     std::ofstream out(path);

@@ -13,7 +13,8 @@ const std::set<std::string>& data_option_names() {
   static const std::set<std::string> v = {"dataset",     "train-features", "train-labels",
                                           "test-features", "test-labels",  "train-limit",
                                           "test-limit",  "num-classes",    "backbone-fingerprint",
-                                          "backbone",    "input-size",     "threads-extract"};
+                                          "backbone",    "input-size",     "threads-extract",
+                                          "feature-expansion", "feature-expansion-seed"};
   return v;
 }
 
@@ -72,6 +73,15 @@ LoadedData load_data(const Args& a, bool quiet) {
   }
   const int C = std::max(d.train.num_classes, d.test.num_classes);
   d.train.num_classes = d.test.num_classes = C;
+  d.expansion.dim = static_cast<int>(a.integer("feature-expansion", 0, 0, kMaxExpansionDim));
+  d.expansion.seed = static_cast<uint64_t>(a.integer("feature-expansion-seed", 1, 0, (1LL << 62)));
+  if (a.has("feature-expansion-seed") && !d.expansion.enabled())
+    throw UsageError("--feature-expansion-seed needs --feature-expansion D");
+  if (d.expansion.enabled()) {
+    d.fingerprint = expanded_fingerprint(d.fingerprint, d.expansion);
+    d.description += ", expanded to " + std::to_string(d.expansion.dim) + " by a ReLU random projection (seed " +
+                     std::to_string(d.expansion.seed) + ")";
+  }
   return d;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli/args.h"
+#include "features/expansion.h"
 #include "features/partition.h"
 #include "methods/types.h"
 
@@ -16,13 +17,16 @@ const std::set<std::string>& data_option_names();       // dataset, .npy files, 
 const std::set<std::string>& partition_option_names();  // partition, dirichlet-alpha, ...
 
 struct LoadedData {
-  Features train, test;
-  std::string fingerprint = "pixels";  // the backbone's, or --backbone-fingerprint
+  Features train, test;                // the backbone's features, not yet expanded
+  // --feature-expansion D [--feature-expansion-seed S]: what every node applies to the rows it
+  // keeps (expand_features), after partitioning, so that no node expands rows it then drops.
+  FeatureExpansion expansion;
+  std::string fingerprint = "pixels";  // of the features the federation works on, expansion included
   std::string description;             // for reports
 };
 
 // Reads --dataset (optionally through --backbone) or the four .npy files, applies the limits,
-// and gives both splits the same class count. Throws UsageError/InputError.
+// gives both splits the same class count, and reads the expansion. Throws UsageError/InputError.
 LoadedData load_data(const Args& a, bool quiet);
 
 // The partition scheme and its parameters for `nodes` nodes drawn from `seed`.

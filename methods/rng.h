@@ -20,6 +20,7 @@ enum class Purpose : uint64_t {
   HeadInit = 5,
   HeadShuffle = 6,
   Prototypes = 7,
+  FeatureExpansion = 8,  // the shared random projection of features/expansion.h
   TopologyBuild = 20,  // random graphs of `fednode topology graph`
   Generic = 99,
 };

@@ -1,6 +1,6 @@
-#include <cstdio>
 #include "methods/fedcgs/fedcgs.h"
 
+#include <cstdio>
 #include <string>
 
 namespace fednode {

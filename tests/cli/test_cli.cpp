@@ -83,6 +83,42 @@ TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
   EXPECT_NE(run_cli("simulate " + data_args() + " --backbone default --quiet").code, 0);
 }
 
+// A number after `"key": ` in the report (the first occurrence after `from`).
+double report_number(const std::string& json, const std::string& key, size_t from = 0) {
+  const auto at = json.find("\"" + key + "\": ", from);
+  if (at == std::string::npos) return -1;
+  return std::stod(json.substr(at + key.size() + 4));
+}
+
+TEST_F(Cli, SimulateExpandsFeaturesAndFedCgsStaysExact) {
+  const fs::path report = dir_ / "report.json";
+  const CliRun r = run_cli("simulate " + data_args() +
+                           " --method fedcgs --topology linear --nodes 3 --partition dirichlet"
+                           " --dirichlet-alpha 0.5 --min-samples 5 --seed 3 --feature-expansion 40"
+                           " --feature-expansion-seed 9 --quiet --report " + report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(report);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string json = s.str();
+  EXPECT_NE(json.find("+relu-projection-40-seed-9"), std::string::npos) << json;
+  EXPECT_NE(json.find("expanded to 40 by a ReLU random projection (seed 9)"), std::string::npos);
+  // The last node of the chain holds every node's statistics of the expanded features: its head
+  // is the centralised LDA head on those features, to the last digit.
+  const double lda = report_number(json, "lda");
+  const auto last = json.rfind("\"id\": 2");
+  ASSERT_NE(last, std::string::npos);
+  EXPECT_GT(lda, 0.5);
+  EXPECT_EQ(report_number(json, "accuracy", last), lda);
+
+  const CliRun seed_alone = run_cli("simulate " + data_args() + " --feature-expansion-seed 2 --quiet");
+  EXPECT_EQ(seed_alone.code, 2);
+  EXPECT_NE(seed_alone.output.find("--feature-expansion D"), std::string::npos) << seed_alone.output;
+  const CliRun too_wide = run_cli("simulate " + data_args() + " --feature-expansion 20000 --quiet");
+  EXPECT_EQ(too_wide.code, 2);
+  EXPECT_NE(too_wide.output.find("feature-expansion"), std::string::npos) << too_wide.output;
+}
+
 TEST_F(Cli, UnknownOptionIsAUsageError) {
   const CliRun r = run_cli("simulate " + data_args() + " --nodse 3");
   EXPECT_EQ(r.code, 2);

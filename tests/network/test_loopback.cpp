@@ -45,6 +45,23 @@ TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
   else fs::remove_all(dir);
 }
 
+// FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
+// still agree with the simulator, which expands the whole dataset at once.
+TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {
+  const auto dir = test_dir("loopback");
+  OptionMap data = small_data();
+  data["feature-expansion"] = "96";
+  data["feature-expansion-seed"] = "5";
+  const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23220, {}, data);
+
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+
+  expect_every_node_equals_simulate(f);
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Modes, Loopback,
     ::testing::Values(Case{TopologyMode::Linear, 5, "fedcgs", 23100}, Case{TopologyMode::Linear, 5, "fedpft", 23110},

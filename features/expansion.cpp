@@ -1,0 +1,53 @@
+#include "features/expansion.h"
+
+#include "methods/rng.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fednode {
+
+void validate(const FeatureExpansion& e) {
+  if (e.dim < 0 || e.dim > kMaxExpansionDim)
+    throw InputError("feature expansion dimension must lie in [0, " + std::to_string(kMaxExpansionDim) +
+                     "] (0: off), got " + std::to_string(e.dim));
+}
+
+MatrixF expansion_projection(int in_dim, const FeatureExpansion& e) {
+  validate(e);
+  if (in_dim < 1) throw InputError("feature expansion of features with dimension " + std::to_string(in_dim));
+  // One stream for the whole matrix, filled row by row: the layout, not the thread count or the
+  // data, decides which draw lands where.
+  Rng rng = Rng::stream(e.seed, Purpose::FeatureExpansion, static_cast<uint64_t>(e.dim),
+                        static_cast<uint64_t>(in_dim));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(in_dim));  // keeps W f at f's scale
+  MatrixF W(e.dim, in_dim);
+  for (Eigen::Index i = 0; i < W.rows(); ++i)
+    for (Eigen::Index j = 0; j < W.cols(); ++j) W(i, j) = static_cast<float>(rng.normal() * scale);
+  return W;
+}
+
+Features expand_features(Features f, const FeatureExpansion& e) {
+  validate(e);
+  if (!e.enabled()) return f;
+  const MatrixF Wt = expansion_projection(f.dim(), e).transpose();
+  MatrixF Z(f.size(), e.dim);
+  // The product goes straight into Z (noalias), a block at a time, so that the ReLU runs on rows
+  // that are still in cache.
+  constexpr Eigen::Index kBlock = 2048;
+  for (Eigen::Index r = 0; r < Z.rows(); r += kBlock) {
+    const Eigen::Index n = std::min(kBlock, Z.rows() - r);
+    Z.middleRows(r, n).noalias() = f.X.middleRows(r, n) * Wt;
+    Z.middleRows(r, n) = Z.middleRows(r, n).cwiseMax(0.0f);
+  }
+  f.X = std::move(Z);
+  return f;
+}
+
+std::string expanded_fingerprint(const std::string& fingerprint, const FeatureExpansion& e) {
+  validate(e);
+  if (!e.enabled()) return fingerprint;
+  return fingerprint + "+relu-projection-" + std::to_string(e.dim) + "-seed-" + std::to_string(e.seed);
+}
+
+}  // namespace fednode
