@@ -32,7 +32,7 @@ struct LdaDiagnostics {
 
 // W_j = Sigma^-1 (mu_j - m), b_j = log pi_j - W_j^T (mu_j + m) / 2, m = a / N: Eq. 11 up to a
 // term common to every class (so the same predictions and softmax), centred so that float32
-// scores do not carry a large shared offset. Solved with an LDLT factorisation in double.
+// scores do not carry a large shared offset. Solved with a Cholesky factorisation in double.
 std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedCgsOptions& options,
                                          LdaDiagnostics* diagnostics = nullptr);
 
