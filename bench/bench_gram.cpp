@@ -7,14 +7,14 @@
 #include "methods/fedcgs/stats.h"
 #include "methods/rng.h"
 
+#include "bench_args.h"
+
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,13 +24,7 @@ namespace {
 
 using fednode::MatrixD;
 using fednode::MatrixF;
-
-template <class F>
-double seconds(F&& run) {
-  const auto t0 = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using fednode::bench::seconds;
 
 // Largest |a - b| over the upper triangle (raw syrk fills only that one).
 double max_upper_diff(const MatrixD& a, const MatrixD& b) {
@@ -38,16 +32,6 @@ double max_upper_diff(const MatrixD& a, const MatrixD& b) {
   for (Eigen::Index i = 0; i < a.rows(); ++i)
     for (Eigen::Index j = i; j < a.cols(); ++j) m = std::max(m, std::abs(a(i, j) - b(i, j)));
   return m;
-}
-
-int parse_int(const char* flag, const char* value) {
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  if (!end || *end || v <= 0 || v > (1L << 30)) {
-    std::fprintf(stderr, "bench_gram: %s needs a positive integer, got '%s'\n", flag, value);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -62,16 +46,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     const char* value = argv[++i];
-    if (flag == "--n") n = parse_int("--n", value);
-    else if (flag == "--classes") classes = parse_int("--classes", value);
-    else if (flag == "--reps") reps = parse_int("--reps", value);
-    else if (flag == "--chunk") chunk = parse_int("--chunk", value);
-    else if (flag == "--dims") {
-      dims.clear();
-      std::stringstream ss(value);
-      std::string item;
-      while (std::getline(ss, item, ',')) dims.push_back(parse_int("--dims", item.c_str()));
-    } else {
+    if (flag == "--n") n = fednode::bench::parse_int("bench_gram", "--n", value);
+    else if (flag == "--classes") classes = fednode::bench::parse_int("bench_gram", "--classes", value);
+    else if (flag == "--reps") reps = fednode::bench::parse_int("bench_gram", "--reps", value);
+    else if (flag == "--chunk") chunk = fednode::bench::parse_int("bench_gram", "--chunk", value);
+    else if (flag == "--dims") dims = fednode::bench::parse_int_list("bench_gram", "--dims", value);
+    else {
       std::fprintf(stderr, "usage: bench_gram [--n N] [--dims D1,D2] [--classes C] [--reps R] [--chunk ROWS]\n");
       return 2;
     }

@@ -32,6 +32,8 @@
 #include "node/socket_options.h"
 #include "node/transport.h"
 
+#include "bench_args.h"
+
 #include <zmq.hpp>
 
 #include <arpa/inet.h>
@@ -65,16 +67,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 double minimum(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-int parse_int(const char* flag, const char* value) {
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  if (!end || *end || v < 0 || v > (1L << 20)) {
-    std::fprintf(stderr, "bench_hop: %s needs a non-negative integer, got '%s'\n", flag, value);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
-}
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "bench_hop: %s\n", why.c_str());
@@ -201,11 +193,11 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) die(flag + " needs a value");
     const char* value = argv[++i];
-    if (flag == "--reps") reps = std::max(1, parse_int("--reps", value));
-    else if (flag == "--warmup") warmup = parse_int("--warmup", value);
-    else if (flag == "--classes") C = std::max(1, parse_int("--classes", value));
-    else if (flag == "--components") K = std::max(1, parse_int("--components", value));
-    else if (flag == "--dim") d = std::max(1, parse_int("--dim", value));
+    if (flag == "--reps") reps = std::max(1, fednode::bench::parse_int("bench_hop", "--reps", value, 0, 1L << 20));
+    else if (flag == "--warmup") warmup = fednode::bench::parse_int("bench_hop", "--warmup", value, 0, 1L << 20);
+    else if (flag == "--classes") C = std::max(1, fednode::bench::parse_int("bench_hop", "--classes", value, 0, 1L << 20));
+    else if (flag == "--components") K = std::max(1, fednode::bench::parse_int("bench_hop", "--components", value, 0, 1L << 20));
+    else if (flag == "--dim") d = std::max(1, fednode::bench::parse_int("bench_hop", "--dim", value, 0, 1L << 20));
     else if (flag == "--json") json_path = value;
     else if (flag == "--memory") memory = value;
     else {
