@@ -24,7 +24,8 @@ struct FeatureExpansion {
   bool enabled() const { return dim > 0; }
 };
 
-// Larger D would make FedCGS's Gram matrix (8 D^2 bytes) outgrow any message a node accepts.
+// The wire's default max_dim: nodes refuse knowledge of a larger dimension. (FedCGS's D x D Gram
+// matrix outgrows the default 256 MiB message already above D of about 5 780; its sender says so.)
 constexpr int kMaxExpansionDim = 16384;
 
 // Throws InputError naming the bad value: D outside [0, kMaxExpansionDim].
