@@ -62,6 +62,30 @@ TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {
   else fs::remove_all(dir);
 }
 
+// A node whose projection differs (here: its own expansion seed) works in another feature space.
+// The fingerprint says so, so the handshake and the knowledge are refused, and nothing is summed.
+TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {
+  const auto dir = test_dir("loopback");
+  OptionMap data = small_data();
+  data["feature-expansion"] = "32";
+  Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23230, {}, data);
+  f.topology.nodes[1].data["feature-expansion-seed"] = "2";
+  f.topology.federation.deadline_seconds = 4;  // node 1 waits this long for input it will refuse
+  fs::remove(f.file);
+  save_topology(f.topology, f.file.string());
+
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 120");
+  EXPECT_NE(launch.code, 0) << launch.output;
+  const NodeOutcome refusing = read_result(f.state_dir(1));
+  EXPECT_EQ(refusing.status, "incomplete");
+  EXPECT_EQ(refusing.contributors, std::vector<long>{1});  // its own data only
+  const std::string log = read_text(f.state_dir(1) / "node.log");
+  EXPECT_NE(log.find("refused hello"), std::string::npos) << log;
+  EXPECT_NE(log.find("relu-projection-32-seed-1 is not pixels+relu-projection-32-seed-2"), std::string::npos) << log;
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Modes, Loopback,
     ::testing::Values(Case{TopologyMode::Linear, 5, "fedcgs", 23100}, Case{TopologyMode::Linear, 5, "fedpft", 23110},
