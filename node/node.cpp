@@ -37,6 +37,13 @@ std::optional<PlanMessage> routing_kind(MessageType t) {
   }
 }
 
+// Adds `id` unless it is there already; true if it was added.
+bool add_once(std::vector<NodeId>& ids, NodeId id) {
+  if (std::find(ids.begin(), ids.end(), id) != ids.end()) return false;
+  ids.push_back(id);
+  return true;
+}
+
 std::string contributors_text(const Contributors& c) {
   std::string s = "{";
   for (NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
@@ -570,10 +577,8 @@ struct Node::Impl {
 
   void report_missing() {
     for (NodeId m : progress.missing())
-      if (std::find(result.missing.begin(), result.missing.end(), m) == result.missing.end()) {
-        result.missing.push_back(m);
+      if (add_once(result.missing, m))
         say(who(m) + " missed the deadline of " + std::to_string(plan.deadline_seconds) + " s; going on without it");
-      }
   }
 
   void advance() {
@@ -627,11 +632,14 @@ struct Node::Impl {
   void finish(NodeStatus status) {
     done = true;
     closing_since = Clock::now();
-    for (const auto& p : outbox)
-      if (!p.entry.acked && !p.entry.failed &&
-          std::find(result.unacknowledged.begin(), result.unacknowledged.end(), p.entry.to) == result.unacknowledged.end())
-        result.unacknowledged.push_back(p.entry.to);
-    if (status == NodeStatus::Finished && (!result.missing.empty() || !head)) status = NodeStatus::Incomplete;
+    for (const auto& p : outbox) {
+      if (p.entry.failed) add_once(result.refused_by, p.entry.to);
+      else if (!p.entry.acked) add_once(result.unacknowledged, p.entry.to);
+    }
+    // A node whose knowledge or head a peer refused has not done its part of the plan, even if
+    // its own head is fine.
+    if (status == NodeStatus::Finished && (!result.missing.empty() || !result.refused_by.empty() || !head))
+      status = NodeStatus::Incomplete;
     result.status = status;
     result.head = head;
     if (head && config.test) {
@@ -706,6 +714,7 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("expected_contributors").array_of(r.expected_contributors);
   w.key("missing").array(r.missing);
   w.key("unacknowledged").array(r.unacknowledged);
+  w.key("refused_by").array(r.refused_by);
   if (r.accuracy >= 0) {
     w.key("accuracy").value(r.accuracy);
     std::vector<double> per_class;

@@ -70,6 +70,7 @@ struct NodeResult {
   Contributors expected_contributors;  // the plan's, when nobody misses a deadline
   std::vector<NodeId> missing;         // senders given up on at a deadline
   std::vector<NodeId> unacknowledged;  // peers that never acknowledged a send
+  std::vector<NodeId> refused_by;      // peers that refused a message of this node (an error reply)
   double accuracy = -1;                // < 0 without test features
   std::vector<ClassAccuracy> per_class;
   int64_t samples = 0;

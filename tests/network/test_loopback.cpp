@@ -79,6 +79,10 @@ TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {
   const NodeOutcome refusing = read_result(f.state_dir(1));
   EXPECT_EQ(refusing.status, "incomplete");
   EXPECT_EQ(refusing.contributors, std::vector<long>{1});  // its own data only
+  // The sender's part of the plan failed too, and its result says who refused it.
+  EXPECT_EQ(read_result(f.state_dir(0)).status, "incomplete");
+  EXPECT_NE(read_text(f.state_dir(0) / "result.json").find("\"refused_by\": [1]"), std::string::npos)
+      << read_text(f.state_dir(0) / "result.json");
   const std::string log = read_text(f.state_dir(1) / "node.log");
   EXPECT_NE(log.find("refused hello"), std::string::npos) << log;
   EXPECT_NE(log.find("relu-projection-32-seed-1 is not pixels+relu-projection-32-seed-2"), std::string::npos) << log;
