@@ -25,7 +25,8 @@ struct FeatureExpansion {
 };
 
 // The wire's default max_dim: nodes refuse knowledge of a larger dimension. (FedCGS's D x D Gram
-// matrix outgrows the default 256 MiB message already above D of about 5 780; its sender says so.)
+// matrix, sent as its upper triangle, outgrows the default 256 MiB message above D of about 8 180;
+// its sender says so.)
 constexpr int kMaxExpansionDim = 16384;
 
 // Throws InputError naming the bad value: D outside [0, kMaxExpansionDim].
