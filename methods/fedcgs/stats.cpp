@@ -145,7 +145,8 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
   const double max_diag = dim > 0 ? s.B.diagonal().maxCoeff() : 0.0;
   if (dim > 0 && s.B.diagonal().minCoeff() < 0)
     throw InputError(where + ": Gram matrix B has a negative diagonal entry");
-  // Both triangles are sent; they must agree up to rounding of whoever produced them.
+  // Decoded statistics are symmetric by construction (the wire carries one triangle); statistics
+  // handed over in-process must be too, up to the rounding of whoever produced them.
   // Tile by tile: B(j, i) walks a column, and at d = 4096 a plain double loop missed the cache
   // on every read of it.
   const double tol = 1e-10 * max_diag;
