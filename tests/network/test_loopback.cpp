@@ -19,6 +19,16 @@ OptionMap method_options(const std::string& method) {
   return {};
 }
 
+// Launches every node of `f`, checks each against `fednode simulate`, and removes the folder
+// unless something failed (then the launcher's output is printed and the logs are kept).
+void launch_and_expect_simulate(const Federation& f) {
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+  expect_every_node_equals_simulate(f);
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(f.dir);
+}
+
 struct Case {
   TopologyMode mode;
   int nodes;
@@ -37,12 +47,7 @@ TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
   const auto dir = test_dir("loopback");
   const Federation f = make_federation(dir, c.mode, c.nodes, c.method, c.port, method_options(c.method), small_data());
 
-  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
-  ASSERT_EQ(launch.code, 0) << launch.output;
-
-  expect_every_node_equals_simulate(f);
-  if (::testing::Test::HasFailure()) std::cerr << launch.output;
-  else fs::remove_all(dir);
+  launch_and_expect_simulate(f);
 }
 
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
@@ -54,12 +59,7 @@ TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {
   data["feature-expansion-seed"] = "5";
   const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23220, {}, data);
 
-  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
-  ASSERT_EQ(launch.code, 0) << launch.output;
-
-  expect_every_node_equals_simulate(f);
-  if (::testing::Test::HasFailure()) std::cerr << launch.output;
-  else fs::remove_all(dir);
+  launch_and_expect_simulate(f);
 }
 
 // A node whose projection differs (here: its own expansion seed) works in another feature space.
