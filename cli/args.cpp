@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace fednode::cli {
 
@@ -78,6 +79,17 @@ long long Args::integer(const std::string& name, long long fallback, long long l
   return v;
 }
 
+namespace {
+
+// Shortest round-trip-ish form, so that a bound of 1e-6 reads "1e-06", not "0.000001".
+std::string format_bound(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
 double Args::real(const std::string& name, double fallback, double lo, double hi) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
@@ -87,7 +99,7 @@ double Args::real(const std::string& name, double fallback, double lo, double hi
   if (it->second.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
     throw UsageError("--" + name + " expects a number, got '" + it->second + "'");
   if (v < lo || v > hi)
-    throw UsageError("--" + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+    throw UsageError("--" + name + " must be in [" + format_bound(lo) + ", " + format_bound(hi) +
                      "], got " + it->second);
   return v;
 }
