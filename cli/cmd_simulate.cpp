@@ -3,10 +3,15 @@
 #include "cli/commands.h"
 #include "cli/method_options.h"
 #include "cli/data_options.h"
+#include "node/seed_sweep.h"
 #include "node/simulator.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <set>
 
 namespace fednode::cli {
 namespace {
@@ -16,7 +21,8 @@ const char* kHelp =
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
     "       --method fedpft|fedcgs|fedtc --topology linear|ring|star|graph --nodes N\n"
     "       --partition iid|dirichlet|shards|labels [--dirichlet-alpha A] [--min-samples M]\n"
-    "       [--classes-per-node S] [--seed S] [--report report.json] [--no-baselines] [--quiet]\n"
+    "       [--classes-per-node S] [--seed S | --seeds LIST] [--report report.json] [--no-baselines]\n"
+    "       [--quiet]\n"
     "  --quiet                           no progress lines on stderr (the table is still printed)\n"
     "data:\n"
     "  --dataset fashion-mnist           Fashion-MNIST from the Debian package: raw pixels, or with\n"
@@ -29,11 +35,14 @@ const char* kHelp =
     "  --feature-expansion D             FedCGS's feature expansion: every node maps its features\n"
     "  --feature-expansion-seed S        to max(0, W f), W a D x d random projection from seed S (1)\n"
     "run:\n"
+    "  --seed S                          draws the partition, initialisations, samples and heads (0)\n"
+    "  --seeds LIST                      the same run once per seed (e.g. 1-5 or 1,4,9), then mean\n"
+    "                                    and sd per node and of the gap to centralized.linear\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
 
 std::set<std::string> valued_options() {
-  std::set<std::string> v = {"topology", "nodes", "seed", "report"};
+  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report"};
   v.insert(data_option_names().begin(), data_option_names().end());
   v.insert(partition_option_names().begin(), partition_option_names().end());
   v.insert(method_option_names().begin(), method_option_names().end());
@@ -44,6 +53,55 @@ std::set<std::string> flag_options() {
   std::set<std::string> f = {"no-baselines", "quiet"};
   f.insert(method_flag_names().begin(), method_flag_names().end());
   return f;
+}
+
+constexpr size_t kMaxSeeds = 1000;
+
+uint64_t parse_seed(const std::string& text, const std::string& list) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || *end != '\0' || errno == ERANGE || v > (1ULL << 62))
+    throw UsageError("--seeds: '" + text + "' in '" + list + "' is not a seed (an integer in [0, 2^62])");
+  return v;
+}
+
+// "1-5", "1,4,9" or both ("1-3,7"): distinct seeds, in the order given.
+std::vector<uint64_t> parse_seed_list(const std::string& list) {
+  std::vector<uint64_t> seeds;
+  std::set<uint64_t> seen;
+  auto add = [&](uint64_t s) {
+    if (!seen.insert(s).second)
+      throw UsageError("--seeds: seed " + std::to_string(s) + " appears twice in '" + list + "'");
+    if (seeds.size() == kMaxSeeds)
+      throw UsageError("--seeds: more than " + std::to_string(kMaxSeeds) + " seeds in '" + list + "'");
+    seeds.push_back(s);
+  };
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t dash = item.find('-', 1);
+    if (dash == std::string::npos) {
+      add(parse_seed(item, list));
+    } else {
+      const uint64_t lo = parse_seed(item.substr(0, dash), list), hi = parse_seed(item.substr(dash + 1), list);
+      if (hi < lo) throw UsageError("--seeds: range '" + item + "' runs backwards");
+      if (hi - lo >= kMaxSeeds)
+        throw UsageError("--seeds: more than " + std::to_string(kMaxSeeds) + " seeds in '" + list + "'");
+      for (uint64_t s = lo; s <= hi; ++s) add(s);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return seeds;
+}
+
+void write_report_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot open report file '" + path + "' for writing");
+  write(out);
+  if (!out) throw InputError("failed writing report file '" + path + "'");
 }
 
 }  // namespace
@@ -57,6 +115,9 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   SimulationOptions o;
   o.method = parse_method_options(a);
   o.topology = parse_topology_mode(a.str("topology", "linear"));
+  const bool sweep = a.has("seeds");
+  if (sweep && a.has("seed")) throw UsageError("--seed and --seeds exclude each other");
+  const std::vector<uint64_t> seeds = sweep ? parse_seed_list(a.required("seeds")) : std::vector<uint64_t>{};
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, (1LL << 62)));
   o.partition = parse_partition_options(a, static_cast<int>(a.integer("nodes", 10, 1, 100000)), o.seed);
   o.baselines = !a.flag("no-baselines");
@@ -67,16 +128,18 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   o.backbone_fingerprint = data.fingerprint;
   o.dataset_description = data.description;
 
-  const SimulationReport report =
-      simulate(expand_features(std::move(data.train), data.expansion),
-               expand_features(std::move(data.test), data.expansion), o);
-  if (a.has("report")) {
-    const std::string path = a.required("report");
-    std::ofstream out(path);
-    if (!out) throw InputError("cannot open report file '" + path + "' for writing");
-    write_report_json(report, out);
-    if (!out) throw InputError("failed writing report file '" + path + "'");
+  const Features train = expand_features(std::move(data.train), data.expansion);
+  const Features test = expand_features(std::move(data.test), data.expansion);
+  if (sweep) {
+    const SeedSweepReport report = simulate_seeds(train, test, o, seeds);
+    if (a.has("report"))
+      write_report_file(a.required("report"), [&](std::ostream& out) { write_seed_sweep_json(report, out); });
+    print_seed_sweep_table(report, std::cout);
+    return 0;
   }
+  const SimulationReport report = simulate(train, test, o);
+  if (a.has("report"))
+    write_report_file(a.required("report"), [&](std::ostream& out) { write_report_json(report, out); });
   print_report_table(report, std::cout);
   return 0;
 }

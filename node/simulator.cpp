@@ -221,8 +221,12 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
 }
 
 void write_report_json(const SimulationReport& r, std::ostream& out) {
-  const auto& o = r.options;
   JsonWriter w(out);
+  write_report(w, r);
+}
+
+void write_report(JsonWriter& w, const SimulationReport& r) {
+  const auto& o = r.options;
   w.begin_object();
   w.key("fednode_report").value(1);
   w.key("parameters").begin_object();

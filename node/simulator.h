@@ -56,8 +56,12 @@ struct SimulationReport {
 
 SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options);
 
+class JsonWriter;
+
 // The JSON report (schema in docs/report.md).
 void write_report_json(const SimulationReport& report, std::ostream& out);
+// The same object, written where `w` stands (inside a larger document).
+void write_report(JsonWriter& w, const SimulationReport& report);
 // A short table for humans.
 void print_report_table(const SimulationReport& report, std::ostream& out);
 

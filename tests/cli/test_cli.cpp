@@ -119,6 +119,39 @@ TEST_F(Cli, SimulateExpandsFeaturesAndFedCgsStaysExact) {
   EXPECT_NE(too_wide.output.find("feature-expansion"), std::string::npos) << too_wide.output;
 }
 
+TEST_F(Cli, SimulateOverSeveralSeeds) {
+  const fs::path report = dir_ / "sweep.json";
+  const CliRun r = run_cli("simulate " + data_args() +
+                           " --method fedcgs --topology star --nodes 3 --partition dirichlet"
+                           " --dirichlet-alpha 0.5 --min-samples 5 --seeds 4-5,9 --no-baselines --quiet --report " + report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 seeds"), std::string::npos) << r.output;
+  std::ifstream in(report);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string json = s.str();
+  EXPECT_NE(json.find("\"seeds\": [4, 5, 9]"), std::string::npos) << json;
+  // Each run is the run its seed gives alone: seed 5's hub equals `--seed 5`'s.
+  const fs::path alone = dir_ / "alone.json";
+  ASSERT_EQ(run_cli("simulate " + data_args() +
+                    " --method fedcgs --topology star --nodes 3 --partition dirichlet"
+                    " --dirichlet-alpha 0.5 --min-samples 5 --seed 5 --no-baselines --quiet --report " + alone.string()).code, 0);
+  std::ifstream in_alone(alone);
+  std::stringstream a;
+  a << in_alone.rdbuf();
+  const auto run5 = json.find("\"seed\": 5");
+  ASSERT_NE(run5, std::string::npos);
+  EXPECT_EQ(report_number(json, "samples", run5), report_number(a.str(), "samples"));
+  EXPECT_EQ(report_number(json, "accuracy", run5), report_number(a.str(), "accuracy"));
+
+  for (const char* bad : {"--seeds 3-1", "--seeds 1,2,1", "--seeds x", "--seeds 1-", "--seeds 1 --seed 1",
+                          "--seeds 0-5000"}) {
+    const CliRun b = run_cli("simulate " + data_args() + " " + bad + " --quiet");
+    EXPECT_EQ(b.code, 2) << bad << ": " << b.output;
+    EXPECT_NE(b.output.find("seed"), std::string::npos) << bad << ": " << b.output;
+  }
+}
+
 TEST_F(Cli, UnknownOptionIsAUsageError) {
   const CliRun r = run_cli("simulate " + data_args() + " --nodse 3");
   EXPECT_EQ(r.code, 2);

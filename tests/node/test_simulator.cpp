@@ -1,9 +1,11 @@
 // The in-process federation over every method and topology, on small synthetic features.
 #include "methods/rng.h"
+#include "node/seed_sweep.h"
 #include "node/simulator.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace fednode {
@@ -113,6 +115,66 @@ TEST(Simulator, ReportIsCompleteJson) {
   for (const char* key : {"\"nodes\"", "\"centralized\"", "\"linear\"", "\"lda\"", "\"local_only\"",
                           "\"bytes_sent\"", "\"wall_time_seconds\"", "\"seed\"", "\"parameters\""})
     EXPECT_NE(json.find(key), std::string::npos) << key;
+}
+
+TEST(SeedSweep, MeanAndSampleStandardDeviation) {
+  const MeanSd m = mean_sd({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  EXPECT_DOUBLE_EQ(m.sd, std::sqrt(5.0 / 3.0));  // divides by n - 1
+  EXPECT_EQ(m.count, 4);
+  const MeanSd same = mean_sd({0.772, 0.772, 0.772});
+  EXPECT_EQ(same.mean, 0.772);
+  EXPECT_EQ(same.sd, 0.0);
+  EXPECT_TRUE(std::isnan(mean_sd({0.5}).sd));
+  EXPECT_EQ(mean_sd({0.5}).mean, 0.5);
+  EXPECT_TRUE(std::isnan(mean_sd({}).mean));
+}
+
+TEST(SeedSweep, EveryRunIsTheSingleSeedRunAndTheSummaryIsItsSpread) {
+  const Features train = blobs(40, 3, 5, 5), test = blobs(20, 3, 5, 6);
+  auto o = small_options("fedpft", SimTopology::Linear, 3);
+  const SeedSweepReport sweep = simulate_seeds(train, test, o, {3, 5});
+  ASSERT_EQ(sweep.runs.size(), 2u);
+  ASSERT_EQ(sweep.nodes.size(), 3u);
+  std::vector<double> accuracy_of_last, gap_of_last, linear;
+  bool partitions_differ = false;
+  for (size_t k = 0; k < 2; ++k) {
+    const uint64_t seed = sweep.seeds[k];
+    o.seed = o.partition.seed = seed;
+    const SimulationReport alone = simulate(train, test, o);
+    const SimulationReport& run = sweep.runs[k];
+    EXPECT_EQ(run.options.seed, seed);
+    EXPECT_EQ(run.centralized_linear, alone.centralized_linear);
+    EXPECT_EQ(run.centralized_lda, alone.centralized_lda);
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      EXPECT_EQ(run.nodes[i].samples, alone.nodes[i].samples) << "seed " << seed << " node " << i;
+      EXPECT_EQ(run.nodes[i].accuracy, alone.nodes[i].accuracy) << "seed " << seed << " node " << i;
+      EXPECT_EQ(run.nodes[i].bytes_sent, alone.nodes[i].bytes_sent) << "seed " << seed << " node " << i;
+      EXPECT_EQ(run.nodes[i].local_only_accuracy, alone.nodes[i].local_only_accuracy);
+      partitions_differ |= run.nodes[i].samples != sweep.runs[1 - k].nodes[i].samples;
+    }
+    accuracy_of_last.push_back(run.nodes.back().accuracy);
+    gap_of_last.push_back(run.nodes.back().accuracy - run.centralized_linear);
+    linear.push_back(run.centralized_linear);
+  }
+  EXPECT_TRUE(partitions_differ) << "the seed must reach the partition";
+  EXPECT_EQ(sweep.nodes.back().accuracy.mean, mean_sd(accuracy_of_last).mean);
+  EXPECT_EQ(sweep.nodes.back().accuracy.sd, mean_sd(accuracy_of_last).sd);
+  EXPECT_EQ(sweep.nodes.back().minus_centralized_linear.mean, mean_sd(gap_of_last).mean);
+  EXPECT_EQ(sweep.centralized_linear.mean, mean_sd(linear).mean);
+
+  std::ostringstream json;
+  write_seed_sweep_json(sweep, json);
+  for (const char* key : {"\"fednode_seed_sweep\"", "\"summary\"", "\"minus_centralized_linear\"", "\"runs\"",
+                          "\"fednode_report\""})
+    EXPECT_NE(json.str().find(key), std::string::npos) << key;
+}
+
+TEST(SeedSweep, RefusesNoSeedsAndRepeatedSeeds) {
+  const Features train = blobs(20, 2, 4, 1), test = blobs(10, 2, 4, 2);
+  const auto o = small_options("fedcgs", SimTopology::Linear, 2);
+  EXPECT_THROW(simulate_seeds(train, test, o, {}), InputError);
+  EXPECT_THROW(simulate_seeds(train, test, o, {4, 1, 4}), InputError);
 }
 
 TEST(Simulator, RejectsMismatchedDimensionsAndTinyStars) {
