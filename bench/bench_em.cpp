@@ -15,6 +15,8 @@
 #include "methods/gmm/gmm.h"
 #include "methods/rng.h"
 
+#include "bench_common.h"
+
 #include <Eigen/Cholesky>
 
 #include <algorithm>
@@ -108,17 +110,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double process_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
+using fednode::bench::median;
 
 std::string run_reference(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
@@ -186,11 +178,11 @@ Row run_case(CovarianceType type, int64_t n, int d, int K, const GmmOptions& bas
   FitInfo info;
   std::string out;
   for (int r = 0; r < repeats; ++r) {
-    const double c0 = process_cpu_seconds();
+    const double c0 = fednode::bench::cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fitted = fit_gmm_from(X, init, opt, &info);
     ours.push_back(seconds_since(t0));
-    ours_cpu.push_back(process_cpu_seconds() - c0);
+    ours_cpu.push_back(fednode::bench::cpu_seconds() - c0);
     out = run_reference(cmd.str());
     ref.push_back(json_number(out, "seconds"));
     ref_cpu.push_back(json_number(out, "cpu_seconds"));

@@ -6,7 +6,7 @@
 #include "features/expansion.h"
 #include "methods/rng.h"
 
-#include "bench_args.h"
+#include "bench_common.h"
 
 #include <cblas.h>
 

@@ -15,6 +15,9 @@
 #include "features/backbone.h"
 #include "features/idx.h"
 
+#include "bench_common.h"
+#include "python_peer.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -55,76 +58,18 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A PyTorch process that has loaded the model and images once and extracts again on request, so
-// that Python and fednode runs can alternate one by one: on a shared machine, whatever load
-// comes and goes then hits both sides alike.
-class PythonPeer {
- public:
-  PythonPeer(const std::vector<std::string>& argv) {
-    int to_child[2], from_child[2];
-    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw std::runtime_error("pipe failed");
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      dup2(to_child[0], STDIN_FILENO);
-      dup2(from_child[1], STDOUT_FILENO);
-      close(to_child[0]);
-      close(to_child[1]);
-      close(from_child[0]);
-      close(from_child[1]);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(to_child[0]);
-    close(from_child[1]);
-    in_ = fdopen(to_child[1], "w");
-    out_ = fdopen(from_child[0], "r");
-    if (read_line() != "ready") throw std::runtime_error("the Python reference did not start");
-  }
-  ~PythonPeer() {
-    if (in_) fclose(in_);
-    if (out_) fclose(out_);
-    int status = 0;
-    if (pid_ > 0) waitpid(pid_, &status, 0);
-  }
-  // Wall seconds and process CPU seconds of one extraction.
-  std::pair<double, double> run() {
-    std::fputs("run\n", in_);
-    std::fflush(in_);
-    const std::string line = read_line();
-    double seconds = -1, cpu = -1;
-    if (std::sscanf(line.c_str(), "seconds %lf cpu %lf", &seconds, &cpu) != 2 || seconds <= 0)
-      throw std::runtime_error("the Python reference answered '" + line + "'");
-    return {seconds, cpu};
-  }
+using fednode::bench::cpu_seconds;
+using fednode::bench::PythonPeer;
 
- private:
-  std::string read_line() {
-    char buf[256];
-    if (!std::fgets(buf, sizeof buf, out_)) return "";
-    std::string s(buf);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
-  }
-  pid_t pid_ = -1;
-  FILE* in_ = nullptr;
-  FILE* out_ = nullptr;
-};
-
-double cpu_seconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+// Wall seconds and process CPU seconds of one extraction by the Python peer.
+std::pair<double, double> timed_run(PythonPeer& peer) {
+  const std::string line = peer.request("run");
+  double seconds = -1, cpu = -1;
+  if (std::sscanf(line.c_str(), "seconds %lf cpu %lf", &seconds, &cpu) != 2 || seconds <= 0)
+    throw std::runtime_error("the Python reference answered '" + line + "'");
+  return {seconds, cpu};
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using fednode::bench::median;
 
 std::vector<int> parse_sizes(const std::string& text) {
   std::vector<int> out;
@@ -216,7 +161,7 @@ int main(int argc, char** argv) {
           rate[which] = static_cast<double>(n) / (now() - t);
           cpu[which] = cpu_seconds() - c;
         } else {
-          const auto [wall, cpu_s] = (which == 2 ? py : py_frozen).run();
+          const auto [wall, cpu_s] = timed_run(which == 2 ? py : py_frozen);
           rate[which] = static_cast<double>(n) / wall;
           cpu[which] = cpu_s;
         }

@@ -7,7 +7,7 @@
 #include "methods/fedcgs/stats.h"
 #include "methods/rng.h"
 
-#include "bench_args.h"
+#include "bench_common.h"
 
 #include <cblas.h>
 

@@ -32,7 +32,7 @@
 #include "node/socket_options.h"
 #include "node/transport.h"
 
-#include "bench_args.h"
+#include "bench_common.h"
 
 #include <zmq.hpp>
 
@@ -61,11 +61,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using fednode::bench::median;
 double minimum(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
 [[noreturn]] void die(const std::string& why) {

@@ -36,11 +36,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using fednode::bench::median;
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "bench_star: %s\n", why.c_str());
@@ -186,11 +189,6 @@ std::string json_value(const std::string& text, const std::string& key, size_t f
   return text.substr(i, j - i);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Modification time of a file in seconds since the epoch, or -1.
 double mtime(const std::string& path) {

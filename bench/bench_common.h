@@ -1,8 +1,11 @@
-// What every benchmark program needs around its measurement: a wall clock for one run and
-// integer command-line values that fail loudly (exit 2, naming the program and the flag).
+// What every benchmark program needs around its measurement: a wall clock for one run, the
+// process's CPU time, the median of repeated runs, and integer command-line values that fail
+// loudly (exit 2, naming the program and the flag).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -16,6 +19,20 @@ double seconds(F&& run) {
   const auto t0 = std::chrono::steady_clock::now();
   run();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// CPU seconds of every thread of this process: steadier than wall time on a busy machine.
+inline double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 // An integer in [lo, hi]; anything else ends the program with a message.
