@@ -1,0 +1,158 @@
+// Linear-head training (FedPFT's head, the centralised and local-only baselines) against PyTorch
+// in Python, in the same run, on the same features, with the same recipe: standardised inputs,
+// nn.Linear, softmax cross-entropy, Adam lr 1e-4, batch 64, the same number of epochs, the same
+// thread count. The two sides take turns, so that background load hits both alike.
+//
+//   bench_head [--n 20000] [--n-test 5000] [--d 1280] [--classes 10] [--epochs 30]
+//              [--batch-size 64] [--threads 2] [--reps 3] [--seed 1]
+//              [--python /usr/bin/python3] [--script bench/ref_torch_head.py]
+//
+// fednode is timed around train_linear_head() as the methods call it (standardiser fit, tensor
+// copies, folding the scaling back into W and b included); PyTorch around its training loop alone
+// (data loaded and standardised before the clock starts): the comparison favours the reference.
+// The features imitate a backbone's: a 10-class latent mixture in 32 dimensions through a random
+// linear map, noise and a ReLU, so that the classes overlap and the accuracies mean something.
+#include "features/npy.h"
+#include "methods/heads/train.h"
+#include "methods/rng.h"
+
+#include "bench_common.h"
+#include "python_peer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace fednode;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kProgram = "bench_head";
+
+// Rows 0..n-1 of a dataset whose class centres depend on (classes, d, seed) only, so that a train
+// and a test split drawn from different row streams share them.
+Features backbone_like(int64_t n, int d, int classes, uint64_t seed, uint64_t rows_stream) {
+  const int r = 32;
+  Rng model_rng = Rng::stream(seed, Purpose::KMeansInit, 0xBE4D);
+  MatrixD centres(classes, r), A(d, r);
+  for (int c = 0; c < classes; ++c)
+    for (int j = 0; j < r; ++j) centres(c, j) = 0.5 * model_rng.normal();
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < r; ++j) A(i, j) = model_rng.normal() / std::sqrt(static_cast<double>(r));
+  Rng rng = Rng::stream(seed, Purpose::KMeansInit, rows_stream);
+  Features f;
+  f.num_classes = classes;
+  f.X.resize(n, d);
+  f.y.resize(static_cast<size_t>(n));
+  VectorD z(r);
+  for (int64_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % classes);
+    f.y[static_cast<size_t>(i)] = c;
+    for (int j = 0; j < r; ++j) z[j] = centres(c, j) + rng.normal();
+    const VectorD x = A * z;
+    for (int j = 0; j < d; ++j) f.X(i, j) = static_cast<float>(std::max(0.0, x[j] + 0.5 * rng.normal()));
+  }
+  return f;
+}
+
+double answer_field(const std::string& line, const std::string& key) {
+  const auto at = line.find(key + " ");
+  if (at == std::string::npos) throw std::runtime_error("the Python reference answered '" + line + "'");
+  return std::stod(line.substr(at + key.size() + 1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 20000, n_test = 5000, d = 1280, classes = 10, epochs = 30, batch = 64, threads = 2, reps = 3, seed = 1;
+  std::string python = "/usr/bin/python3", script = std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_torch_head.py";
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h" || i + 1 >= argc) {
+      std::fprintf(stderr,
+                   "usage: bench_head [--n N] [--n-test N] [--d D] [--classes C] [--epochs E] [--batch-size B]\n"
+                   "                  [--threads T] [--reps R] [--seed S] [--python PATH] [--script PATH]\n");
+      return flag == "--help" || flag == "-h" ? 0 : 2;
+    }
+    const char* v = argv[++i];
+    using bench::parse_int;
+    if (flag == "--n") n = parse_int(kProgram, "--n", v);
+    else if (flag == "--n-test") n_test = parse_int(kProgram, "--n-test", v);
+    else if (flag == "--d") d = parse_int(kProgram, "--d", v);
+    else if (flag == "--classes") classes = parse_int(kProgram, "--classes", v, 2, 1000);
+    else if (flag == "--epochs") epochs = parse_int(kProgram, "--epochs", v);
+    else if (flag == "--batch-size") batch = parse_int(kProgram, "--batch-size", v);
+    else if (flag == "--threads") threads = parse_int(kProgram, "--threads", v, 1, 256);
+    else if (flag == "--reps") reps = parse_int(kProgram, "--reps", v);
+    else if (flag == "--seed") seed = parse_int(kProgram, "--seed", v, 0);
+    else if (flag == "--python") python = v;
+    else if (flag == "--script") script = v;
+    else {
+      std::fprintf(stderr, "%s: unknown option %s (see --help)\n", kProgram, flag.c_str());
+      return 2;
+    }
+  }
+
+  try {
+    const Features train = backbone_like(n, d, classes, static_cast<uint64_t>(seed), 1);
+    const Features test = backbone_like(n_test, d, classes, static_cast<uint64_t>(seed), 2);
+    LinearTrainOptions opt;  // the defaults the methods use: Adam lr 1e-4, standardised
+    opt.epochs = epochs;
+    opt.batch_size = batch;
+    opt.min_steps = 0;  // exactly `epochs` passes, as the reference makes
+    opt.threads = threads;
+    const int64_t steps = static_cast<int64_t>(epochs) * ((n + batch - 1) / batch);
+
+    char dir_template[] = "/tmp/bench_head.XXXXXX";
+    if (!mkdtemp(dir_template)) throw std::runtime_error("mkdtemp failed");
+    const std::string dir = dir_template;
+    write_npy_features(dir + "/train_X.npy", train.X);
+    write_npy_labels(dir + "/train_y.npy", train.y);
+    write_npy_features(dir + "/test_X.npy", test.X);
+    write_npy_labels(dir + "/test_y.npy", test.y);
+
+    std::printf("Linear head training, n=%d d=%d C=%d, %d epochs (%lld steps), batch %d, Adam lr %g, "
+                "%d threads, %d rounds\n",
+                n, d, classes, epochs, static_cast<long long>(steps), batch, opt.lr, threads, reps);
+    std::fflush(stdout);
+    std::vector<double> ours, ours_cpu, ref, ref_cpu, ratios;
+    double ours_acc = 0, ref_acc = 0;
+    {
+      bench::PythonPeer py({python, script, "--dir", dir, "--epochs", std::to_string(epochs), "--batch-size",
+                            std::to_string(batch), "--lr", std::to_string(opt.lr), "--threads",
+                            std::to_string(threads), "--seed", std::to_string(seed)});
+      for (int r = 0; r < reps; ++r) {
+        opt.seed = static_cast<uint64_t>(seed + r);
+        const double c0 = bench::cpu_seconds();
+        std::unique_ptr<LinearHead> head;
+        ours.push_back(bench::seconds([&] { head = train_linear_head(train, opt); }));
+        ours_cpu.push_back(bench::cpu_seconds() - c0);
+        ours_acc += head->accuracy(test) / reps;
+        const std::string answer = py.request("run");
+        ref.push_back(answer_field(answer, "seconds"));
+        ref_cpu.push_back(answer_field(answer, "cpu"));
+        ref_acc += answer_field(answer, "accuracy") / reps;
+        ratios.push_back(ref.back() / ours.back());
+      }
+    }
+    fs::remove_all(dir);
+
+    const double ratio = bench::median(ref) / bench::median(ours);
+    std::printf("%-22s %12s %12s\n", "", "fednode", "PyTorch");
+    std::printf("%-22s %12.2f %12.2f\n", "wall s (median)", bench::median(ours), bench::median(ref));
+    std::printf("%-22s %12.2f %12.2f\n", "cpu s (median)", bench::median(ours_cpu), bench::median(ref_cpu));
+    std::printf("%-22s %12.0f %12.0f\n", "steps/s", steps / bench::median(ours), steps / bench::median(ref));
+    std::printf("%-22s %12.4f %12.4f\n", "test accuracy (mean)", ours_acc, ref_acc);
+    std::printf("ratio PyTorch / fednode: %.2f (median times); per round %.2f to %.2f\n", ratio,
+                *std::min_element(ratios.begin(), ratios.end()), *std::max_element(ratios.begin(), ratios.end()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    return 1;
+  }
+  return 0;
+}
