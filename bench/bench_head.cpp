@@ -1,15 +1,19 @@
-// Linear-head training (FedPFT's head, the centralised and local-only baselines) against PyTorch
-// in Python, in the same run, on the same features, with the same recipe: standardised inputs,
-// nn.Linear, softmax cross-entropy, Adam lr 1e-4, batch 64, the same number of epochs, the same
-// thread count. The two sides take turns, so that background load hits both alike.
+// Head training against PyTorch in Python, in the same run, on the same features, with the same
+// recipe, batch (64), number of epochs and thread count; the two sides take turns, so that
+// background load hits both alike.
+//   --head linear (FedPFT's head, the centralised and local-only baselines): standardised inputs,
+//     nn.Linear, softmax cross-entropy, Adam lr 1e-4; 30 epochs by default.
+//   --head adapter (FedTC's server): FC(d,1024)-ReLU-normalize-FC(1024,512)-ReLU-normalize-FC(512,C),
+//     SGD lr 1e-3 momentum 0.9; 10 epochs by default (a step is ~100x a linear step's work).
 //
-//   bench_head [--n 20000] [--n-test 5000] [--d 1280] [--classes 10] [--epochs 30]
-//              [--batch-size 64] [--threads 2] [--reps 3] [--seed 1]
+//   bench_head [--head linear|adapter] [--n 20000] [--n-test 5000] [--d 1280] [--classes 10]
+//              [--epochs E] [--batch-size 64] [--threads 2] [--reps 3] [--seed 1]
 //              [--python /usr/bin/python3] [--script bench/ref_torch_head.py]
 //
-// fednode is timed around train_linear_head() as the methods call it (standardiser fit, tensor
-// copies, folding the scaling back into W and b included); PyTorch around its training loop alone
-// (data loaded and standardised before the clock starts): the comparison favours the reference.
+// fednode is timed around train_linear_head() / train_adapter_head() as the methods call them
+// (standardiser fit, tensor copies, weights copied back out included); PyTorch around its
+// training loop alone (data loaded and standardised before the clock starts): the comparison
+// favours the reference.
 // The features imitate a backbone's: a 10-class latent mixture in 32 dimensions through a random
 // linear map, noise and a ReLU, so that the classes overlap and the accuracies mean something.
 #include "features/npy.h"
@@ -69,19 +73,20 @@ double answer_field(const std::string& line, const std::string& key) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = 20000, n_test = 5000, d = 1280, classes = 10, epochs = 30, batch = 64, threads = 2, reps = 3, seed = 1;
-  std::string python = "/usr/bin/python3", script = std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_torch_head.py";
+  int n = 20000, n_test = 5000, d = 1280, classes = 10, epochs = 0, batch = 64, threads = 2, reps = 3, seed = 1;
+  std::string head_kind = "linear", python = "/usr/bin/python3", script = std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_torch_head.py";
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h" || i + 1 >= argc) {
       std::fprintf(stderr,
-                   "usage: bench_head [--n N] [--n-test N] [--d D] [--classes C] [--epochs E] [--batch-size B]\n"
+                   "usage: bench_head [--head linear|adapter] [--n N] [--n-test N] [--d D] [--classes C] [--epochs E] [--batch-size B]\n"
                    "                  [--threads T] [--reps R] [--seed S] [--python PATH] [--script PATH]\n");
       return flag == "--help" || flag == "-h" ? 0 : 2;
     }
     const char* v = argv[++i];
     using bench::parse_int;
-    if (flag == "--n") n = parse_int(kProgram, "--n", v);
+    if (flag == "--head") head_kind = v;
+    else if (flag == "--n") n = parse_int(kProgram, "--n", v);
     else if (flag == "--n-test") n_test = parse_int(kProgram, "--n-test", v);
     else if (flag == "--d") d = parse_int(kProgram, "--d", v);
     else if (flag == "--classes") classes = parse_int(kProgram, "--classes", v, 2, 1000);
@@ -98,14 +103,25 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (head_kind != "linear" && head_kind != "adapter") {
+    std::fprintf(stderr, "%s: --head must be linear or adapter, got '%s'\n", kProgram, head_kind.c_str());
+    return 2;
+  }
+  const bool linear = head_kind == "linear";
+  if (epochs == 0) epochs = linear ? 30 : 10;
+
   try {
     const Features train = backbone_like(n, d, classes, static_cast<uint64_t>(seed), 1);
     const Features test = backbone_like(n_test, d, classes, static_cast<uint64_t>(seed), 2);
-    LinearTrainOptions opt;  // the defaults the methods use: Adam lr 1e-4, standardised
-    opt.epochs = epochs;
-    opt.batch_size = batch;
-    opt.min_steps = 0;  // exactly `epochs` passes, as the reference makes
-    opt.threads = threads;
+    // The defaults the methods use (linear: Adam lr 1e-4, standardised; adapter: SGD lr 1e-3,
+    // momentum 0.9), for exactly `epochs` passes, as the reference makes.
+    LinearTrainOptions linear_opt;
+    AdapterTrainOptions adapter_opt;
+    linear_opt.epochs = adapter_opt.epochs = epochs;
+    linear_opt.batch_size = adapter_opt.batch_size = batch;
+    linear_opt.min_steps = adapter_opt.min_steps = 0;
+    linear_opt.threads = adapter_opt.threads = threads;
+    const double lr = linear ? linear_opt.lr : adapter_opt.lr;
     const int64_t steps = static_cast<int64_t>(epochs) * ((n + batch - 1) / batch);
 
     char dir_template[] = "/tmp/bench_head.XXXXXX";
@@ -116,21 +132,25 @@ int main(int argc, char** argv) {
     write_npy_features(dir + "/test_X.npy", test.X);
     write_npy_labels(dir + "/test_y.npy", test.y);
 
-    std::printf("Linear head training, n=%d d=%d C=%d, %d epochs (%lld steps), batch %d, Adam lr %g, "
+    std::printf("%s head training, n=%d d=%d C=%d, %d epochs (%lld steps), batch %d, %s lr %g, "
                 "%d threads, %d rounds\n",
-                n, d, classes, epochs, static_cast<long long>(steps), batch, opt.lr, threads, reps);
+                linear ? "Linear" : "Adapter", n, d, classes, epochs, static_cast<long long>(steps), batch,
+                linear ? "Adam" : "SGD", lr, threads, reps);
     std::fflush(stdout);
     std::vector<double> ours, ours_cpu, ref, ref_cpu, ratios;
     double ours_acc = 0, ref_acc = 0;
     {
-      bench::PythonPeer py({python, script, "--dir", dir, "--epochs", std::to_string(epochs), "--batch-size",
-                            std::to_string(batch), "--lr", std::to_string(opt.lr), "--threads",
+      bench::PythonPeer py({python, script, "--dir", dir, "--head", head_kind, "--epochs", std::to_string(epochs), "--batch-size",
+                            std::to_string(batch), "--lr", std::to_string(lr), "--threads",
                             std::to_string(threads), "--seed", std::to_string(seed)});
       for (int r = 0; r < reps; ++r) {
-        opt.seed = static_cast<uint64_t>(seed + r);
+        linear_opt.seed = adapter_opt.seed = static_cast<uint64_t>(seed + r);
         const double c0 = bench::cpu_seconds();
-        std::unique_ptr<LinearHead> head;
-        ours.push_back(bench::seconds([&] { head = train_linear_head(train, opt); }));
+        std::unique_ptr<Head> head;
+        ours.push_back(bench::seconds([&] {
+          if (linear) head = train_linear_head(train, linear_opt);
+          else head = train_adapter_head(train, adapter_opt);
+        }));
         ours_cpu.push_back(bench::cpu_seconds() - c0);
         ours_acc += head->accuracy(test) / reps;
         const std::string answer = py.request("run");

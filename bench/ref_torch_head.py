@@ -1,9 +1,12 @@
-"""Reference for bench_head: the linear head as a PyTorch user trains it, with fednode's recipe.
+"""Reference for bench_head: a head as a PyTorch user trains it, with fednode's recipe.
 
-nn.Linear(d, C) on standardised features (per-column mean and population standard deviation of
-the training set, computed once up front, in the reference's favour), softmax cross-entropy,
-Adam with the given lr, batches of --batch-size rows drawn from a fresh permutation every epoch,
-the batch loss read back every step (fednode reports the epoch's mean loss as well).
+--head linear: nn.Linear(d, C) on standardised features (per-column mean and population standard
+deviation of the training set, computed once up front, in the reference's favour), Adam.
+--head adapter: FedTC's adapter, FC(d, 1024) - ReLU - normalize, FC(1024, 512) - ReLU - normalize,
+FC(512, C), on raw features, SGD with momentum 0.9.
+Both: softmax cross-entropy, the given lr, batches of --batch-size rows drawn from a fresh
+permutation every epoch, the batch loss read back every step (fednode reports the epoch's mean
+loss as well).
 
 Loads --dir/{train,test}_{X,y}.npy once, prints "ready", then answers each "run" line on stdin
 with "seconds S cpu C accuracy A": wall and process CPU seconds of the training loop alone and
@@ -15,11 +18,26 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+
+
+class Adapter(torch.nn.Module):
+    def __init__(self, d, C):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(d, 1024)
+        self.fc2 = torch.nn.Linear(1024, 512)
+        self.fc3 = torch.nn.Linear(512, C)
+
+    def forward(self, x):
+        h = F.normalize(F.relu(self.fc1(x)), p=2, dim=1, eps=1e-12)
+        h = F.normalize(F.relu(self.fc2(h)), p=2, dim=1, eps=1e-12)
+        return self.fc3(h)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
+    p.add_argument("--head", choices=["linear", "adapter"], default="linear")
     p.add_argument("--epochs", type=int, required=True)
     p.add_argument("--batch-size", type=int, required=True)
     p.add_argument("--lr", type=float, required=True)
@@ -37,8 +55,11 @@ def main():
     mean = X.double().mean(0)
     std = X.double().std(0, unbiased=False)
     std[std <= 1e-12 * torch.clamp(mean.abs(), min=1.0)] = 1.0
-    Xs = ((X.double() - mean) / std).float()
-    Xts = ((Xt.double() - mean) / std).float()
+    if a.head == "linear":
+        Xs = ((X.double() - mean) / std).float()
+        Xts = ((Xt.double() - mean) / std).float()
+    else:
+        Xs, Xts = X, Xt
     print("ready", flush=True)
 
     runs = 0
@@ -48,8 +69,12 @@ def main():
             continue
         torch.manual_seed(a.seed + runs)
         runs += 1
-        head = torch.nn.Linear(d, C)
-        opt = torch.optim.Adam(head.parameters(), lr=a.lr)
+        if a.head == "linear":
+            head = torch.nn.Linear(d, C)
+            opt = torch.optim.Adam(head.parameters(), lr=a.lr)
+        else:
+            head = Adapter(d, C)
+            opt = torch.optim.SGD(head.parameters(), lr=a.lr, momentum=0.9)
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(a.epochs):
             perm = torch.randperm(n)
