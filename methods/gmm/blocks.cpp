@@ -4,15 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <string>
-
-// OpenBLAS's thread controls; declared here rather than taken from cblas.h because the
-// cblas.h found at build time may be the generic one (the library links OpenBLAS either way).
-extern "C" {
-int openblas_get_num_threads(void);
-void openblas_set_num_threads(int num_threads);
-}
 
 namespace fednode::gmm_detail {
 
@@ -54,25 +46,6 @@ void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset
       for (Index j = 0; j < d; ++j) z[j] = static_cast<double>(x[j]) - o[j];
     }
   }
-}
-
-namespace {
-std::mutex blas_mutex;
-int blas_users = 0;
-int blas_saved_threads = 1;
-}  // namespace
-
-BlasSingleThread::BlasSingleThread() {
-  std::lock_guard<std::mutex> lock(blas_mutex);
-  if (blas_users++ == 0) {
-    blas_saved_threads = openblas_get_num_threads();
-    if (blas_saved_threads != 1) openblas_set_num_threads(1);
-  }
-}
-
-BlasSingleThread::~BlasSingleThread() {
-  std::lock_guard<std::mutex> lock(blas_mutex);
-  if (--blas_users == 0 && blas_saved_threads != 1) openblas_set_num_threads(blas_saved_threads);
 }
 
 VectorD column_means(const MatrixF& X) {

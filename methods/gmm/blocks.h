@@ -11,6 +11,7 @@
 // therefore the same bits whatever the number of threads.
 #pragma once
 
+#include "methods/blas_threads.h"
 #include "methods/types.h"
 
 #include <functional>
@@ -35,17 +36,6 @@ Index block_rows(Index width);
 // row is [x - o, (x - o)^2] (width 2d), otherwise x - o (width d).
 void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset, bool squares,
                 double* out);
-
-// While alive, OpenBLAS runs single-threaded: the passes call it from several threads at once,
-// each on its own block, and nested BLAS threads would only oversubscribe the cores.
-// Reference-counted, so that concurrent passes restore the setting only when the last ends.
-class BlasSingleThread {
- public:
-  BlasSingleThread();
-  ~BlasSingleThread();
-  BlasSingleThread(const BlasSingleThread&) = delete;
-  BlasSingleThread& operator=(const BlasSingleThread&) = delete;
-};
 
 // Below this many floating-point operations a pass runs on the calling thread alone: waking
 // the workers costs more than it saves.

@@ -68,7 +68,7 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
   const auto chunks = gmm_detail::partition_rows(n, pass_chunks(type, K, n, d));
   std::vector<Stats> partial(chunks.size());
   const Index B = dens.rows_per_block();
-  gmm_detail::BlasSingleThread single;
+  BlasSingleThread single;  // the passes call BLAS from several threads at once
   const double flops = 4.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
   for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     Stats& st = partial[c];

@@ -88,7 +88,7 @@ void assign(const MatrixF& X, const VectorD& offset, const MatrixD& centers,
   const Index B = gmm_detail::block_rows(d);
   labels.resize(static_cast<size_t>(n));
   dist2.resize(static_cast<size_t>(n));
-  gmm_detail::BlasSingleThread single;
+  BlasSingleThread single;  // the passes call BLAS from several threads at once
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(d) * K;
   for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     AssignStats& st = stats[c];

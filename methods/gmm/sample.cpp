@@ -72,7 +72,7 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
         robust_cholesky(g.covariances.block(k * d, 0, d, d), factors[static_cast<size_t>(k)]);
   }
 
-  gmm_detail::BlasSingleThread single;
+  BlasSingleThread single;  // the passes call BLAS from several threads at once
   // Normal draws dominate: about 30 operations each.
   const double flops = 30.0 * static_cast<double>(n) * static_cast<double>(d) *
                        (g.type == CovarianceType::Full ? 1.0 + static_cast<double>(d) / 15.0 : 1.0);

@@ -24,7 +24,7 @@ VectorD score_samples(const GaussianMixture& g, const MatrixF& X) {
   const Index width = dens.width();
   const Index B = dens.rows_per_block();
   const auto chunks = gmm_detail::partition_rows(n, 8);
-  gmm_detail::BlasSingleThread single;
+  BlasSingleThread single;  // the passes call BLAS from several threads at once
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(width + dens.scratch_width()) * K;
   for_each_chunk(chunks.size(), flops > gmm_detail::kParallelFlops, [&](size_t c) {
     gmm_detail::BlockWork work;

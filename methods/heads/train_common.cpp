@@ -71,6 +71,7 @@ Standardizer fit_standardizer(const MatrixF& X) {
 
 TorchThreadsGuard::TorchThreadsGuard(int threads) : previous_(at::get_num_threads()) {
   if (threads > 0) at::set_num_threads(threads);
+  if (at::get_num_threads() > 1) blas_.emplace();
 }
 
 TorchThreadsGuard::~TorchThreadsGuard() {

@@ -3,11 +3,13 @@
 // settings. Kept out of the two LibTorch translation units so that they stay small.
 #pragma once
 
+#include "methods/blas_threads.h"
 #include "methods/heads/train.h"
 #include "methods/rng.h"
 #include "methods/types.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,10 @@ struct Standardizer {
 Standardizer fit_standardizer(const MatrixF& X);
 
 // Sets LibTorch's intra-op thread count for the lifetime of the guard and restores the previous
-// value afterwards, so that training one head does not change the caller's setting.
+// value afterwards, so that training one head does not change the caller's setting. When that
+// count is above 1, OpenBLAS (which LibTorch's products call) runs single-threaded meanwhile:
+// LibTorch's OpenMP team and OpenBLAS's own pool would otherwise spin against each other on the
+// same cores. With one LibTorch thread, OpenBLAS keeps its threads for the products.
 class TorchThreadsGuard {
  public:
   explicit TorchThreadsGuard(int threads);
@@ -47,6 +52,7 @@ class TorchThreadsGuard {
 
  private:
   int previous_ = 0;
+  std::optional<BlasSingleThread> blas_;
 };
 
 }  // namespace fednode

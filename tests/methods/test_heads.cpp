@@ -13,6 +13,11 @@
 #include <string>
 #include <unistd.h>
 
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
+
 namespace fednode {
 namespace {
 
@@ -99,6 +104,30 @@ TEST(HeadTraining, MinStepsExtendsShortRuns) {
   EXPECT_EQ(training_epochs(1000, 64, 30, 5000), 313);   // 16 steps an epoch
   EXPECT_EQ(training_epochs(10, 64, 3, 7), 7);           // one (short) batch an epoch
   EXPECT_EQ(training_epochs(100, 10, 5, 0), 5);
+}
+
+// LibTorch's OpenMP team and OpenBLAS's pool spinning on the same cores made adapter training 3x
+// slower (docs/performance.md): beside more than one LibTorch thread, OpenBLAS runs alone, and
+// its setting comes back afterwards.
+TEST(HeadTraining, OpenBlasRunsSingleThreadedBesideSeveralTorchThreadsOnly) {
+  const int saved = openblas_get_num_threads();
+  openblas_set_num_threads(2);
+  const Features train = blobs(3, 6, 20, 4);
+  auto linear = quick_linear();
+  auto adapter = quick_adapter();
+  linear.epochs = adapter.epochs = 1;
+  for (int threads : {1, 2}) {
+    linear.threads = adapter.threads = threads;
+    int during = -1;
+    train_linear_head(train, linear, [&](int, double) { during = openblas_get_num_threads(); });
+    EXPECT_EQ(during, threads > 1 ? 1 : 2) << "linear, " << threads << " LibTorch threads";
+    EXPECT_EQ(openblas_get_num_threads(), 2);
+    during = -1;
+    train_adapter_head(train, adapter, [&](int, double) { during = openblas_get_num_threads(); });
+    EXPECT_EQ(during, threads > 1 ? 1 : 2) << "adapter, " << threads << " LibTorch threads";
+    EXPECT_EQ(openblas_get_num_threads(), 2);
+  }
+  openblas_set_num_threads(saved);
 }
 
 TEST(LinearHeadTraining, SameSeedSameBitsDifferentSeedDifferent) {
