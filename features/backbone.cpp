@@ -37,20 +37,25 @@ std::string first_line(const std::string& what) {
 
 // LibTorch computes some convolutions with BLAS sgemm, and in a fednode process that symbol binds
 // to the OpenBLAS the library links, whose thread pool ignores at::set_num_threads and defaults to
-// one thread per core: without this, --threads 1 would still run BLAS on every core. The previous
-// count is restored afterwards, so the FedCGS Gram products that may follow in the same process
-// keep theirs.
+// one thread per core: without this, --threads 1 would still run BLAS on every core. Both previous
+// counts are restored afterwards, so the FedCGS Gram products and the head training that may
+// follow in the same process (or an embedding application) keep theirs.
 class ThreadScope {
  public:
-  explicit ThreadScope(int threads) : blas_before_(openblas_get_num_threads()) {
+  explicit ThreadScope(int threads)
+      : torch_before_(at::get_num_threads()), blas_before_(openblas_get_num_threads()) {
     at::set_num_threads(threads);
     openblas_set_num_threads(threads);
   }
-  ~ThreadScope() { openblas_set_num_threads(blas_before_); }
+  ~ThreadScope() {
+    if (at::get_num_threads() != torch_before_) at::set_num_threads(torch_before_);
+    openblas_set_num_threads(blas_before_);
+  }
   ThreadScope(const ThreadScope&) = delete;
   ThreadScope& operator=(const ThreadScope&) = delete;
 
  private:
+  int torch_before_;
   int blas_before_;
 };
 

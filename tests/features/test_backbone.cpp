@@ -15,11 +15,18 @@
 
 #include <gtest/gtest.h>
 
+#include <ATen/Parallel.h>
+
 #include <cstdlib>
 #include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+
+extern "C" {
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int num_threads);
+}
 
 namespace fs = std::filesystem;
 
@@ -193,6 +200,26 @@ TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {
   EXPECT_EQ(b.fingerprint(), backbone_fingerprint(model, small));
   EXPECT_EQ(b.output_dim(), 1280);
   EXPECT_EQ(b.threads(), 2);
+}
+
+// Extraction sets LibTorch's and OpenBLAS's thread counts for its own run and gives both back:
+// head training and the FedCGS products after it in the same process keep the caller's.
+TEST(Backbone, ThreadCountsAreTheCallersAgainAfterARun) {
+  const std::string model = default_backbone_path();
+  Preprocessing p = Preprocessing::load(sidecar_path(model));
+  p.input_size = 32;
+  BackboneOptions bo;
+  bo.threads = 2;
+  const int torch_saved = at::get_num_threads(), blas_saved = openblas_get_num_threads();
+  at::set_num_threads(1);
+  openblas_set_num_threads(1);
+  const Backbone b = Backbone::load(model, p, bo);
+  std::vector<float> batch(2 * 3 * 32 * 32, 0.5f);
+  EXPECT_EQ(b.forward(batch.data(), 2).rows(), 2);
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  at::set_num_threads(torch_saved);
+  openblas_set_num_threads(blas_saved);
 }
 
 TEST(Backbone, AsLoadedFrozenAndOptimisedModulesAgree) {
