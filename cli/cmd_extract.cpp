@@ -1,6 +1,7 @@
 // fednode extract: images through a frozen backbone into PREFIX_X.npy / PREFIX_y.npy.
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/output_path.h"
 #include "features/allocator.h"
 #include "features/backbone.h"
 #include "features/extract.h"
@@ -66,6 +67,7 @@ int cmd_extract(const std::vector<std::string>& argv) {
   o.use_cache = !a.flag("no-cache");
   o.progress = !a.flag("quiet");
   o.optimize = a.flag("optimize");
+  for (const char* suffix : {"_X.npy", "_y.npy", "_classes.txt"}) check_output_path("--out", prefix + suffix);
 
   const Extracted e = [&] {
     BatchAllocations batch_buffers;

@@ -2,16 +2,18 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/method_options.h"
+#include "cli/output_path.h"
 #include "cli/data_options.h"
+#include "node/durable_file.h"
 #include "node/seed_sweep.h"
 #include "node/simulator.h"
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 namespace fednode::cli {
 namespace {
@@ -97,11 +99,11 @@ std::vector<uint64_t> parse_seed_list(const std::string& list) {
   return seeds;
 }
 
+// Whole or not at all: an interrupted write leaves the previous report in place.
 void write_report_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot open report file '" + path + "' for writing");
+  std::ostringstream out;
   write(out);
-  if (!out) throw InputError("failed writing report file '" + path + "'");
+  write_file_durably(path, out.str());
 }
 
 }  // namespace
@@ -123,6 +125,8 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   o.baselines = !a.flag("no-baselines");
   const bool quiet = a.flag("quiet");
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
+
+  if (a.has("report")) check_output_path("--report", a.required("report"));
 
   LoadedData data = load_data(a, quiet);
   o.backbone_fingerprint = data.fingerprint;

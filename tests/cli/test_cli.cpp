@@ -165,6 +165,19 @@ TEST_F(Cli, MissingFileIsNamed) {
   EXPECT_NE(r.output.find("/nonexistent/X.npy"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, UnwritableReportIsRefusedBeforeTheRun) {
+  // Refused before the data is read: the training features do not even exist.
+  const CliRun missing_dir = run_cli("simulate --train-features /nonexistent/X.npy --train-labels a"
+                                     " --test-features b --test-labels c --report " +
+                                     (dir_ / "no-such-dir" / "r.json").string());
+  EXPECT_EQ(missing_dir.code, 1);
+  EXPECT_NE(missing_dir.output.find("no-such-dir' does not exist"), std::string::npos) << missing_dir.output;
+  EXPECT_EQ(missing_dir.output.find("X.npy"), std::string::npos) << missing_dir.output;
+  const CliRun directory = run_cli("simulate " + data_args() + " --quiet --report " + dir_.string());
+  EXPECT_EQ(directory.code, 1);
+  EXPECT_NE(directory.output.find("is a directory"), std::string::npos) << directory.output;
+}
+
 TEST_F(Cli, CorruptNpyIsRejectedClearly) {
   std::ofstream((dir_ / "train_X.npy").string(), std::ios::trunc) << "\x93NUMPY garbage";
   const CliRun r = run_cli("simulate " + data_args() + " --quiet");

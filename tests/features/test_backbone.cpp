@@ -159,6 +159,11 @@ TEST(ExtractCommand, RejectsBadUsage) {
   EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--input-size", "4", "--out", "x"}),
                cli::UsageError);
   EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--out", "x", "--bogus", "1"}), cli::UsageError);
+  // An output that cannot be written is refused before the (long) extraction: --no-cache and the
+  // whole training split would take minutes otherwise.
+  test::expect_input_error(
+      [] { cli::cmd_extract({"--dataset", "fashion-mnist", "--no-cache", "--quiet", "--out", "/nonexistent/dir/x"}); },
+      {"--out /nonexistent/dir/x_X.npy", "'/nonexistent/dir' does not exist"});
 }
 
 TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {

@@ -1,0 +1,13 @@
+// Outputs are written when a command ends, which can be many minutes (an extraction, a seed
+// sweep) after the command line was read: a path that cannot be written is refused up front.
+#pragma once
+
+#include <string>
+
+namespace fednode::cli {
+
+// InputError naming `option` and `path` if the file's directory does not exist or is not
+// writable, or if `path` is a directory.
+void check_output_path(const std::string& option, const std::string& path);
+
+}  // namespace fednode::cli
