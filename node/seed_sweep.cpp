@@ -26,11 +26,7 @@ MeanSd mean_sd(const std::vector<double>& values) {
     return m;
   }
   for (double v : values) m.mean += v;
-  m.mean /= static_cast<double>(values.size());
-  if (values.size() < 2) {
-    m.sd = NAN;
-    return m;
-  }
+  m.mean /= static_cast<double>(values.size());  // two or more values from here on
   double squares = 0;
   for (double v : values) squares += (v - m.mean) * (v - m.mean);
   m.sd = std::sqrt(squares / static_cast<double>(values.size() - 1));
@@ -51,7 +47,8 @@ void summarize(SeedSweepReport& sweep) {
     sweep.centralized_linear = mean_sd(linear);
     sweep.centralized_lda = mean_sd(lda);
   }
-  // Every run has the same nodes (the node count and topology do not depend on the seed).
+  // Every run has the same node ids (the count does not depend on the seed; a graph topology's
+  // random DAG does, so a node's spread there also covers its place in the graph).
   for (size_t i = 0; i < runs.front().nodes.size(); ++i) {
     std::vector<double> accuracy, gap, local_only;
     for (const auto& r : runs) {
