@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -99,11 +100,19 @@ std::vector<uint64_t> parse_seed_list(const std::string& list) {
   return seeds;
 }
 
-// Whole or not at all: an interrupted write leaves the previous report in place.
+// A file is replaced whole or not at all, so that an interrupted write leaves the previous report
+// in place; /dev/stdout or a pipe is written to as it is.
 void write_report_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
   std::ostringstream out;
   write(out);
-  write_file_durably(path, out.str());
+  if (!is_stream_output(path)) {
+    write_file_durably(path, out.str());
+    return;
+  }
+  std::ofstream stream(path);
+  stream << out.str();
+  stream.flush();
+  if (!stream) throw InputError("failed writing report to '" + path + "'");
 }
 
 }  // namespace

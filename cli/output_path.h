@@ -6,8 +6,12 @@
 
 namespace fednode::cli {
 
-// InputError naming `option` and `path` if the file's directory does not exist or is not
-// writable, or if `path` is a directory.
+// InputError naming `option` and `path` if `path` is a directory, if the file's directory does not
+// exist or is not writable, or if `path` is a device or pipe that cannot be written.
 void check_output_path(const std::string& option, const std::string& path);
+
+// Whether `path` names something other than a regular file (after symlinks), such as /dev/stdout
+// or a named pipe: such a target is written in place, never replaced by a rename.
+bool is_stream_output(const std::string& path);
 
 }  // namespace fednode::cli

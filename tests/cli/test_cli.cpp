@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace fednode {
 namespace {
@@ -176,6 +179,28 @@ TEST_F(Cli, UnwritableReportIsRefusedBeforeTheRun) {
   const CliRun directory = run_cli("simulate " + data_args() + " --quiet --report " + dir_.string());
   EXPECT_EQ(directory.code, 1);
   EXPECT_NE(directory.output.find("is a directory"), std::string::npos) << directory.output;
+}
+
+TEST_F(Cli, ReportToAStreamIsWrittenInPlace) {
+  // Reports replace a file by renaming a complete copy over it; a pipe (or /dev/stdout) must be
+  // written to instead, not replaced by a regular file.
+  const fs::path pipe = dir_ / "report.pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  // Held open read-write, the pipe never blocks the command's open, and the few KB of a small
+  // report fit in its buffer until the command has exited.
+  const int fd = ::open(pipe.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  const CliRun r = run_cli("simulate " + data_args() +
+                           " --method fedcgs --nodes 2 --no-baselines --quiet --report " + pipe.string());
+  std::string received;
+  char buf[4096];
+  ssize_t got;
+  while ((got = ::read(fd, buf, sizeof buf)) > 0) received.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(received.find("\"fednode_report\": 1"), std::string::npos) << received;
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  EXPECT_FALSE(fs::exists(pipe.string() + ".tmp"));
 }
 
 TEST_F(Cli, CorruptNpyIsRejectedClearly) {
