@@ -2,6 +2,7 @@
 
 #include "features/digest.h"
 #include "features/progress.h"
+#include "methods/torch_threads.h"
 
 #include <ATen/Parallel.h>
 #include <torch/script.h>
@@ -42,8 +43,9 @@ std::string first_line(const std::string& what) {
 // follow in the same process (or an embedding application) keep theirs.
 class ThreadScope {
  public:
-  explicit ThreadScope(int threads)
-      : torch_before_(at::get_num_threads()), blas_before_(openblas_get_num_threads()) {
+  explicit ThreadScope(int threads) : blas_before_(openblas_get_num_threads()) {
+    adopt_openmp_thread_default();  // before the first LibTorch call of this thread
+    torch_before_ = at::get_num_threads();
     at::set_num_threads(threads);
     openblas_set_num_threads(threads);
   }
@@ -55,8 +57,8 @@ class ThreadScope {
   ThreadScope& operator=(const ThreadScope&) = delete;
 
  private:
-  int torch_before_;
   int blas_before_;
+  int torch_before_ = 0;
 };
 
 int resolve_threads(int threads) {

@@ -1,5 +1,7 @@
 #include "methods/heads/train_common.h"
 
+#include "methods/torch_threads.h"
+
 // Only the thread-pool API: far cheaper to compile than <torch/torch.h>.
 #include <ATen/Parallel.h>
 
@@ -69,7 +71,9 @@ Standardizer fit_standardizer(const MatrixF& X) {
   return s;
 }
 
-TorchThreadsGuard::TorchThreadsGuard(int threads) : previous_(at::get_num_threads()) {
+TorchThreadsGuard::TorchThreadsGuard(int threads) {
+  adopt_openmp_thread_default();  // before the first LibTorch call of this thread
+  previous_ = at::get_num_threads();
   if (threads > 0) at::set_num_threads(threads);
   if (at::get_num_threads() > 1) blas_.emplace();
 }

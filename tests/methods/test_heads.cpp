@@ -2,8 +2,11 @@
 #include "methods/heads/train.h"
 #include "methods/heads/train_common.h"
 #include "methods/rng.h"
+#include "methods/torch_threads.h"
 
 #include <gtest/gtest.h>
+
+#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -104,6 +107,18 @@ TEST(HeadTraining, MinStepsExtendsShortRuns) {
   EXPECT_EQ(training_epochs(1000, 64, 30, 5000), 313);   // 16 steps an epoch
   EXPECT_EQ(training_epochs(10, 64, 3, 7), 7);           // one (short) batch an epoch
   EXPECT_EQ(training_epochs(100, 10, 5, 0), 5);
+}
+
+// LibTorch's first parallel operation would set the thread count OpenMP and fednode's pool share to
+// LibTorch's own guess (1 on the project's 2-core machines); training a head must leave OpenMP's
+// default in place, so that EM after it still runs on every core.
+TEST(HeadTraining, LeavesOpenMpsDefaultThreadCountInPlace) {
+  const Features train = blobs(3, 6, 20, 5);
+  auto opt = quick_linear();
+  opt.epochs = 1;
+  opt.threads = 0;  // LibTorch's setting, whatever it is
+  train_linear_head(train, opt);
+  EXPECT_EQ(omp_get_max_threads(), openmp_thread_default());
 }
 
 // LibTorch's OpenMP team and OpenBLAS's pool spinning on the same cores made adapter training 3x
