@@ -21,7 +21,11 @@ struct LinearTrainOptions {
   double weight_decay = 0.0;
   bool standardize = true;   // fit on standardised inputs, fold the scaling back into W, b
   uint64_t seed = 0;
-  int threads = 0;           // 0: leave LibTorch's setting alone
+  // LibTorch intra-op threads while training (0: leave LibTorch's setting alone). One by default:
+  // LibTorch's OpenMP team spins between operations, and on a machine busy with anything else
+  // two threads made the simulator's tests 17x slower (docs/performance.md); the products still
+  // use OpenBLAS's threads.
+  int threads = 1;
 };
 
 // FedTC's appendix: SGD, lr 1e-3, batch 64, 200 server epochs. On Fashion-MNIST prototypes the
@@ -37,7 +41,7 @@ struct AdapterTrainOptions {
   int batch_size = 64;
   double weight_decay = 0.0;
   uint64_t seed = 0;
-  int threads = 0;           // 0: leave LibTorch's setting alone
+  int threads = 1;           // as LinearTrainOptions::threads
 };
 
 // The number of epochs a training run on n samples makes: max(epochs, the epochs that
