@@ -22,17 +22,16 @@
 
 #include "bench_common.h"
 #include "python_peer.h"
+#include "../tests/common/temp_dir.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 using namespace fednode;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -124,9 +123,8 @@ int main(int argc, char** argv) {
     const double lr = linear ? linear_opt.lr : adapter_opt.lr;
     const int64_t steps = static_cast<int64_t>(epochs) * ((n + batch - 1) / batch);
 
-    char dir_template[] = "/tmp/bench_head.XXXXXX";
-    if (!mkdtemp(dir_template)) throw std::runtime_error("mkdtemp failed");
-    const std::string dir = dir_template;
+    const test::TempDir tmp("bench_head");  // removed on every exit, errors included
+    const std::string dir = tmp.str();
     write_npy_features(dir + "/train_X.npy", train.X);
     write_npy_labels(dir + "/train_y.npy", train.y);
     write_npy_features(dir + "/test_X.npy", test.X);
@@ -160,7 +158,6 @@ int main(int argc, char** argv) {
         ratios.push_back(ref.back() / ours.back());
       }
     }
-    fs::remove_all(dir);
 
     const double ratio = bench::median(ref) / bench::median(ours);
     std::printf("%-22s %12s %12s\n", "", "fednode", "PyTorch");

@@ -207,12 +207,18 @@ TEST(Backbone, FingerprintCoversModelBytesAndPreprocessing) {
   EXPECT_EQ(b.threads(), 2);
 }
 
+// The bundled MobileNetV2's preprocessing at a small input size, for tests that only run it.
+Preprocessing bundled_preprocessing(int input_size) {
+  Preprocessing p = Preprocessing::load(sidecar_path(default_backbone_path()));
+  p.input_size = input_size;
+  return p;
+}
+
 // Extraction sets LibTorch's and OpenBLAS's thread counts for its own run and gives both back:
 // head training and the FedCGS products after it in the same process keep the caller's.
 TEST(Backbone, ThreadCountsAreTheCallersAgainAfterARun) {
   const std::string model = default_backbone_path();
-  Preprocessing p = Preprocessing::load(sidecar_path(model));
-  p.input_size = 32;
+  const Preprocessing p = bundled_preprocessing(32);
   BackboneOptions bo;
   bo.threads = 2;
   const int torch_saved = at::get_num_threads(), blas_saved = openblas_get_num_threads();
@@ -229,8 +235,7 @@ TEST(Backbone, ThreadCountsAreTheCallersAgainAfterARun) {
 
 TEST(Backbone, AsLoadedFrozenAndOptimisedModulesAgree) {
   const std::string model = default_backbone_path();
-  Preprocessing p = Preprocessing::load(sidecar_path(model));
-  p.input_size = 64;
+  const Preprocessing p = bundled_preprocessing(64);
   BackboneOptions as_loaded;
   as_loaded.threads = 2;
   as_loaded.freeze = false;
