@@ -83,6 +83,10 @@ class Method {
                           const NodeContext& ctx) const = 0;
   virtual std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
                                          const NodeContext& ctx) const = 0;
+  // Throws InputError if merge or fit_head would refuse this one piece: the same checks they
+  // make, so that a node refuses a bad piece when it arrives rather than when it combines, by
+  // which time the piece is stored and acknowledged (node/node.cpp).
+  virtual void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const = 0;
 };
 
 std::unique_ptr<Method> make_method(const MethodOptions& options);

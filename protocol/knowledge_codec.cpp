@@ -209,8 +209,17 @@ void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, 
   jobs.run();
 }
 
+// Adds one count to the samples a piece claims to summarise, which bound what merging it may
+// allocate (FedPFT samples every count; counts also add up across pieces).
+void add_samples(uint64_t& total, uint64_t count, const std::string& path, const Limits& limits) {
+  check_limit(count, limits.max_samples, path, "max_samples");
+  total += count;  // both at most max_samples <= 2^40: no overflow
+  check_limit(total, limits.max_samples, path + " (all classes together)", "max_samples");
+}
+
 // Label and count of one per-class entry; the label must exceed `previous`.
-std::pair<int, int64_t> read_class_header(MapReader& m, int previous, int num_classes) {
+std::pair<int, int64_t> read_class_header(MapReader& m, int previous, int num_classes, uint64_t& samples,
+                                          const Limits& limits) {
   const uint64_t label = m.uint("label");
   if (label >= static_cast<uint64_t>(num_classes))
     fail(ProtocolErrorCode::InvalidValue, m.path("label") + ": " + std::to_string(label) + " outside [0, " +
@@ -218,8 +227,8 @@ std::pair<int, int64_t> read_class_header(MapReader& m, int previous, int num_cl
   if (static_cast<int>(label) <= previous)
     fail(ProtocolErrorCode::InvalidValue, m.path("label") + ": labels must be strictly increasing");
   const uint64_t count = m.uint("count");
-  if (count < 1 || count > static_cast<uint64_t>(INT64_MAX))
-    fail(ProtocolErrorCode::InvalidValue, m.path("count") + ": must lie in [1, 2^63)");
+  if (count < 1) fail(ProtocolErrorCode::InvalidValue, m.path("count") + ": must be at least 1");
+  add_samples(samples, count, m.path("count"), limits);
   return {static_cast<int>(label), static_cast<int64_t>(count)};
 }
 
@@ -238,11 +247,12 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   g.classes.reserve(list.size);
   TensorJobs jobs;
   int previous = -1;
+  uint64_t samples = 0;
   const uint64_t d = static_cast<uint64_t>(k.dim);
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
     ClassMixture c;
-    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes);
+    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
     previous = c.label;
     const std::string_view type = m.str("covariance");
     if (type == "full") c.mixture.type = CovarianceType::Full;
@@ -284,7 +294,7 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   return g;
 }
 
-StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k) {
+StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
   MapReader body(o, "knowledge.body");
   const uint64_t C = static_cast<uint64_t>(k.num_classes), d = static_cast<uint64_t>(k.dim);
   const TensorIn A = read_tensor(body.at("A"), body.path("A"));
@@ -301,10 +311,11 @@ StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k) {
                                                    " counts for " + std::to_string(C) + " classes");
   StatsKnowledge s;
   s.N.resize(N.size);
+  uint64_t samples = 0;
   for (uint32_t c = 0; c < N.size; ++c) {
-    const uint64_t n = as_uint(N.ptr[c], body.path("N") + "[" + std::to_string(c) + "]");
-    if (n > static_cast<uint64_t>(INT64_MAX))
-      fail(ProtocolErrorCode::InvalidValue, body.path("N") + ": count exceeds 2^63-1");
+    const std::string path = body.path("N") + "[" + std::to_string(c) + "]";
+    const uint64_t n = as_uint(N.ptr[c], path);
+    add_samples(samples, n, path, limits);
     s.N[c] = static_cast<int64_t>(n);
   }
   s.A.resize(static_cast<Eigen::Index>(C), static_cast<Eigen::Index>(d));
@@ -321,10 +332,11 @@ PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k,
   p.classes.reserve(list.size);
   TensorJobs jobs;
   int previous = -1;
+  uint64_t samples = 0;
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
     ClassPrototypes c;
-    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes);
+    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
     previous = c.label;
     const TensorIn t = read_tensor(m.at("prototypes"), m.path("prototypes"));
     m.finish();
@@ -359,6 +371,16 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
     for (const auto& c : p->classes)
       check_limit(static_cast<uint64_t>(c.prototypes.rows()), limits.max_prototypes, where + ".body.classes",
                   "max_prototypes");
+  uint64_t samples = 0;
+  const auto count = [&](int64_t n, const std::string& path) {
+    add_samples(samples, static_cast<uint64_t>(std::max<int64_t>(n, 0)), path, limits);
+  };
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload))
+    for (const auto& c : g->classes) count(c.count, where + ".body.classes.count");
+  if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload))
+    for (const auto& c : p->classes) count(c.count, where + ".body.classes.count");
+  if (auto* s = std::get_if<StatsKnowledge>(&k.payload))
+    for (int64_t n : s->N) count(n, where + ".body.N");
   check_structure(k, where, true);
 }
 
@@ -397,7 +419,7 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
   const msgpack::object& body = map.at("body");
   map.finish();
   if (method == "fedpft") k.payload = read_gmm(body, k, limits);
-  else if (method == "fedcgs") k.payload = read_stats(body, k);
+  else if (method == "fedcgs") k.payload = read_stats(body, k, limits);
   else k.payload = read_prototypes(body, k, limits);
   check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
   return k;

@@ -22,6 +22,7 @@ void Limits::validate() const {
   check(max_components, 1, uint64_t{1} << 20, "max_components");
   check(max_prototypes, 1, uint64_t{1} << 24, "max_prototypes");
   check(max_contributors, 1, uint64_t{1} << 24, "max_contributors");
+  check(max_samples, 1, uint64_t{1} << 40, "max_samples");
   check(max_string_bytes, 16, uint64_t{1} << 20, "max_string_bytes");
   check(max_depth, 6, 64, "max_depth");
   check(max_items, 64, UINT32_MAX, "max_items");

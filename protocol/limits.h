@@ -14,6 +14,11 @@ struct Limits {
   uint32_t max_components = 4096;     // Gaussian components per class (FedPFT K)
   uint32_t max_prototypes = 65536;     // prototypes per class (FedTC)
   uint32_t max_contributors = 65536;   // node ids in one contributor set
+  // Samples one piece of knowledge may claim to summarise, all classes together. FedPFT draws
+  // that many synthetic features, so this bounds what merging a piece allocates (2^20 samples
+  // of d = 1280 are 5 GiB of float32); the largest public image sets have about 2^20 per class
+  // and node.
+  uint64_t max_samples = uint64_t{1} << 20;
   uint32_t max_string_bytes = 1024;    // any string field: method, backbone fingerprint, reason
   uint32_t max_depth = 8;              // MessagePack nesting; the v1 schema needs 6
   uint64_t max_items = uint64_t{1} << 22;  // MessagePack values in one message, all levels

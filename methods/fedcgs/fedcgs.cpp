@@ -44,6 +44,11 @@ class FedCgs final : public Method {
     return wrap(std::move(sum), sel.contributors, ctx);
   }
 
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    check_compatible(piece, name(), ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+    validate_stats(std::get<StatsKnowledge>(piece.payload), ctx.num_classes, ctx.dim, where);
+  }
+
   std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
                                  const NodeContext& ctx) const override {
     const Knowledge k = merge(received, local, ctx);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 
 namespace fednode {
 namespace {
@@ -145,6 +146,20 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
   const double max_diag = dim > 0 ? s.B.diagonal().maxCoeff() : 0.0;
   if (dim > 0 && s.B.diagonal().minCoeff() < 0)
     throw InputError(where + ": Gram matrix B has a negative diagonal entry");
+  // Bounds every genuine statistic obeys, so that what passes here cannot overflow when pieces
+  // are summed or the head is fitted: no float32 feature exceeds FLT_MAX, and by Cauchy-Schwarz
+  // a class's sum satisfies (sum x_k)^2 <= N_j * sum x_k^2 <= N_j * B_kk.
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (max_diag > static_cast<double>(total_count(s)) * kFloatMax * kFloatMax)
+    throw InputError(where + ": Gram matrix B has a diagonal entry larger than " +
+                     std::to_string(total_count(s)) + " float32 features can produce");
+  for (Eigen::Index j = 0; j < s.A.rows(); ++j)
+    for (Eigen::Index k = 0; k < s.A.cols(); ++k) {
+      const double a = s.A(j, k);
+      if (a * a > static_cast<double>(s.N[static_cast<size_t>(j)]) * s.B(k, k) * (1 + 1e-9))
+        throw InputError(where + ": class sum A(" + std::to_string(j) + ", " + std::to_string(k) +
+                         ") is too large for the class's count and the Gram matrix's diagonal");
+    }
   // Decoded statistics are symmetric by construction (the wire carries one triangle); statistics
   // handed over in-process must be too, up to the rounding of whoever produced them.
   // Tile by tile: B(j, i) walks a column, and at d = 4096 a plain double loop missed the cache

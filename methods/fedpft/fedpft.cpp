@@ -39,6 +39,11 @@ class FedPft final : public Method {
     return train_linear_head(train, head, on_epoch);
   }
 
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    validate_gmm_knowledge(piece, ctx, where);
+    check_piece_fits(piece, options_, ctx, where);
+  }
+
  private:
   FedPftOptions options_;
 };

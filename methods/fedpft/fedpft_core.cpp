@@ -117,6 +117,12 @@ void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const st
   }
 }
 
+void check_piece_fits(const Knowledge& k, const FedPftOptions& o, const NodeContext& ctx, const std::string& where) {
+  double total = 0;
+  for (const auto& c : std::get<GmmKnowledge>(k.payload).classes) total += static_cast<double>(c.count);
+  check_synthetic_size(total * o.synthetic_multiplier, ctx.dim, where);
+}
+
 uint64_t fedpft_sampling_seed(const NodeContext& ctx, const Contributors& piece, int label) {
   uint64_t h = derive_seed(0x70696563655F6964ULL, {static_cast<uint64_t>(piece.size())});
   for (NodeId id : piece) h = derive_seed(h, {id});

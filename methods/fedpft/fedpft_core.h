@@ -38,6 +38,11 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& options,
 Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
                        const FedPftOptions& options, const NodeContext& ctx);
 
+// Throws InputError if sampling this piece alone to its counts (times the synthetic
+// multiplier) would exceed the limit on a node's synthetic training set.
+void check_piece_fits(const Knowledge& k, const FedPftOptions& options, const NodeContext& ctx,
+                      const std::string& where);
+
 // What the head is trained on: every chosen piece sampled to its counts, plus the local real
 // features if this node is not already among the pieces' contributors.
 Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,

@@ -131,6 +131,11 @@ class FedTc final : public Method {
     return k;
   }
 
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    check_compatible(piece, kMethod, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+    check_prototypes(piece, where);
+  }
+
   std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
                                  const NodeContext& ctx) const override {
     const Knowledge k = merge(received, local, ctx);

@@ -279,6 +279,43 @@ TEST_F(FedCgsMerge, IncompatibleKnowledgeIsRejected) {
   EXPECT_THROW(method->merge({good}, &other, ctx(1)), InputError);
 }
 
+// Method::validate makes merge's checks on one piece, for a node to apply on arrival; and it
+// refuses statistics no float32 features can produce, which would overflow the sum or the head.
+TEST_F(FedCgsMerge, ValidateRefusesWhatMergeRefusesAndImpossibleMagnitudes) {
+  const Knowledge good = method->summarize(parts[0], ctx(0));
+  EXPECT_NO_THROW(method->validate(good, ctx(1), "piece"));
+  Knowledge asymmetric = good;
+  std::get<StatsKnowledge>(asymmetric.payload).B(0, 1) += 1.0;
+  EXPECT_THROW(method->validate(asymmetric, ctx(1), "piece"), InputError);
+  Knowledge wrong_dim = good;
+  wrong_dim.dim = 5;
+  EXPECT_THROW(method->validate(wrong_dim, ctx(1), "piece"), InputError);
+
+  auto expect_refused = [&](const Knowledge& k, const std::string& mentions) {
+    try {
+      method->validate(k, ctx(1), "piece from node 0");
+      ADD_FAILURE() << "accepted: expected an error mentioning " << mentions;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("piece from node 0"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(method->merge({k}, &parts[1], ctx(1)), InputError);
+  };
+  Knowledge huge_sum = good;
+  std::get<StatsKnowledge>(huge_sum.payload).A(1, 2) = 1e308;
+  expect_refused(huge_sum, "class sum A(1, 2)");
+  // Just beyond Cauchy-Schwarz: (sum x)^2 > N_j * B_kk.
+  Knowledge too_large = good;
+  auto& s = std::get<StatsKnowledge>(too_large.payload);
+  const Eigen::Index j = std::max_element(s.N.begin(), s.N.end()) - s.N.begin();
+  ASSERT_GT(s.N[static_cast<size_t>(j)], 0);
+  s.A(j, 0) = std::sqrt(static_cast<double>(s.N[static_cast<size_t>(j)]) * s.B(0, 0)) * 1.001;
+  expect_refused(too_large, "class sum A(" + std::to_string(j) + ", 0)");
+  Knowledge huge_gram = good;
+  std::get<StatsKnowledge>(huge_gram.payload).B(3, 3) = 1e300;
+  expect_refused(huge_gram, "float32 features");
+}
+
 TEST(FedCgsLda, SeparatedGaussiansAreClassifiedWithEitherCovariance) {
   const Features train = blobs(2000, 8, 5, 6.0, 31), test = blobs(1000, 8, 5, 6.0, 32);
   const StatsKnowledge s = compute_stats(train);

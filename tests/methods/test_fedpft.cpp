@@ -1,6 +1,7 @@
 // FedPFT without head training (fit_head needs the LibTorch trainer; its data is tested through
 // fedpft_training_set, which fit_head uses).
 #include "methods/fedpft/dp.h"
+#include "methods/fedpft/fedpft.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "methods/fedpft/half.h"
 #include "methods/float16.h"
@@ -336,6 +337,21 @@ TEST(FedPft, RejectsIncompatibleOrMalformedKnowledge) {
   bad = good;
   std::get<GmmKnowledge>(bad.payload).classes[0].mixture.means(0, 0) = NAN;
   EXPECT_THROW(fedpft_merge({bad}, &local, o, context(2)), InputError);
+
+  // Method::validate, which a node applies on arrival, refuses what merging would refuse,
+  // and a piece whose synthetic samples alone would exceed the training-set limit.
+  FedPftOptions many = o;
+  many.synthetic_multiplier = kMaxSyntheticMultiplier;
+  const auto method = make_fedpft(many);
+  EXPECT_NO_THROW(method->validate(good, context(2), "piece"));
+  bad = good;
+  std::get<GmmKnowledge>(bad.payload).classes[0].mixture.means(0, 0) = NAN;
+  EXPECT_THROW(method->validate(bad, context(2), "piece"), InputError);
+  bad = good;
+  std::get<GmmKnowledge>(bad.payload).classes[0].count = kMaxClassCount;
+  EXPECT_NO_THROW(make_fedpft(o)->validate(bad, context(2), "piece")) << "fits with one draw per sample";
+  EXPECT_THROW(method->validate(bad, context(2), "piece"), InputError);
+  EXPECT_THROW(fedpft_training_set({bad}, &local, many, context(2)), InputError);
 
   Features wrong_classes = local;
   wrong_classes.num_classes = kClasses + 1;

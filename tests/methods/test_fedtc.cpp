@@ -257,6 +257,15 @@ TEST(FedTcMethod, MergeRejectsIncompatibleOrMalformedKnowledge) {
   Knowledge no_one = good;
   no_one.contributors.clear();
   EXPECT_THROW(method->merge({no_one}, nullptr, ctx), InputError);
+
+  Knowledge overclaimed = good;  // more prototypes than samples behind them
+  std::get<PrototypeKnowledge>(overclaimed.payload).classes[0].count = 1;
+  EXPECT_THROW(method->merge({overclaimed}, nullptr, ctx), InputError);
+
+  // Method::validate, which a node applies on arrival, refuses each of them too.
+  EXPECT_NO_THROW(method->validate(good, ctx, "piece"));
+  for (const Knowledge* k : {&other_backbone, &wrong_cols, &nan, &bad_label, &twice, &empty_class, &no_one, &overclaimed})
+    EXPECT_THROW(method->validate(*k, ctx, "piece"), InputError);
 }
 
 TEST(FedTcMethod, FitHeadLearnsFromPooledPrototypes) {

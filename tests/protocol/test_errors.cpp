@@ -156,6 +156,25 @@ TEST(ProtocolErrors, PerClassEntries) {
   expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_prototypes", limits);
 }
 
+// A piece's counts decide what merging it allocates (FedPFT samples every count), so they are
+// bounded, each and all classes together, before anything is sized.
+TEST(ProtocolErrors, SampleCountsAreBoundedByMaxSamples) {
+  Value v = gmm_value();
+  first_class(v)["count"] = uint64_t{1} << 60;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
+  v = stats_value();  // N = {3, 4}
+  Limits limits;
+  limits.max_samples = 6;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "all classes together", limits);
+  limits.max_samples = 7;
+  EXPECT_NO_THROW(decode_knowledge(v, limits));
+  v = prototypes_value();  // counts 4 and 1
+  limits.max_samples = 4;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "all classes together", limits);
+  limits.max_samples = 3;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "classes[0].count", limits);
+}
+
 TEST(ProtocolErrors, Tensors) {
   auto with_prototypes = [](Value t) {
     Value v = prototypes_value();
