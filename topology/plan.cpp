@@ -76,13 +76,26 @@ class Planner {
         for (size_t s : g_.fb_in[v]) expected.unite(anc_[s]);
         for (size_t u = 0; u < g_.size(); ++u)
           if (expected.test(u)) p.expected_contributors.insert(g_.ids[u]);
+        // What a node forwards, merged or relayed, holds its ancestors at most.
+        for (const auto* senders : {&g_.in[v], &g_.fb_in[v]})
+          for (size_t s : *senders)
+            for (size_t u = 0; u < g_.size(); ++u)
+              if (anc_[s].test(u)) p.sources[g_.ids[s]].insert(g_.ids[u]);
         break;
       }
       case TopologyMode::Ring: {
         // First pass start -> ... -> last, each merging; then last hands the complete knowledge
         // to start, and it travels on to the node before last, each refitting its head on it.
         const size_t next = g_.out[v][0], prev = g_.in[v][0];
-        if (v != start_) p.wait_for = {g_.ids[prev]};
+        if (v != start_) {
+          p.wait_for = {g_.ids[prev]};
+          // The first pass: start, then each node up to the sender.
+          auto& from = p.sources[g_.ids[prev]];
+          for (size_t u = start_;; u = g_.out[u][0]) {
+            from.insert(g_.ids[u]);
+            if (u == prev) break;
+          }
+        }
         if (v != last_) {
           p.forward_to = {g_.ids[next]};
           p.complete_from = g_.ids[prev];
@@ -96,6 +109,7 @@ class Planner {
           p.wait_for = ids(g_.in[v]);
           for (size_t u = 0; u < g_.size(); ++u)
             if (u != hub_) p.send_head_to.push_back(g_.ids[u]);
+          for (NodeId leaf : p.wait_for) p.sources[leaf] = {leaf};  // a leaf knows only its own data
         } else {
           p.forward_to = {g_.ids[hub_]};
           p.fits_head = false;

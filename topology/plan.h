@@ -5,6 +5,7 @@
 
 #include "topology/topology.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct NodePlan {
 
   // Whose data its final head covers when no one misses a deadline.
   Contributors expected_contributors;
+  // Per node it receives Knowledge from (wait_for, late_from): whose data that Knowledge can
+  // hold at most. A piece claiming anyone else is refused: it would pass for other senders'
+  // knowledge and push their genuine pieces out as redundant. Complete knowledge may hold anyone.
+  std::map<NodeId, Contributors> sources;
   double deadline_seconds = kDefaultDeadlineSeconds;
 
   bool has_phase2() const { return head_from || complete_from || !late_from.empty(); }

@@ -40,6 +40,8 @@ TEST(TopologyPlan, ChainAccumulates) {
     EXPECT_DOUBLE_EQ(p.deadline_seconds, kDefaultDeadlineSeconds);
   }
   EXPECT_EQ(plans[2].peers(), (Ids{1, 3}));
+  EXPECT_EQ(plans[3].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
+  EXPECT_TRUE(plans[0].sources.empty());
   EXPECT_TRUE(plans[2].expects(1, PlanMessage::Knowledge));
   EXPECT_FALSE(plans[2].expects(3, PlanMessage::Knowledge));
   EXPECT_FALSE(plans[2].expects(1, PlanMessage::Head));
@@ -77,6 +79,9 @@ TEST(TopologyPlan, RingMakesASecondPass) {
     EXPECT_TRUE(q.fits_head);
     EXPECT_EQ(q.expected_contributors, range(0, 3));
   }
+  EXPECT_EQ(p[2].sources, (std::map<NodeId, Contributors>{{1, range(0, 1)}}));
+  EXPECT_EQ(p[3].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
+  EXPECT_TRUE(p[0].sources.empty());
   EXPECT_TRUE(p[1].expects(0, PlanMessage::Complete));
   EXPECT_TRUE(p[1].expects(0, PlanMessage::Knowledge));
   EXPECT_FALSE(p[3].expects(2, PlanMessage::Complete));
@@ -115,6 +120,8 @@ TEST(TopologyPlan, StarHubFitsAndSendsTheHeadBack) {
   EXPECT_EQ(hub.forward_to, Ids{});
   EXPECT_TRUE(hub.fits_head);
   EXPECT_FALSE(hub.has_phase2());
+  ASSERT_EQ(hub.sources.size(), 8u);
+  for (const auto& [leaf, can_hold] : hub.sources) EXPECT_EQ(can_hold, Contributors{leaf}) << "a leaf holds only itself";
   for (NodeId leaf = 1; leaf <= 8; ++leaf) {
     const auto p = plan_for(t, leaf);
     EXPECT_EQ(p.wait_for, Ids{});
@@ -157,6 +164,7 @@ TEST(TopologyPlan, FeedbackEdgeBringsKnowledgeBackLate) {
   EXPECT_EQ(p[2].forward_to, Ids{});
   EXPECT_EQ(p[1].expected_contributors, (Contributors{0, 1}));
   EXPECT_TRUE(p[0].expects(2, PlanMessage::Knowledge));
+  EXPECT_EQ(p[0].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
 }
 
 TEST(TopologyPlan, DescriptionsReadLikeTheSemantics) {
@@ -180,6 +188,16 @@ TEST(TopologyPlan, UnknownIdIsAnError) {
   const Topology t = test::parse(federation("linear") + nodes(2) + edges({{0, 1}}));
   EXPECT_THROW(plan_for(t, NodeId{5}), InputError);
   EXPECT_THROW(plan_for(t, std::string("n5")), InputError);
+}
+
+// A node refuses Knowledge whose contributors lie outside plan.sources of its sender: nothing a
+// genuine sender forwards may.
+void expect_within_sources(const NodePlan& at, NodeId from, const std::vector<Contributors>& pieces) {
+  const auto it = at.sources.find(from);
+  ASSERT_NE(it, at.sources.end()) << "node " << at.id << " has no sources for " << from;
+  for (const auto& piece : pieces)
+    EXPECT_TRUE(std::includes(it->second.begin(), it->second.end(), piece.begin(), piece.end()))
+        << "node " << at.id << " would refuse a genuine piece from " << from;
 }
 
 // Plays the one-shot run of a graph with sets of contributors standing for knowledge: every node
@@ -217,7 +235,10 @@ void check_merges_lose_nothing(const Topology& t) {
       if (done.count(p.id)) continue;
       if (!std::all_of(p.wait_for.begin(), p.wait_for.end(), [&](NodeId u) { return done.count(u) > 0; })) continue;
       std::vector<Contributors> in{{p.id}};
-      for (NodeId u : p.wait_for) in.insert(in.end(), outbox[u].begin(), outbox[u].end());
+      for (NodeId u : p.wait_for) {
+        expect_within_sources(p, u, outbox[u]);
+        in.insert(in.end(), outbox[u].begin(), outbox[u].end());
+      }
       holds[p.id] = combine(in, p.id);
       Contributors all;
       for (const auto& c : holds[p.id]) all.insert(c.begin(), c.end());
@@ -230,7 +251,10 @@ void check_merges_lose_nothing(const Topology& t) {
   }
   for (const auto& p : plans) {
     std::vector<Contributors> in = holds[p.id];
-    for (NodeId s : p.late_from) in.insert(in.end(), outbox[s].begin(), outbox[s].end());
+    for (NodeId s : p.late_from) {
+      expect_within_sources(p, s, outbox[s]);
+      in.insert(in.end(), outbox[s].begin(), outbox[s].end());
+    }
     Contributors all;
     for (const auto& c : combine(in, p.id)) all.insert(c.begin(), c.end());
     EXPECT_EQ(all, p.expected_contributors) << "node " << p.id;
