@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Frames handled before the node looks at its plan again (Node::step).
+constexpr int kFramesPerStep = 256;
+
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -133,6 +136,33 @@ struct Node::Impl {
   void say(const std::string& msg) const {
     if (config.callbacks.progress) config.callbacks.progress(msg);
   }
+
+  // Lines about rejected frames: a flood of them must not flood the log as well. At most
+  // kRejectionLines per kRejectionWindow, then one line saying how many were left out.
+  static constexpr int kRejectionLines = 20;
+  static constexpr double kRejectionWindow = 10.0;
+  Clock::time_point rejection_window{};
+  int rejections_said = 0;
+  int64_t rejections_unsaid = 0;
+
+  void say_rejection(const std::string& msg) {
+    if (since(rejection_window) >= kRejectionWindow) {
+      say_rejections_left_out();
+      rejection_window = Clock::now();
+      rejections_said = 0;
+    }
+    if (rejections_said < kRejectionLines) {
+      ++rejections_said;
+      say(msg);
+    } else {
+      ++rejections_unsaid;
+    }
+  }
+  void say_rejections_left_out() {
+    if (rejections_unsaid == 0) return;
+    say("... and " + std::to_string(rejections_unsaid) + " more rejected frames, not logged one by one");
+    rejections_unsaid = 0;
+  }
   std::string who(NodeId id) const { return config.topology.describe(id); }
 
   // --- start-up -----------------------------------------------------------------------------
@@ -228,7 +258,20 @@ struct Node::Impl {
       h.to = config.id;
       h.msg_id = m.msg_id;
       h.run = channel.run();
-      Payload payload = decode_payload(h, m.plaintext, config.limits);
+      // Checked again: what a node accepted under older checks or limits may not pass now.
+      Payload payload;
+      std::string refusal;
+      try {
+        payload = decode_payload(h, m.plaintext, config.limits);
+        refusal = check(h, payload);
+      } catch (const std::exception& e) {
+        refusal = e.what();
+      }
+      if (!refusal.empty()) {
+        say("not using the stored " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " +
+            who(h.from) + ": " + refusal);
+        continue;
+      }
       accept(h, std::move(payload), /*fresh=*/false);
     }
     if (phase1 || phase2) head = store->load_head(&result.contributors);
@@ -263,14 +306,14 @@ struct Node::Impl {
         return;
       }
       ++result.frames_rejected;
-      say(std::string("rejected a frame") + (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") +
+      say_rejection(std::string("rejected a frame") + (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") +
           ": " + e.what());
       if (e.authenticated && e.header && e.code == SecurityCode::MalformedPayload)
         send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, "payload refused");
       return;
     } catch (const std::exception& e) {
       ++result.frames_rejected;
-      say(std::string("rejected a frame: ") + e.what());
+      say_rejection(std::string("rejected a frame: ") + e.what());
       return;
     }
     const auto& h = msg.header;
@@ -295,7 +338,7 @@ struct Node::Impl {
     }
     if (!refusal.empty()) {
       ++result.frames_rejected;
-      say("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " + who(h.from) +
+      say_rejection("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " + who(h.from) +
           ": " + refusal);
       send_error(in, h.from, h.type == MessageType::Hello ? ErrorReason::Incompatible : ErrorReason::Rejected,
                  h.msg_id, h.type == MessageType::Hello, refusal);
@@ -340,11 +383,21 @@ struct Node::Impl {
       contributors = &hm.contributors;
     } else {
       const auto& k = std::get<Knowledge>(p);
-      check_compatible(k, config.method.method, ctx.dim, ctx.num_classes, config.backbone_fingerprint, where);
+      // The method's own checks too: a piece that would make merging fail is refused now,
+      // before it is stored and acknowledged, not found out in phase 1.
+      method->validate(k, ctx, where);
       contributors = &k.contributors;
     }
     for (NodeId c : *contributors)
       if (!config.topology.find(c)) return "contributor " + std::to_string(c) + " is not in the topology";
+    if (h.type == MessageType::Knowledge) {
+      const auto it = plan.sources.find(h.from);
+      const Contributors possible = it != plan.sources.end() ? it->second : Contributors{};
+      for (NodeId c : *contributors)
+        if (!possible.count(c))
+          return "contributor " + std::to_string(c) + "'s data cannot reach " + who(h.from) +
+                 " in this topology (it can hold " + contributors_text(possible) + ")";
+    }
     return "";
   }
 
@@ -508,10 +561,33 @@ struct Node::Impl {
     if (config.callbacks.head) config.callbacks.head(*head, contributors);
   }
 
+  // run_admitting (node/phases.h) over the pieces held, logging and discarding as it goes.
+  template <class Work>
+  auto with_admission(const std::string& what, Work&& work) {
+    return run_admitting(
+        std::vector<ReceivedPiece>(pieces.begin(), pieces.end()), std::forward<Work>(work),
+        [&](const std::string& why) { say(what + " failed: " + why + "; trying the received pieces one at a time"); },
+        [&](const ReceivedPiece& p, const std::string& why) { discard(p, why); });
+  }
+
+  void discard(const ReceivedPiece& p, const std::string& why) {
+    say("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
+        contributors_text(p.knowledge.contributors) + "): " + why);
+    add_once(result.discarded_from, p.from);
+    // `p` may be one of `pieces`: copy the key before moving elements around.
+    const NodeId from = p.from;
+    const uint64_t seq = p.seq;
+    const PlanMessage kind = p.kind;
+    pieces.erase(std::remove_if(pieces.begin(), pieces.end(),
+                                [&](const Piece& q) { return q.from == from && q.seq == seq && q.kind == kind; }),
+                 pieces.end());
+  }
+
   void phase1() {
     say("merging what arrived with " + std::to_string(config.local.size()) + " local samples (" + method->name() + ")");
-    std::vector<ReceivedPiece> received(pieces.begin(), pieces.end());
-    PhaseOne out = run_phase_one(*method, plan, received, config.local, ctx);
+    PhaseOne out = with_admission("merging", [&](const std::vector<ReceivedPiece>& received) {
+      return run_phase_one(*method, plan, received, config.local, ctx);
+    });
     result.seconds_merge += out.merge_seconds;
     result.seconds_head += out.head_seconds;
     if (out.head) set_head(std::shared_ptr<const Head>(std::move(out.head)), out.head_contributors);
@@ -552,10 +628,17 @@ struct Node::Impl {
         if (p.kind == PlanMessage::Complete) complete = &p;
       if (complete) {
         say("refitting the head on the complete knowledge " + contributors_text(complete->knowledge.contributors));
-        Refit r = refit_head(*method, {complete->knowledge}, config.local, ctx);
-        result.seconds_head += r.seconds;
-        set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
-        if (plan.complete_to) queue_knowledge(*plan.complete_to, complete->knowledge, MessageType::Complete, 2);
+        std::optional<Refit> r;
+        try {
+          r = refit_head(*method, {complete->knowledge}, config.local, ctx);
+        } catch (const InputError& e) {
+          discard(*complete, e.what());  // the head of phase 1 stays
+        }
+        if (r) {
+          result.seconds_head += r->seconds;
+          set_head(std::shared_ptr<const Head>(std::move(r->head)), r->contributors);
+          if (plan.complete_to) queue_knowledge(*plan.complete_to, complete->knowledge, MessageType::Complete, 2);
+        }
       }
     }
     if (!plan.late_from.empty() || refit_pending) refit();
@@ -570,7 +653,9 @@ struct Node::Impl {
     const Selection sel = select_for_combination(knowledge, &config.local, ctx, config.method.method);
     if (sel.contributors == result.contributors) return;
     say("refitting the head with knowledge that came after phase 1: " + contributors_text(sel.contributors));
-    Refit r = refit_head(*method, knowledge, config.local, ctx);
+    Refit r = with_admission("refitting", [&](const std::vector<ReceivedPiece>& held) {
+      return refit_head(*method, knowledge_in_order(held), config.local, ctx);
+    });
     result.seconds_head += r.seconds;
     set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
   }
@@ -631,6 +716,7 @@ struct Node::Impl {
 
   void finish(NodeStatus status) {
     done = true;
+    say_rejections_left_out();
     closing_since = Clock::now();
     for (const auto& p : outbox) {
       if (p.entry.failed) add_once(result.refused_by, p.entry.to);
@@ -638,7 +724,8 @@ struct Node::Impl {
     }
     // A node whose knowledge or head a peer refused has not done its part of the plan, even if
     // its own head is fine.
-    if (status == NodeStatus::Finished && (!result.missing.empty() || !result.refused_by.empty() || !head))
+    if (status == NodeStatus::Finished &&
+        (!result.missing.empty() || !result.refused_by.empty() || !result.discarded_from.empty() || !head))
       status = NodeStatus::Incomplete;
     result.status = status;
     result.head = head;
@@ -670,8 +757,13 @@ bool Node::step(std::chrono::milliseconds budget) {
     return true;
   }
   const auto until = Clock::now() + budget;
-  // Everything that is waiting first, so that one step drains a burst of frames.
-  while (auto in = m.transport->receive(std::chrono::milliseconds(0))) m.handle(*in);
+  // What is waiting first, so that one step drains a burst of frames; but at most a burst, so
+  // that a peer flooding the node does not keep it from its plan (merging, sends, deadlines).
+  for (int i = 0; i < kFramesPerStep; ++i) {
+    auto in = m.transport->receive(std::chrono::milliseconds(0));
+    if (!in) break;
+    m.handle(*in);
+  }
   m.advance();
   if (m.done) return m.closed(std::chrono::milliseconds(0));
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -715,6 +807,7 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("missing").array(r.missing);
   w.key("unacknowledged").array(r.unacknowledged);
   w.key("refused_by").array(r.refused_by);
+  w.key("discarded_from").array(r.discarded_from);
   if (r.accuracy >= 0) {
     w.key("accuracy").value(r.accuracy);
     std::vector<double> per_class;

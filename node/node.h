@@ -71,6 +71,7 @@ struct NodeResult {
   std::vector<NodeId> missing;         // senders given up on at a deadline
   std::vector<NodeId> unacknowledged;  // peers that never acknowledged a send
   std::vector<NodeId> refused_by;      // peers that refused a message of this node (an error reply)
+  std::vector<NodeId> discarded_from;  // peers whose piece, accepted on arrival, made merging fail
   double accuracy = -1;                // < 0 without test features
   std::vector<ClassAccuracy> per_class;
   int64_t samples = 0;

@@ -7,6 +7,8 @@
 #include "topology/plan.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace fednode {
@@ -46,5 +48,36 @@ struct Refit {
 // feedback, late arrivals), by the contributor rules.
 Refit refit_head(const Method& method, const std::vector<Knowledge>& knowledge, const Features& local,
                  const NodeContext& ctx);
+
+// Runs `work` on `pieces`. Pieces that each passed Method::validate can still fail together (a
+// sum that overflows, a head that cannot be fitted): when `work` throws InputError, `failed` is
+// told why, and the pieces are admitted one at a time in input order, each one that makes `work`
+// fail going to `discarded` instead, so that one sender's piece does not cost the others'. That
+// path costs a run of `work` per piece. Returns `work` on what was admitted; throws if `work`
+// fails with no piece at all (the local data alone).
+template <class Work, class Failed, class Discarded>
+auto run_admitting(std::vector<ReceivedPiece> pieces, Work&& work, Failed&& failed, Discarded&& discarded) {
+  using Out = decltype(work(pieces));
+  try {
+    return work(pieces);
+  } catch (const InputError& e) {
+    if (pieces.empty()) throw;
+    failed(std::string(e.what()));
+  }
+  sort_inputs(pieces);
+  std::vector<ReceivedPiece> admitted;
+  std::optional<Out> last;
+  for (auto& p : pieces) {
+    admitted.push_back(p);
+    try {
+      last.emplace(work(admitted));
+    } catch (const InputError& e) {
+      admitted.pop_back();
+      discarded(p, std::string(e.what()));
+    }
+  }
+  if (last) return std::move(*last);
+  return work(admitted);
+}
 
 }  // namespace fednode

@@ -43,6 +43,7 @@ struct Transport::Impl {
   std::map<PublicKey, NodeId> allowed;
   std::map<PublicKey, int64_t> refused_by_key;
   int64_t refused_untracked = 0, refusals = 0;
+  size_t next_socket = 0;  // where receive() looks first: round robin, so that no socket starves
 
   zmq::socket_t& dealer(NodeId peer) {
     auto it = peers.find(peer);
@@ -162,6 +163,7 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
 void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
   s.set(zmq::sockopt::linger, options.linger_ms);
   s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_message_bytes));
+  s.set(zmq::sockopt::rcvhwm, options.receive_queue);
   s.set(zmq::sockopt::heartbeat_ivl, options.heartbeat_ivl_ms);
   s.set(zmq::sockopt::heartbeat_timeout, options.heartbeat_timeout_ms);
   s.set(zmq::sockopt::heartbeat_ttl, options.heartbeat_timeout_ms);
@@ -221,8 +223,12 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     // Admission first: a handshake waits on its answer, while data can wait for the next turn.
     if (impl_->zap && (items.back().revents & ZMQ_POLLIN))
       while (impl_->zap->get(zmq::sockopt::events) & ZMQ_POLLIN) impl_->answer_zap();
-    for (size_t i = 0; i < data_items; ++i) {
+    // Starting where the last frame came from, one past it: a flood on the ROUTER must not
+    // keep the acknowledgements that come in on the DEALERs waiting.
+    for (size_t k = 0; k < data_items; ++k) {
+      const size_t i = (impl_->next_socket + k) % data_items;
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      impl_->next_socket = i + 1;
       zmq::socket_t& s = i == 0 ? impl_->router : *impl_->peers[owners[i - 1]].dealer;
       auto parts = Impl::read_all(s);
       const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id

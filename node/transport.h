@@ -47,6 +47,11 @@ struct TransportOptions {
   int heartbeat_ivl_ms = 1000;
   int heartbeat_timeout_ms = 10000;
   int linger_ms = 2000;  // on close: how long unsent frames (a last ack) may still go out
+  // Complete frames libzmq may queue per connection before it stops reading that connection
+  // (TCP then holds the sender back; nothing is lost). A peer has at most one unacknowledged
+  // frame in flight (stop-and-wait), so a few suffice; libzmq's default of 1000 let one
+  // connection queue up to 1000 frames of max_message_bytes while the node was busy merging.
+  int receive_queue = 8;
   // A Node sets this from its topology's [federation] hop_encryption, whatever it held.
   CurveSettings curve;
   // Connection events worth a log line (CURVE clients refused); never a key's secret half.

@@ -1,6 +1,7 @@
 // Attacks on a running node over real sockets: this test plays node 0 of a three-node chain and
 // sends node 1 random bytes, frames sealed with a key not in the topology, a tampered ciphertext,
-// a frame addressed to node 2, and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
+// a frame addressed to node 2, authentic knowledge it must refuse (impossible statistics, a claim
+// to hold node 2's data), and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
 // ignored) and the run still completes with exactly the result `fednode simulate` gives.
 #include "federation.h"
 
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include <algorithm>
 #include <random>
 
 namespace fednode::testing_network {
@@ -89,8 +91,30 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   // 4. A genuine frame of node 0, but addressed to node 2.
   EXPECT_FALSE(exchange(s, real0.seal(2, 5, k), 1500)) << "a misaddressed frame must not be answered";
 
-  // The genuine frame: stored and acknowledged.
+  // Authentic frames of node 0 whose knowledge node 1 must refuse, with an error and before
+  // storing anything: statistics no float32 features can produce (they would make the merge
+  // fail later), and a claim to hold node 2's data, which cannot reach node 0 in a chain.
   ReplayGuard guard;
+  auto expect_refused = [&](const Knowledge& bad, uint64_t id) {
+    const auto answer = exchange(s, real0.seal(1, id, bad), 20000);
+    ASSERT_TRUE(answer) << "an authentic but unusable message must be answered, message " << id;
+    const Message m = real0.open(*answer, guard);
+    ASSERT_EQ(m.header.type, MessageType::Error) << "message " << id << " was acknowledged";
+    EXPECT_EQ(std::get<ErrorMessage>(m.payload).reason, ErrorReason::Rejected);
+    EXPECT_EQ(std::get<ErrorMessage>(m.payload).ref_id, id);
+  };
+  Knowledge impossible = k;
+  {
+    auto& stats = std::get<StatsKnowledge>(impossible.payload);
+    const auto j = std::max_element(stats.N.begin(), stats.N.end()) - stats.N.begin();
+    stats.A(j, 0) = 1e300;
+  }
+  expect_refused(impossible, 3);
+  Knowledge overclaimed = k;
+  overclaimed.contributors = {0, 2};
+  expect_refused(overclaimed, 4);
+
+  // The genuine frame: stored and acknowledged.
   auto reply = exchange(s, genuine, 20000);
   ASSERT_TRUE(reply) << "node 1 did not acknowledge the genuine knowledge";
   const Message ack = real0.open(*reply, guard);
@@ -106,12 +130,14 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   const NodeOutcome got = read_result(f.state_dir(1));
   EXPECT_EQ(got.status, "finished");
   EXPECT_EQ(got.contributors, (std::vector<long>{0, 1}));
-  EXPECT_GE(got.frames_rejected, 4);
+  EXPECT_GE(got.frames_rejected, 6);
   EXPECT_GE(got.duplicates, 1);
   const std::string log = read_text(f.state_dir(1) / "node.log");
   EXPECT_NE(log.find("header-tampered"), std::string::npos) << log;
   EXPECT_NE(log.find("ciphertext-tampered"), std::string::npos) << log;
   EXPECT_NE(log.find("wrong-recipient"), std::string::npos) << log;
+  EXPECT_NE(log.find("is too large for the class's count"), std::string::npos) << log;
+  EXPECT_NE(log.find("contributor 2's data cannot reach node 0"), std::string::npos) << log;
   EXPECT_EQ(log.find(read_text(fs::path(f.topology.key_dir_of(1)) / "node.key").substr(20, 64)), std::string::npos)
       << "the secret key must never reach a log";
 
