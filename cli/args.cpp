@@ -1,9 +1,9 @@
 #include "cli/args.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <sstream>
 
 namespace fednode::cli {
 
@@ -81,11 +81,12 @@ long long Args::integer(const std::string& name, long long fallback, long long l
 
 namespace {
 
-// Shortest round-trip-ish form, so that a bound of 1e-6 reads "1e-06", not "0.000001".
+// The shortest form that reads back as the same double, so that a bound of 1e-6 reads "1e-06",
+// not "0.000001", and one just below 1 does not print as 1 (which the check then refuses).
 std::string format_bound(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
+  char text[32];
+  const auto r = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, r.ptr);
 }
 
 }  // namespace

@@ -90,6 +90,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (it != data_only.end() && !(std::string(key) == "backbone" && it->second == "default"))
       it->second = topology.resolve(it->second);
   }
+  if (!data_only.count("dataset") && !data_only.count("train-features"))
+    throw InputError(topology.source + " gives " + topology.describe(self.id) +
+                     " no data: set dataset = \"fashion-mnist\" or the four .npy files in [federation.data] "
+                     "(fednode topology ... --data dataset=fashion-mnist)");
   const bool whole = data_only.count("partition") && data_only.at("partition") == "none";
   if (whole) data_only.erase("partition");
   // Settings come from the file, so a bad one is the file's mistake (exit 1), named with it.

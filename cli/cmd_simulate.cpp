@@ -22,10 +22,15 @@ namespace {
 const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
-    "       --method fedpft|fedcgs|fedtc --topology linear|ring|star|graph --nodes N\n"
-    "       --partition iid|dirichlet|shards|labels [--dirichlet-alpha A] [--min-samples M]\n"
+    "       [--method fedpft|fedcgs|fedtc] [--topology linear|ring|star|graph] [--nodes N]\n"
+    "       [--partition iid|dirichlet|shards|labels] [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--seed S | --seeds LIST] [--report report.json] [--no-baselines]\n"
     "       [--quiet]\n"
+    "  --method, --topology, --nodes     fedpft, linear and 10 unless given\n"
+    "  --partition                       iid unless given; dirichlet: label skew of concentration\n"
+    "                                    --dirichlet-alpha (0.5), redrawn until every node holds\n"
+    "                                    --min-samples (10); shards: --classes-per-node (2) classes\n"
+    "                                    per node; labels: disjoint label sets\n"
     "  --quiet                           no progress lines on stderr (the table is still printed)\n"
     "data:\n"
     "  --dataset fashion-mnist           Fashion-MNIST from the Debian package: raw pixels, or with\n"
@@ -34,7 +39,8 @@ const char* kHelp =
     "  --input-size S --threads-extract T  backbone input size and LibTorch threads for extraction\n"
     "  --train-limit N --test-limit N    use the first N samples of each split\n"
     "  --num-classes C                   with .npy labels (default: largest label + 1)\n"
-    "  --backbone-fingerprint F          names the features' backbone in knowledge and report\n"
+    "  --backbone-fingerprint F          names the .npy features' backbone in knowledge and report\n"
+    "                                    (unnamed); nodes refuse knowledge of another fingerprint\n"
     "  --feature-expansion D             FedCGS's feature expansion: every node maps its features\n"
     "  --feature-expansion-seed S        to max(0, W f), W a D x d random projection from seed S (1)\n"
     "run:\n"
@@ -64,8 +70,8 @@ uint64_t parse_seed(const std::string& text, const std::string& list) {
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || text[0] == '+' || *end != '\0' || errno == ERANGE || v > (1ULL << 62))
-    throw UsageError("--seeds: '" + text + "' in '" + list + "' is not a seed (an integer in [0, 2^62])");
+  if (text.empty() || text[0] == '-' || text[0] == '+' || *end != '\0' || errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
+    throw UsageError("--seeds: '" + text + "' in '" + list + "' is not a seed (an integer in [0, 2^63-1])");
   return v;
 }
 
@@ -124,13 +130,26 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     return 0;
   }
   SimulationOptions o;
-  o.method = parse_method_options(a);
-  o.topology = parse_topology_mode(a.str("topology", "linear"));
+  // Every choice comes from the command line, so a bad one is a usage error (exit 2).
+  const auto option = [](const char* name, auto&& parse) {
+    try {
+      return parse();
+    } catch (const InputError& e) {
+      throw UsageError(std::string(name) + ": " + e.what());
+    }
+  };
+  o.method = option("method options", [&] { return parse_method_options(a); });
+  o.topology = option("--topology", [&] { return parse_topology_mode(a.str("topology", "linear")); });
   const bool sweep = a.has("seeds");
   if (sweep && a.has("seed")) throw UsageError("--seed and --seeds exclude each other");
   const std::vector<uint64_t> seeds = sweep ? parse_seed_list(a.required("seeds")) : std::vector<uint64_t>{};
-  o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, (1LL << 62)));
-  o.partition = parse_partition_options(a, static_cast<int>(a.integer("nodes", 10, 1, 100000)), o.seed);
+  // The range `fednode topology --seed` takes, so that any networked run can be simulated.
+  o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
+  const int nodes = static_cast<int>(a.integer("nodes", 10, 1, 100000));
+  if ((o.topology == TopologyMode::Ring || o.topology == TopologyMode::Star) && nodes < 2)
+    throw UsageError("--nodes: a " + std::string(to_string(o.topology)) + " needs at least 2 nodes, got " +
+                     std::to_string(nodes));
+  o.partition = option("partition options", [&] { return parse_partition_options(a, nodes, o.seed); });
   o.baselines = !a.flag("no-baselines");
   const bool quiet = a.flag("quiet");
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };

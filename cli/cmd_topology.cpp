@@ -2,6 +2,7 @@
 // node, so that a federation on one machine is one command away from running.
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/data_options.h"
 #include "cli/method_options.h"
 #include "crypto/key_files.h"
 #include "crypto/secure_channel.h"
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 namespace fednode::cli {
 namespace {
@@ -85,14 +87,45 @@ void check_method_options(const std::string& method, const OptionMap& options) {
   }
 }
 
-// A directory from the command line (relative to the current directory) as the file must name
-// it: relative to the file's own directory, against which loaders resolve it.
+// A path from the command line (relative to the current directory) as the file must name it:
+// relative to the file's own directory, against which loaders resolve it.
 std::string as_named_in_file(const std::string& dir, const fs::path& file_dir, const std::string& option) {
-  if (dir.empty()) throw UsageError("--" + option + " needs a directory, got an empty path");
+  if (dir.empty()) throw UsageError("--" + option + " needs a path, got an empty one");
   const fs::path p(dir);
   if (p.is_absolute()) return p.lexically_normal().string();
   const fs::path base = fs::absolute(file_dir).lexically_normal();
   return fs::absolute(p).lexically_normal().lexically_proximate(base).string();
+}
+
+// [federation.data] as the nodes will read it: names and values checked with the parser they
+// use (what needs the files themselves is checked when a node loads them), and file paths
+// rewritten relative to the file, against which the nodes resolve them.
+OptionMap checked_data(OptionMap data, const fs::path& file_dir, int nodes, uint64_t seed) {
+  std::set<std::string> valued = data_option_names();
+  valued.insert(partition_option_names().begin(), partition_option_names().end());
+  std::vector<std::string> argv;
+  for (auto& [key, value] : data) {
+    if (!valued.count(key))
+      throw UsageError("--data " + key + " is not a data or partition option (they are listed by 'fednode simulate --help')");
+    const bool path = key == "train-features" || key == "train-labels" || key == "test-features" ||
+                      key == "test-labels" || (key == "backbone" && value != "default");
+    if (path) {
+      if (value.empty()) throw UsageError("--data " + key + " needs a file, got an empty path");
+      value = as_named_in_file(value, file_dir, "data " + key);
+    }
+    if (key == "partition" && value == "none") continue;  // every node takes the whole set
+    argv.push_back("--" + key);
+    argv.push_back(value);
+  }
+  if (data.empty()) return data;
+  try {
+    const Args parsed(argv, valued, {});
+    parse_data_settings(parsed, /*need_source=*/false);
+    parse_partition_options(parsed, nodes, seed);
+  } catch (const std::exception& e) {  // UsageError or InputError alike: the command line's mistake
+    throw UsageError(std::string("--data: ") + e.what());
+  }
+  return data;
 }
 
 // Makes the key pair of one node, or reuses the one its directory holds. Returns "" either way:
@@ -149,8 +182,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
   if (o.method != "fedpft" && o.method != "fedcgs" && o.method != "fedtc")
     throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + o.method + "'");
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
-  o.deadline_seconds = a.real("deadline", kDefaultDeadlineSeconds, 0.0, kMaxDeadlineSeconds);
-  if (!(o.deadline_seconds > 0)) throw UsageError("--deadline must be more than 0 seconds");
+  o.deadline_seconds = a.real("deadline", kDefaultDeadlineSeconds, 1e-3, kMaxDeadlineSeconds);
   o.run = a.has("run") ? a.str("run", "") : random_run_name();
   const std::string run_problem = run_name_problem(o.run);
   if (!run_problem.empty()) throw UsageError("--run " + run_problem);
@@ -161,12 +193,12 @@ int cmd_topology(const std::vector<std::string>& argv) {
   }
   o.options = key_values(a, "option");
   check_method_options(o.method, o.options);
-  o.data = key_values(a, "data");
 
   const std::string out = a.str("out", "");
   if (a.has("out") && out.empty()) throw UsageError("--out needs a file name, got an empty path");
   fs::path file_dir = fs::path(out).parent_path();
   if (file_dir.empty()) file_dir = ".";
+  o.data = checked_data(key_values(a, "data"), file_dir, o.nodes, o.seed);
   o.base_dir = file_dir.string();
   if (a.has("keys")) o.key_root = as_named_in_file(a.str("keys", ""), file_dir, "keys");
   else o.key_root = "keys";
@@ -196,6 +228,9 @@ int cmd_topology(const std::vector<std::string>& argv) {
               << run_name(t) << "\n";
   }
   // stderr: with no --out, stdout is the file itself.
+  if (o.data.empty())
+    std::cerr << "no --data: give the nodes their data in the file's [federation.data] (e.g. dataset = "
+                 "\"fashion-mnist\") before running them, or make the file again with --data dataset=fashion-mnist\n";
   std::cerr << "key pairs in " << t.resolve(o.key_root) << "/n<i>: " << generated << " new, " << reused
             << " reused\n";
   return 0;

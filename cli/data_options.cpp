@@ -23,60 +23,86 @@ const std::set<std::string>& partition_option_names() {
   return v;
 }
 
-LoadedData load_data(const Args& a, bool quiet) {
-  LoadedData d;
-  d.fingerprint = a.str("backbone-fingerprint", "pixels");
-  const int64_t train_limit = a.integer("train-limit", -1, -1, 1LL << 40);
-  const int64_t test_limit = a.integer("test-limit", -1, -1, 1LL << 40);
+DataSettings parse_data_settings(const Args& a, bool need_source) {
+  DataSettings d;
+  d.train_limit = a.integer("train-limit", -1, -1, 1LL << 40);
+  d.test_limit = a.integer("test-limit", -1, -1, 1LL << 40);
   if (a.has("dataset")) {
-    if (a.has("train-features") || a.has("test-features"))
+    if (a.has("train-features") || a.has("test-features") || a.has("train-labels") || a.has("test-labels"))
       throw UsageError("give either --dataset or the four .npy files, not both");
-    const std::string name = a.str("dataset", "");
-    if (name != "fashion-mnist") throw UsageError("--dataset must be fashion-mnist, got '" + name + "'");
-    if (a.has("backbone")) {
-      if (a.has("backbone-fingerprint"))
-        throw UsageError("--backbone sets the fingerprint itself; drop --backbone-fingerprint");
-      ExtractOptions x;
-      const std::string model = a.required("backbone");
-      x.backbone = model == "default" ? "" : model;
-      x.dataset = name;
-      x.input_size = static_cast<int>(a.integer("input-size", 0, 0, 4096));
-      x.threads = static_cast<int>(a.integer("threads-extract", 0, 0, 1024));
-      x.progress = !quiet;
-      x.split = "train";
-      x.limit = train_limit;
-      BatchAllocations batch_buffers;
-      const Extracted tr = extract_features(x);
-      x.split = "test";
-      x.limit = test_limit;
-      const Extracted te = extract_features(x);
-      d.train = tr.features;
-      d.test = te.features;
-      d.fingerprint = tr.fingerprint;
-      d.description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
-                      std::to_string(d.train.size()) + " train, " + std::to_string(d.test.size()) + " test)";
-    } else {
-      d.train = load_fashion_mnist(default_fashion_mnist_dir(), "train", train_limit);
-      d.test = load_fashion_mnist(default_fashion_mnist_dir(), "test", test_limit);
-      d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
-                      std::to_string(d.test.size()) + " test)";
-    }
+    d.dataset = a.str("dataset", "");
+    if (d.dataset != "fashion-mnist") throw UsageError("--dataset must be fashion-mnist, got '" + d.dataset + "'");
+    if (a.has("num-classes"))
+      throw UsageError("--num-classes is for .npy labels; --dataset fashion-mnist has its 10 classes");
   } else {
-    if (a.has("backbone"))
-      throw UsageError("--backbone extracts from --dataset; .npy inputs are features already");
-    const int classes = static_cast<int>(a.integer("num-classes", 0, 0, 1 << 20));
-    d.train = load_npy_dataset(a.required("train-features"), a.required("train-labels"), classes);
-    d.test = load_npy_dataset(a.required("test-features"), a.required("test-labels"), classes);
-    d.train = d.train.first(train_limit);
-    d.test = d.test.first(test_limit);
-    d.description = a.required("train-features");
+    if (a.has("backbone")) throw UsageError("--backbone extracts from --dataset; .npy inputs are features already");
+    d.classes = static_cast<int>(a.integer("num-classes", 0, 0, 1 << 20));
+    for (const char* file : {"train-features", "train-labels", "test-features", "test-labels"})
+      if (!a.has(file) && need_source)
+        throw UsageError("missing --" + std::string(file) + ": give --dataset fashion-mnist, or all four of " +
+                         "--train-features, --train-labels, --test-features and --test-labels");
+    d.train_features = a.str("train-features", "");
+    d.train_labels = a.str("train-labels", "");
+    d.test_features = a.str("test-features", "");
+    d.test_labels = a.str("test-labels", "");
   }
-  const int C = std::max(d.train.num_classes, d.test.num_classes);
-  d.train.num_classes = d.test.num_classes = C;
+  if (a.has("backbone")) {
+    if (a.has("backbone-fingerprint"))
+      throw UsageError("--backbone sets the fingerprint itself; drop --backbone-fingerprint");
+    d.backbone = a.required("backbone");
+    d.input_size = static_cast<int>(a.integer("input-size", 0, 0, 4096));
+    d.threads_extract = static_cast<int>(a.integer("threads-extract", 0, 0, 1024));
+  } else {
+    for (const char* extraction : {"input-size", "threads-extract"})
+      if (a.has(extraction))
+        throw UsageError("--" + std::string(extraction) + " sets up the backbone's extraction; it needs --backbone");
+  }
+  // Features from .npy files come from a model fednode cannot see: named only if the user names it.
+  d.fingerprint = a.str("backbone-fingerprint", d.dataset.empty() ? "unnamed" : "pixels");
   d.expansion.dim = static_cast<int>(a.integer("feature-expansion", 0, 0, kMaxExpansionDim));
   d.expansion.seed = static_cast<uint64_t>(a.integer("feature-expansion-seed", 1, 0, (1LL << 62)));
   if (a.has("feature-expansion-seed") && !d.expansion.enabled())
     throw UsageError("--feature-expansion-seed needs --feature-expansion D");
+  return d;
+}
+
+LoadedData load_data(const DataSettings& s, bool quiet) {
+  LoadedData d;
+  d.fingerprint = s.fingerprint;
+  if (!s.dataset.empty() && !s.backbone.empty()) {
+    ExtractOptions x;
+    x.backbone = s.backbone == "default" ? "" : s.backbone;
+    x.dataset = s.dataset;
+    x.input_size = s.input_size;
+    x.threads = s.threads_extract;
+    x.progress = !quiet;
+    x.split = "train";
+    x.limit = s.train_limit;
+    BatchAllocations batch_buffers;
+    const Extracted tr = extract_features(x);
+    x.split = "test";
+    x.limit = s.test_limit;
+    const Extracted te = extract_features(x);
+    d.train = tr.features;
+    d.test = te.features;
+    d.fingerprint = tr.fingerprint;
+    d.description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
+                    std::to_string(d.train.size()) + " train, " + std::to_string(d.test.size()) + " test)";
+  } else if (!s.dataset.empty()) {
+    d.train = load_fashion_mnist(default_fashion_mnist_dir(), "train", s.train_limit);
+    d.test = load_fashion_mnist(default_fashion_mnist_dir(), "test", s.test_limit);
+    d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
+                    std::to_string(d.test.size()) + " test)";
+  } else {
+    d.train = load_npy_dataset(s.train_features, s.train_labels, s.classes);
+    d.test = load_npy_dataset(s.test_features, s.test_labels, s.classes);
+    d.train = d.train.first(s.train_limit);
+    d.test = d.test.first(s.test_limit);
+    d.description = s.train_features;
+  }
+  const int C = std::max(d.train.num_classes, d.test.num_classes);
+  d.train.num_classes = d.test.num_classes = C;
+  d.expansion = s.expansion;
   if (d.expansion.enabled()) {
     d.fingerprint = expanded_fingerprint(d.fingerprint, d.expansion);
     d.description += ", expanded to " + std::to_string(d.expansion.dim) + " by a ReLU random projection (seed " +
@@ -84,6 +110,8 @@ LoadedData load_data(const Args& a, bool quiet) {
   }
   return d;
 }
+
+LoadedData load_data(const Args& a, bool quiet) { return load_data(parse_data_settings(a), quiet); }
 
 PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed) {
   PartitionOptions p;

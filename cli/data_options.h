@@ -25,8 +25,26 @@ struct LoadedData {
   std::string description;             // for reports
 };
 
+// Every data option, parsed and checked, nothing read yet: what `fednode topology --data`
+// checks, and what load_data reads.
+struct DataSettings {
+  std::string dataset;                 // "fashion-mnist", or empty for the four .npy files
+  std::string train_features, train_labels, test_features, test_labels;
+  int classes = 0;                     // --num-classes for .npy labels; 0: from the labels
+  int64_t train_limit = -1, test_limit = -1;
+  std::string backbone;                // --backbone (with --dataset): a model file or "default"
+  int input_size = 0, threads_extract = 0;
+  std::string fingerprint;             // before any expansion
+  FeatureExpansion expansion;
+};
+// Throws UsageError naming the option for a bad value, a missing input (unless !need_source:
+// a topology file's nodes may get their files elsewhere), or an option that would be ignored
+// (--input-size without --backbone, --num-classes with --dataset).
+DataSettings parse_data_settings(const Args& a, bool need_source = true);
+
 // Reads --dataset (optionally through --backbone) or the four .npy files, applies the limits,
 // gives both splits the same class count, and reads the expansion. Throws UsageError/InputError.
+LoadedData load_data(const DataSettings& settings, bool quiet);
 LoadedData load_data(const Args& a, bool quiet);
 
 // The partition scheme and its parameters for `nodes` nodes drawn from `seed`.

@@ -2,6 +2,9 @@
 
 #include "methods/fedpft/fedpft_core.h"
 
+#include <utility>
+#include <vector>
+
 namespace fednode::cli {
 
 const std::set<std::string>& method_option_names() {
@@ -20,11 +23,37 @@ const std::set<std::string>& method_flag_names() {
   return names;
 }
 
+namespace {
+
+// Options that only one method reads: given with another method they would be ignored, which
+// hides a mistake (the head options serve every method: they also train the baselines).
+void refuse_other_methods_options(const Args& a, const std::string& method) {
+  static const std::pair<const char*, std::vector<const char*>> owned[] = {
+      {"fedpft", {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
+                  "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier"}},
+      {"fedcgs", {"lda-covariance", "shrinkage"}},
+      {"fedtc", {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
+                 "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
+                 "adapter-min-steps"}},
+  };
+  for (const auto& [owner, names] : owned)
+    if (owner != method)
+      for (const char* name : names)
+        if (a.has(name))
+          throw UsageError("--" + std::string(name) + " is a " + owner + " option; the method is " + method);
+  if (method == "fedpft" && !a.flag("dp"))
+    for (const char* name : {"dp-epsilon", "dp-delta"})
+      if (a.has(name)) throw UsageError("--" + std::string(name) + " sets DP-FedPFT's privacy; it needs --dp");
+}
+
+}  // namespace
+
 MethodOptions parse_method_options(const Args& a) {
   MethodOptions m;
   m.method = a.str("method", m.method);
   if (m.method != "fedpft" && m.method != "fedcgs" && m.method != "fedtc")
     throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + m.method + "'");
+  refuse_other_methods_options(a, m.method);
 
   auto& p = m.fedpft;
   p.gmm.components = static_cast<int>(a.integer("components", p.gmm.components, 1, 1000));

@@ -213,7 +213,24 @@ TEST_F(Cli, CorruptNpyIsRejectedClearly) {
 TEST_F(Cli, BadValuesAreUsageErrors) {
   EXPECT_EQ(run_cli("simulate " + data_args() + " --nodes zero").code, 2);
   EXPECT_EQ(run_cli("simulate " + data_args() + " --method fedavg").code, 2);
-  EXPECT_EQ(run_cli("simulate " + data_args() + " --topology mesh --quiet").code, 1);
+  // Every bad choice on the command line is a usage error, named, whichever parser meets it.
+  for (const auto& [args, names] : std::vector<std::pair<std::string, std::string>>{
+           {"--topology mesh", "--topology: unknown topology mode 'mesh'"},
+           {"--partition foo", "unknown partition scheme 'foo'"},
+           {"--covariance round", "unknown covariance type 'round'"},
+           {"--topology star --nodes 1", "--nodes: a star needs at least 2 nodes"},
+           {"--method fedcgs --components 5", "--components is a fedpft option; the method is fedcgs"},
+           {"--method fedpft --shrinkage 0.5", "--shrinkage is a fedcgs option"},
+           {"--dp-epsilon 1", "--dp-epsilon sets DP-FedPFT's privacy; it needs --dp"},
+           {"--input-size 64", "--input-size sets up the backbone's extraction; it needs --backbone"},
+           {"--dp --dp-delta 1", "--dp-delta must be in [1e-300, 0.999999999999], got 1"}}) {
+    const CliRun r = run_cli("simulate " + data_args() + " " + args + " --quiet");
+    EXPECT_EQ(r.code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;
+  }
+  const CliRun classes = run_cli("simulate --dataset fashion-mnist --num-classes 5 --quiet");
+  EXPECT_EQ(classes.code, 2);
+  EXPECT_NE(classes.output.find("--num-classes is for .npy labels"), std::string::npos) << classes.output;
   EXPECT_EQ(run_cli("frobnicate").code, 2);
 }
 

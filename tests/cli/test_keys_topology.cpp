@@ -157,11 +157,21 @@ TEST_F(KeysAndTopology, WritesToStdoutWithPathsAndRunAsGiven) {
   // relative to itself.
   const fs::path cwd = fs::current_path();
   fs::current_path(dir_);
-  const Result rel = run_command("topology", {"star", "--nodes", "2", "--keys", "ks", "--out", "conf/star.toml"});
+  const Result rel = run_command("topology", {"star", "--nodes", "2", "--keys", "ks", "--out", "conf/star.toml",
+                                              "--data", "train-features=conf/X.npy", "--data", "test-labels=yt.npy"});
+  const Result model = run_command("topology", {"linear", "--nodes", "2", "--keys", "ks", "--out", "conf/chain.toml",
+                                                "--data", "dataset=fashion-mnist", "--data", "backbone=m/b.pt"});
   fs::current_path(cwd);
+  ASSERT_EQ(model.code, 0) << model.err;
+  EXPECT_EQ(load_topology(at("conf/chain.toml")).data_for(0).at("backbone"), "../m/b.pt");
   ASSERT_EQ(rel.code, 0) << rel.err;
   const Topology star = load_topology(at("conf/star.toml"));
   EXPECT_EQ(star.node(1).key_dir, "../ks/n1");
+  // Data files too: the nodes resolve them against the file.
+  const OptionMap data = star.data_for(1);
+  EXPECT_EQ(data.at("train-features"), "X.npy");
+  EXPECT_EQ(data.at("test-labels"), "../yt.npy");
+  EXPECT_EQ(fs::path(star.resolve(data.at("train-features"))).lexically_normal(), fs::path(at("conf/X.npy")));
   EXPECT_TRUE(fs::exists(at("ks/n1/node.key")));
   EXPECT_EQ(star.node(1).state_dir, "state/n1");
 }
@@ -181,7 +191,7 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "three"}, "--nodes expects an integer"},
       {{"linear", "--nodes", "3", "--method", "fedavg"}, "--method must be fedpft, fedcgs or fedtc, got 'fedavg'"},
       {{"linear", "--nodes", "3", "--base-port", "65534"}, "--base-port 65534"},
-      {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be more than 0"},
+      {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be in [0.001, 604800], got 0"},
       {{"linear", "--nodes", "3", "--run", ""}, "--run is empty"},
       {{"linear", "--nodes", "3", "--run", std::string(129, 'r')}, "--run is 129 characters long"},
       {{"linear", "--nodes", "3", "--run", "tab\there"}, "--run has character 4 (byte 0x09)"},
@@ -193,9 +203,15 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "3", "--option", "method=fedtc"}, "--option method"},
       {{"linear", "--nodes", "3", "--option", "tol=1", "--option", "tol=2"}, "--option tol given twice"},
       {{"linear", "--nodes", "3", "--data", "=x"}, "--data expects KEY=VALUE"},
-      {{"linear", "--nodes", "3", "--data", "a.b=1"}, "option name 'a.b'"},
+      {{"linear", "--nodes", "3", "--data", "a.b=1"}, "--data a.b is not a data or partition option"},
+      {{"linear", "--nodes", "3", "--data", "partition=foo"}, "--data: unknown partition scheme 'foo'"},
+      {{"linear", "--nodes", "3", "--data", "dirichlet-alpha=-1"}, "--data: --dirichlet-alpha must be in"},
+      {{"linear", "--nodes", "3", "--data", "dataset=mnist"}, "--data: --dataset must be fashion-mnist"},
+      {{"linear", "--nodes", "3", "--data", "dataset=fashion-mnist", "--data", "train-features=X.npy"},
+       "--data: give either --dataset or the four .npy files"},
+      {{"linear", "--nodes", "3", "--data", "train-features="}, "--data train-features needs a file"},
       {{"linear", "--nodes", "3", "--host", "bad host"}, "host 'bad host': the host contains ' '"},
-      {{"linear", "--nodes", "3", "--keys", ""}, "--keys needs a directory"},
+      {{"linear", "--nodes", "3", "--keys", ""}, "--keys needs a path"},
       {{"linear", "--nodes", "3", "--out", ""}, "--out needs a file name"},
       {{"linear", "--nodes", "3", "--seed", "-1"}, "--seed must be in"},
       {{"linear", "--nodes", "3", "--nods", "3"}, "unknown option --nods"},

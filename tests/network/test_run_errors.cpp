@@ -16,7 +16,7 @@ namespace {
 class RunErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    f_ = make_federation(test_dir("run_errors"), TopologyMode::Linear, 2, "fedcgs", 23700, {{"components", "5"}},
+    f_ = make_federation(test_dir("run_errors"), TopologyMode::Linear, 2, "fedcgs", 23700, {{"shrinkage", "0.5"}},
                          {{"dataset", "fashion-mnist"}, {"train-limit", "500"}, {"test-limit", "100"}});
   }
   void TearDown() override { fs::remove_all(f_.dir); }
@@ -46,8 +46,10 @@ TEST_F(RunErrors, EachMistakeIsNamed) {
       {"run --topology " + file + " --id n7", 1, "no node has name 'n7'"},
       {"run --topology " + file, 2, "--id"},
       {"run --topology " + file + " --id 0 --bogus 1", 2, "--bogus"},
-      {"run --topology " + edited("components = 5", "componentz = 5") + " --id 1 --quiet", 1, "unknown option 'componentz'"},
-      {"run --topology " + edited("components = 5", "components = \"five\"") + " --id 1 --quiet", 1, "'five'"},
+      {"run --topology " + edited("shrinkage = 0.5", "shrinkag = 0.5") + " --id 1 --quiet", 1, "unknown option 'shrinkag'"},
+      {"run --topology " + edited("shrinkage = 0.5", "shrinkage = \"five\"") + " --id 1 --quiet", 1, "'five'"},
+      {"run --topology " + edited("shrinkage = 0.5", "components = 5") + " --id 1 --quiet", 1,
+       "--components is a fedpft option; the method is fedcgs"},
       {"run --topology " + edited("dataset = \"fashion-mnist\"", "dataset = \"cifar\"") + " --id 1 --quiet", 1, "cifar"},
       {"launch", 2, "topology file"},
       {"launch " + (f_.dir / "missing.toml").string(), 1, "missing.toml"},
