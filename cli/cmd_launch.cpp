@@ -199,7 +199,8 @@ int cmd_launch(const std::vector<std::string>& argv) {
 
   bool all_finished = true;
   char line[512];
-  std::snprintf(line, sizeof line, "%-10s %-11s %-16s %9s %12s %12s\n", "node", "status", "contributors", "accuracy",
+  // Status wide enough for "no result (exit 137)".
+  std::snprintf(line, sizeof line, "%-10s %-20s %-16s %9s %12s %12s\n", "node", "status", "contributors", "accuracy",
                 "bytes sent", "bytes recv");
   std::cout << line;
   for (const auto& c : children) {
@@ -216,7 +217,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
       std::snprintf(a, sizeof a, "%.4f", std::atof(acc.c_str()));
       acc = a;
     }
-    std::snprintf(line, sizeof line, "%-10s %-11s %-16s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
+    std::snprintf(line, sizeof line, "%-10s %-20s %-16s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
                   contributors.c_str(), acc.c_str(), in ? json_field(r, "bytes_sent").c_str() : "-",
                   in ? json_field(r, "bytes_received").c_str() : "-");
     std::cout << line;

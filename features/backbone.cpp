@@ -120,7 +120,7 @@ Backbone::~Backbone() = default;
 
 Backbone Backbone::load(const std::string& model_path, const BackboneOptions& options) {
   std::error_code ec;
-  if (!fs::is_regular_file(model_path, ec)) throw InputError(model_path + ": backbone model file not found");
+  require_regular_file(model_path, "backbone model file");
   const std::string sidecar = sidecar_path(model_path);
   if (!fs::exists(sidecar, ec))
     throw InputError(sidecar + ": missing; every backbone needs its preprocessing file next to it "
@@ -131,8 +131,7 @@ Backbone Backbone::load(const std::string& model_path, const BackboneOptions& op
 Backbone Backbone::load(const std::string& model_path, const Preprocessing& preprocessing,
                         const BackboneOptions& options) {
   preprocessing.validate(model_path + " preprocessing");
-  std::error_code ec;
-  if (!fs::is_regular_file(model_path, ec)) throw InputError(model_path + ": backbone model file not found");
+  require_regular_file(model_path, "backbone model file");
   auto impl = std::make_unique<Impl>();
   impl->path = model_path;
   impl->pre = preprocessing;

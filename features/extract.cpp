@@ -132,7 +132,7 @@ Extracted extract_features(const ExtractOptions& o) {
   check_options(o);
   const std::string model = o.backbone.empty() ? default_backbone_path() : o.backbone;
   std::error_code ec;
-  if (!fs::is_regular_file(model, ec)) throw InputError(model + ": backbone model file not found");
+  require_regular_file(model, "backbone model file");
   const std::string sidecar = sidecar_path(model);
   if (!fs::exists(sidecar, ec))
     throw InputError(sidecar + ": missing; every backbone needs its preprocessing file next to it "

@@ -26,6 +26,7 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
 // gzread reads plain files unchanged, so one path handles both compressed and raw IDX files.
 GzFile open_file(const std::string& path) {
+  require_regular_file(path, "IDX file");
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) throw InputError(path + ": cannot open file");
   return GzFile(f);

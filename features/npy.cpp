@@ -223,8 +223,9 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
 
 class NpyReader {
  public:
-  explicit NpyReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    if (!in_) throw InputError(path + ": cannot open file");
+  explicit NpyReader(const std::string& path) : path_((require_regular_file(path, ".npy file"), path)),
+                                                 in_(path, std::ios::binary) {
+    if (!in_) throw InputError(path + ": cannot open file: " + std::strerror(errno));
     in_.seekg(0, std::ios::end);
     file_size_ = static_cast<uint64_t>(in_.tellg());
     in_.seekg(0);

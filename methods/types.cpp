@@ -1,6 +1,7 @@
 #include "methods/types.h"
 
 #include <cmath>
+#include <filesystem>
 
 namespace fednode {
 
@@ -54,6 +55,18 @@ Features Features::first(int64_t n) const {
   out.X = X.topRows(n);
   out.y.assign(y.begin(), y.begin() + n);
   return out;
+}
+
+void require_regular_file(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_regular_file(st)) return;
+  if (st.type() == fs::file_type::not_found || (ec && st.type() == fs::file_type::none))
+    throw InputError(path + ": no such " + what);
+  if (fs::is_directory(st)) throw InputError(path + " is a directory, not a " + what);
+  if (ec) throw InputError(path + ": cannot look at the " + what + ": " + ec.message());
+  throw InputError(path + " is not a regular file, so not a " + what);
 }
 
 }  // namespace fednode

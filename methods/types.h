@@ -47,4 +47,9 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws InputError unless `path` is a regular file (or a link to one), saying what it is
+// instead: missing, a directory, or another kind of file. `what` names the file's role
+// ("backbone model file"). An unreadable file is left to the caller's open, which says why.
+void require_regular_file(const std::string& path, const std::string& what);
+
 }  // namespace fednode

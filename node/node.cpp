@@ -207,7 +207,13 @@ struct Node::Impl {
     if (!t.log) t.log = config.callbacks.progress;
     // --- end of hop encryption
     transport = std::make_unique<Transport>(config.id, self.bind.empty() ? self.address : self.bind, t);
-    for (NodeId peer : plan.peers()) transport->add_peer(peer, topo.node(peer).address);
+    for (NodeId peer : plan.peers()) {
+      transport->add_peer(peer, topo.node(peer).address);
+      const std::string problem = Transport::resolution_problem(topo.node(peer).address);
+      if (!problem.empty())
+        say("the address of " + who(peer) + " (" + topo.node(peer).address + "): " + problem +
+            "; retrying in the background, but check the topology file or the name service");
+    }
 
     if (!store->has_marker("hello")) {
       Hello h;
@@ -460,8 +466,9 @@ struct Node::Impl {
       throw InputError("node " + std::to_string(config.id) + ": the " + to_string(type) + " message for " + who(to) +
                        " would be " + std::to_string(e.frame.size()) + " bytes, above max_message_bytes (" +
                        std::to_string(config.limits.max_message_bytes) +
-                       ") that nodes accept; send less (fewer components, a smaller feature expansion) or raise "
-                       "the limit at every node");
+                       ") that nodes accept; send less (fewer components, a smaller feature expansion), or "
+                       "raise the limit at every node (Limits::max_message_bytes in an embedding application's "
+                       "NodeConfig; fednode run uses the default)");
     store->store_outgoing(e);
     result.knowledge_bytes_sent += counted_bytes;
     Pending p;

@@ -144,7 +144,7 @@ void print_seed_sweep_table(const SeedSweepReport& s, std::ostream& out) {
   out << o.method.method << " over a " << to_string(o.topology) << " of " << first.nodes.size()
       << " nodes, partition " << to_string(o.partition.scheme);
   if (o.partition.scheme == PartitionScheme::Dirichlet) out << " (alpha " << o.partition.dirichlet_alpha << ")";
-  out << ", " << s.seeds.size() << " seeds\n";
+  out << ", " << s.seeds.size() << (s.seeds.size() == 1 ? " seed\n" : " seeds\n");
   char line[256];
   for (const auto& r : s.runs) {
     double lo = 1, hi = 0;
@@ -165,24 +165,31 @@ void print_seed_sweep_table(const SeedSweepReport& s, std::ostream& out) {
   std::snprintf(line, sizeof line, "%-5s %20s %27s %19s\n", "node", "accuracy (mean, sd)",
                 "minus linear, points (sd)", "local-only (mean)");
   out << line;
+  // A single seed has no sd: "-", not "nan".
+  const auto sd_text = [](double sd, double scale, const char* format) {
+    if (std::isnan(sd)) return std::string("-");
+    char t[32];
+    std::snprintf(t, sizeof t, format, scale * sd);
+    return std::string(t);
+  };
   for (const auto& n : s.nodes) {
     std::string gap = "-", local = "-";
     if (s.has_baselines) {
       char g[64];
-      std::snprintf(g, sizeof g, "%+.2f (%.2f)", 100 * n.minus_centralized_linear.mean,
-                    100 * n.minus_centralized_linear.sd);
+      std::snprintf(g, sizeof g, "%+.2f (%s)", 100 * n.minus_centralized_linear.mean,
+                    sd_text(n.minus_centralized_linear.sd, 100, "%.2f").c_str());
       gap = g;
       std::snprintf(g, sizeof g, "%.4f", n.local_only.mean);
       local = g;
     }
-    std::snprintf(line, sizeof line, "%-5u %11.4f (%.4f) %27s %19s\n", n.id, n.accuracy.mean, n.accuracy.sd,
-                  gap.c_str(), local.c_str());
+    std::snprintf(line, sizeof line, "%-5u %11.4f (%6s) %27s %19s\n", n.id, n.accuracy.mean,
+                  sd_text(n.accuracy.sd, 1, "%.4f").c_str(), gap.c_str(), local.c_str());
     out << line;
   }
   if (s.has_baselines) {
-    std::snprintf(line, sizeof line, "centralised: linear %.4f (sd %.4f), lda %.4f (sd %.4f)\n",
-                  s.centralized_linear.mean, s.centralized_linear.sd, s.centralized_lda.mean,
-                  s.centralized_lda.sd);
+    std::snprintf(line, sizeof line, "centralised: linear %.4f (sd %s), lda %.4f (sd %s)\n",
+                  s.centralized_linear.mean, sd_text(s.centralized_linear.sd, 1, "%.4f").c_str(),
+                  s.centralized_lda.mean, sd_text(s.centralized_lda.sd, 1, "%.4f").c_str());
     out << line;
   }
   std::snprintf(line, sizeof line, "wall time %.1f s\n", s.wall_seconds);

@@ -6,7 +6,9 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -226,9 +228,17 @@ uint64_t StateStore::next_seq() const {
 
 int StateStore::count_start() {
   int before = 0;
-  if (fs::exists(path("starts"))) before = std::atoi(read_file_bounded(path("starts"), 64).c_str());
+  if (fs::exists(path("starts"))) {
+    const std::string text = read_file_bounded(path("starts"), 64);
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (end == text.c_str() || (*end != '\n' && *end != '\0') || errno == ERANGE || v < 1 || v > INT_MAX - 1)
+      throw InputError("state file '" + path("starts") + "' is damaged");
+    before = static_cast<int>(v);
+  }
   write_file_durably(path("starts"), std::to_string(before + 1) + "\n");
-  return std::max(before, 0);
+  return before;
 }
 
 bool StateStore::has_marker(const std::string& name) const { return fs::exists(path(name)); }

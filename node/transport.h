@@ -97,6 +97,9 @@ class Transport {
 
   // Where peers reach `peer`; the DEALER connects on first use.
   void add_peer(NodeId peer, const std::string& address);
+  // Why the host of a tcp:// address does not resolve now (empty if it does, or is an IP
+  // address): libzmq keeps retrying such a peer in silence, so the node says it once.
+  static std::string resolution_problem(const std::string& address);
 
   // Hands the frame to ZeroMQ without blocking. False when the queue for `peer` is full (a
   // frame for it is still waiting, e.g. while it is down; the caller retries later);

@@ -173,7 +173,7 @@ Topology parse_topology(const std::string& text, const std::string& source_name,
 
 Topology load_topology(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": no such topology file");
+  require_regular_file(path, "topology file");
   const auto size = fs::file_size(path, ec);
   if (ec) throw InputError(path + ": cannot read its size: " + ec.message());
   if (size > kMaxTopologyFileBytes)

@@ -263,7 +263,7 @@ TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
   expect_input_error([&] { Backbone::load(dir + "/garbage.pt"); },
                      {dir + "/garbage.pt", "not a TorchScript module"});
 
-  expect_input_error([&] { Backbone::load(dir + "/absent.pt"); }, {"absent.pt", "not found"});
+  expect_input_error([&] { Backbone::load(dir + "/absent.pt"); }, {"absent.pt", "no such backbone model file"});
 
   fs::create_symlink(default_backbone_path(), dir + "/nosidecar.pt");
   expect_input_error([&] { Backbone::load(dir + "/nosidecar.pt"); }, {"nosidecar.pt.preprocessing", "missing"});

@@ -167,7 +167,7 @@ TEST(Idx, RejectsTruncation) {
 
 TEST(Idx, MissingFileNamed) {
   expect_input_error([] { read_idx_images("/nonexistent/dir/x.gz"); },
-                     {"/nonexistent/dir/x.gz", "cannot open"});
+                     {"/nonexistent/dir/x.gz", "no such IDX file"});
 }
 
 TEST(Idx, LoadFashionMnistLayoutAndMismatch) {

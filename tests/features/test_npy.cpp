@@ -279,7 +279,8 @@ TEST(Npy, RejectsMalformedContainers) {
     // Every error names the file.
     expect_input_error([&] { read_npy_features(dir / c.name); }, {c.name});
   }
-  expect_input_error([] { read_npy_features("/nonexistent/x.npy"); }, {"/nonexistent/x.npy", "cannot open"});
+  expect_input_error([] { read_npy_features("/nonexistent/x.npy"); }, {"/nonexistent/x.npy", "no such .npy file"});
+  expect_input_error([] { read_npy_features("/tmp"); }, {"/tmp is a directory, not a .npy file"});
 }
 
 TEST(Npy, AcceptsHeaderVariants) {

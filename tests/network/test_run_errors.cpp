@@ -89,7 +89,7 @@ TEST_F(RunErrors, KnowledgeAboveTheMessageLimitIsNamedAtTheSender) {
         for (int i = 0; i < 50 && !node.step(std::chrono::milliseconds(100)); ++i) {
         }
       },
-      {"knowledge message for node 1", "above max_message_bytes (1048576)", "raise the limit at every node"});
+      {"knowledge message for node 1", "above max_message_bytes (1048576)", "raise the limit at every node (Limits::max_message_bytes"});
 }
 
 }  // namespace

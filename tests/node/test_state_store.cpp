@@ -104,6 +104,12 @@ TEST_F(StateStoreTest, CountsStarts) {
     StateStore s(dir_, run_, 1 << 20);
     EXPECT_EQ(s.count_start(), i);
   }
+  // A damaged count is named, not quietly restarted from zero.
+  for (const char* damaged : {"abc", "-5", "0", "7 apples", ""}) {
+    std::ofstream(fs::path(dir_) / "starts", std::ios::trunc) << damaged;
+    StateStore s(dir_, run_, 1 << 20);
+    test::expect_input_error([&] { s.count_start(); }, {"starts", "damaged"});
+  }
 }
 
 }  // namespace

@@ -57,5 +57,15 @@ TEST(Transport, ABusyAddressIsAClearError) {
   EXPECT_THROW(a.send(9, "x"), InputError);  // a peer never added
 }
 
+// libzmq retries a peer whose host does not resolve without a word; the node says it once.
+TEST(Transport, AHostThatDoesNotResolveIsNamed) {
+  EXPECT_EQ(Transport::resolution_problem("tcp://127.0.0.1:7000"), "");
+  EXPECT_EQ(Transport::resolution_problem("tcp://[::1]:7000"), "");
+  EXPECT_EQ(Transport::resolution_problem("tcp://localhost:7000"), "");
+  EXPECT_EQ(Transport::resolution_problem("ipc:///tmp/x"), "");
+  const std::string problem = Transport::resolution_problem("tcp://no-such-host.invalid:7000");
+  EXPECT_NE(problem.find("host 'no-such-host.invalid' does not resolve"), std::string::npos) << problem;
+}
+
 }  // namespace
 }  // namespace fednode
