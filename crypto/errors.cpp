@@ -18,7 +18,15 @@ const char* to_string(SecurityCode code) {
   return "unknown";
 }
 
-SecurityError::SecurityError(SecurityCode c, const std::string& message)
-    : InputError(message + " [" + to_string(c) + "]"), code(c) {}
+namespace {
+// A protocol error wrapped as a security error may carry the same tag already ("malformed").
+std::string tagged(const std::string& message, SecurityCode c) {
+  const std::string tag = " [" + std::string(to_string(c)) + "]";
+  const bool has_it = message.size() >= tag.size() && message.compare(message.size() - tag.size(), tag.size(), tag) == 0;
+  return has_it ? message : message + tag;
+}
+}  // namespace
+
+SecurityError::SecurityError(SecurityCode c, const std::string& message) : InputError(tagged(message, c)), code(c) {}
 
 }  // namespace fednode

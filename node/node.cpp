@@ -107,6 +107,7 @@ struct Node::Impl {
 
   Clock::time_point started = Clock::now(), stage_started = Clock::now(), done_at{};
   bool done = false;
+  NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
   // After finishing, the node keeps answering for a moment: its last acknowledgement may be
   // lost when it closes its connection (ZeroMQ drops what the peer has not read yet from a
   // connection that goes away), and the peer's resend must then find it still there.
@@ -424,6 +425,7 @@ struct Node::Impl {
       hub_head = std::get<HeadMessage>(std::move(payload));
       progress.received(h.from, kind);
       say("received the head from " + who(h.from) + " (contributors " + contributors_text(hub_head->contributors) + ")");
+      if (fresh && progress.stage() == PlanProgress::Stage::Done) adopt_late_head(h.from);
       return;
     }
     Piece piece;
@@ -444,6 +446,17 @@ struct Node::Impl {
     pieces.push_back(std::move(piece));
     if (completes) progress.received(h.from, kind);
     if (piece_is_late_input()) refit_pending = true;
+  }
+
+  // The hub's head, after this node gave up on it and fitted one on its own data: the hub's
+  // covers everyone, so it replaces that one, and the hub is no longer missing.
+  void adopt_late_head(NodeId from) {
+    say("taking the head from " + who(from) + ", which came after the deadline");
+    set_head(hub_head->head, hub_head->contributors);
+    result.missing.erase(std::remove(result.missing.begin(), result.missing.end(), from), result.missing.end());
+    if (!done) return;
+    score();  // finished already: the result is written again when the node closes
+    say("now " + std::string(to_string(result.status)) + " with contributors " + contributors_text(result.contributors));
   }
 
   bool piece_is_late_input() const { return !pieces.empty() && pieces.back().late; }
@@ -667,10 +680,11 @@ struct Node::Impl {
     set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
   }
 
-  void report_missing() {
+  void report_missing(double deadline) {
     for (NodeId m : progress.missing())
       if (add_once(result.missing, m))
-        say(who(m) + " missed the deadline of " + std::to_string(plan.deadline_seconds) + " s; going on without it");
+        say(who(m) + " missed the deadline of " + std::to_string(static_cast<int64_t>(deadline)) +
+            " s; going on without it");
   }
 
   void advance() {
@@ -678,7 +692,7 @@ struct Node::Impl {
     if (progress.stage() == PlanProgress::Stage::Gather) {
       if (!progress.ready_to_merge() && waited > plan.deadline_seconds) {
         progress.deadline_passed();
-        report_missing();
+        report_missing(plan.deadline_seconds);
       }
       if (progress.ready_to_merge()) {
         result.seconds_waiting += waited;
@@ -686,9 +700,9 @@ struct Node::Impl {
       }
     }
     if (progress.stage() == PlanProgress::Stage::Return) {
-      if (!progress.ready_to_complete() && since(stage_started) > plan.deadline_seconds) {
+      if (!progress.ready_to_complete() && since(stage_started) > plan.return_deadline_seconds) {
         progress.deadline_passed();
-        report_missing();
+        report_missing(plan.return_deadline_seconds);
       }
       if (progress.ready_to_complete()) {
         result.seconds_waiting += since(stage_started);
@@ -712,7 +726,8 @@ struct Node::Impl {
       if (auto in = transport->receive(std::chrono::milliseconds(20))) handle(*in);
       const double open_for = since(closing_since);
       if (open_for >= 10.0 || (open_for >= kClosingGrace && since(last_frame) >= kClosingQuiet)) {
-        // What happened while closing (duplicates answered, frames rejected) counts too.
+        // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
+        say_rejections_left_out();
         store->write_text("result.json", result_json(result, config.topology, config.run_name));
         return true;
       }
@@ -720,6 +735,20 @@ struct Node::Impl {
     return false;
   }
   static constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5;
+
+  // The result's status, head and accuracy from what the node holds now.
+  void score() {
+    // A node whose knowledge or head a peer refused has not done its part of the plan, even if
+    // its own head is fine.
+    const bool short_of_plan = !result.missing.empty() || !result.refused_by.empty() ||
+                               !result.discarded_from.empty() || !head;
+    result.status = finish_status == NodeStatus::Finished && short_of_plan ? NodeStatus::Incomplete : finish_status;
+    result.head = head;
+    if (head && config.test) {
+      result.accuracy = head->accuracy(*config.test);
+      result.per_class = head->per_class_accuracy(*config.test);
+    }
+  }
 
   void finish(NodeStatus status) {
     done = true;
@@ -729,21 +758,12 @@ struct Node::Impl {
       if (p.entry.failed) add_once(result.refused_by, p.entry.to);
       else if (!p.entry.acked) add_once(result.unacknowledged, p.entry.to);
     }
-    // A node whose knowledge or head a peer refused has not done its part of the plan, even if
-    // its own head is fine.
-    if (status == NodeStatus::Finished &&
-        (!result.missing.empty() || !result.refused_by.empty() || !result.discarded_from.empty() || !head))
-      status = NodeStatus::Incomplete;
-    result.status = status;
-    result.head = head;
-    if (head && config.test) {
-      result.accuracy = head->accuracy(*config.test);
-      result.per_class = head->per_class_accuracy(*config.test);
-    }
+    finish_status = status;
+    score();
     result.seconds_total = since(started);
     store->write_text("result.json", result_json(result, config.topology, config.run_name));
     std::ostringstream msg;
-    msg << to_string(status);
+    msg << to_string(result.status);
     if (result.accuracy >= 0) msg << ": accuracy " << std::fixed << std::setprecision(4) << result.accuracy;
     msg << " with contributors " << contributors_text(result.contributors);
     say(msg.str());

@@ -74,6 +74,9 @@ class Planner {
         p.forward_merged = merged_[v];
         Bits expected = anc_[v];
         for (size_t s : g_.fb_in[v]) expected.unite(anc_[s]);
+        // A feedback sender forwards after the waits along its longest chain of ancestors.
+        for (size_t s : g_.fb_in[v])
+          p.return_deadline_seconds = std::max(p.return_deadline_seconds, (depth_[s] + 1) * p.deadline_seconds);
         for (size_t u = 0; u < g_.size(); ++u)
           if (expected.test(u)) p.expected_contributors.insert(g_.ids[u]);
         // What a node forwards, merged or relayed, holds its ancestors at most.
@@ -101,6 +104,13 @@ class Planner {
           p.complete_from = g_.ids[prev];
         }
         if (next != last_) p.complete_to = g_.ids[next];
+        // The complete knowledge comes after every later node of the first pass has waited
+        // for its predecessor.
+        if (v != last_) {
+          int later = 0;
+          for (size_t u = next; u != start_; u = g_.out[u][0]) ++later;
+          p.return_deadline_seconds = (later + 1) * p.deadline_seconds;
+        }
         everyone(p);
         break;
       }
@@ -114,6 +124,7 @@ class Planner {
           p.forward_to = {g_.ids[hub_]};
           p.fits_head = false;
           p.head_from = g_.ids[hub_];
+          p.return_deadline_seconds = 2 * p.deadline_seconds;  // the hub's own wait, then ours
         }
         everyone(p);
         break;
@@ -142,6 +153,9 @@ class Planner {
     const size_t n = g_.size();
     const auto order = topo::topological_order(g_);
     anc_ = topo::closed_ancestors(g_, order);
+    depth_.assign(n, 0);
+    for (size_t v : order)
+      for (size_t w : g_.out[v]) depth_[w] = std::max(depth_[w], depth_[v] + 1);
     std::vector<Bits> desc(n, Bits(n)), reach(n, Bits(n));
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const size_t v = *it;
@@ -171,6 +185,7 @@ class Planner {
   const Topology& t_;
   Digraph g_;
   std::vector<Bits> anc_;
+  std::vector<int> depth_;  // ordinary edges on the longest path from a source
   std::vector<bool> merged_;
   size_t start_ = 0, last_ = 0, hub_ = 0;
 };

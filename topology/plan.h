@@ -54,6 +54,10 @@ struct NodePlan {
   // knowledge and push their genuine pieces out as redundant. Complete knowledge may hold anyone.
   std::map<NodeId, Contributors> sources;
   double deadline_seconds = kDefaultDeadlineSeconds;
+  // How long phase 2 waits: what comes back depends on other nodes' waits, each of which may
+  // last up to deadline_seconds (a star's hub waits for its slowest leaf before it fits the
+  // head), so the wait is one deadline more than the waits upstream of it. Zero without phase 2.
+  double return_deadline_seconds = 0;
 
   bool has_phase2() const { return head_from || complete_from || !late_from.empty(); }
   // Whether it may accept `kind` from `from`; anything else is rejected by the runtime.

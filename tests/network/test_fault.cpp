@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 
 namespace fednode::testing_network {
@@ -82,6 +83,43 @@ TEST(Fault, SigtermStopsCleanlyAndTheSameCommandContinues) {
   EXPECT_EQ(last.status, "finished");
   EXPECT_EQ(last.contributors, (std::vector<long>{0, 1, 2}));
   EXPECT_EQ(read_result(f.state_dir(1)).restarts, 1);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A star's hub waits up to the deadline for its slowest leaf before it fits the head, so a leaf
+// that waited only one deadline for that head gave up as the head was coming (found with a leaf
+// whose knowledge the hub refused). Leaf 1 starts first and leaf 2 never does: the hub, started
+// 1.5 s later, waits its 3 s for leaf 2, then sends leaf 1 the head, about 4.5 s after leaf 1
+// began waiting; leaf 1 waits two deadlines and takes it.
+TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23330, {},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}});
+  std::string text = read_text(f.file);
+  const auto at = text.find("deadline_seconds = ");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, text.find('\n', at) - at, "deadline_seconds = 3.0");
+  std::ofstream(f.file, std::ios::trunc) << text;
+  f.topology = load_topology(f.file.string());
+  const NodeId hub = *f.topology.federation.hub;
+  NodeId leaf = 0, absent = 0;
+  for (NodeId id : f.topology.ids())
+    if (id != hub) (leaf == absent ? leaf : absent) = id;
+  ASSERT_NE(leaf, absent);
+  EXPECT_DOUBLE_EQ(plan_for(f.topology, leaf).return_deadline_seconds, 6.0);
+
+  const pid_t leaf_pid = spawn_node(f, leaf);
+  for (int i = 0; i < 1200 && read_text(f.state_dir(leaf) / "node.log").find("takes the head of") == std::string::npos; ++i)
+    ::usleep(50 * 1000);
+  ::usleep(1500 * 1000);
+  const pid_t hub_pid = spawn_node(f, hub);
+  EXPECT_EQ(wait_exit(leaf_pid, 60), 0) << read_text(f.state_dir(leaf) / "node.log");
+  const NodeOutcome got = read_result(f.state_dir(leaf));
+  EXPECT_EQ(got.status, "finished");
+  EXPECT_EQ(got.contributors, (std::vector<long>{static_cast<long>(std::min(hub, leaf)),
+                                                 static_cast<long>(std::max(hub, leaf))}));
+  ::kill(hub_pid, SIGKILL);  // it would wait a minute for the absent leaf's acknowledgement
+  ::waitpid(hub_pid, nullptr, 0);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

@@ -38,6 +38,7 @@ TEST(TopologyPlan, ChainAccumulates) {
     EXPECT_FALSE(p.has_phase2());
     EXPECT_EQ(p.expected_contributors, range(0, p.id));
     EXPECT_DOUBLE_EQ(p.deadline_seconds, kDefaultDeadlineSeconds);
+    EXPECT_DOUBLE_EQ(p.return_deadline_seconds, 0);  // no phase 2
   }
   EXPECT_EQ(plans[2].peers(), (Ids{1, 3}));
   EXPECT_EQ(plans[3].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
@@ -79,6 +80,13 @@ TEST(TopologyPlan, RingMakesASecondPass) {
     EXPECT_TRUE(q.fits_head);
     EXPECT_EQ(q.expected_contributors, range(0, 3));
   }
+  // Phase 2 waits one deadline more than the first-pass waits still ahead: node 0's complete
+  // knowledge comes after 1, 2 and 3 have each waited for their predecessor.
+  const double d = kDefaultDeadlineSeconds;
+  EXPECT_DOUBLE_EQ(p[0].return_deadline_seconds, 4 * d);
+  EXPECT_DOUBLE_EQ(p[1].return_deadline_seconds, 3 * d);
+  EXPECT_DOUBLE_EQ(p[2].return_deadline_seconds, 2 * d);
+  EXPECT_DOUBLE_EQ(p[3].return_deadline_seconds, 0);
   EXPECT_EQ(p[2].sources, (std::map<NodeId, Contributors>{{1, range(0, 1)}}));
   EXPECT_EQ(p[3].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
   EXPECT_TRUE(p[0].sources.empty());
@@ -131,6 +139,7 @@ TEST(TopologyPlan, StarHubFitsAndSendsTheHeadBack) {
     EXPECT_TRUE(p.has_phase2());
     EXPECT_EQ(p.expected_contributors, range(0, 8));
     EXPECT_TRUE(p.expects(0, PlanMessage::Head));
+    EXPECT_DOUBLE_EQ(p.return_deadline_seconds, 2 * kDefaultDeadlineSeconds) << "the hub's wait, then its own";
     EXPECT_FALSE(p.expects(0, PlanMessage::Knowledge));
   }
 }
@@ -165,6 +174,7 @@ TEST(TopologyPlan, FeedbackEdgeBringsKnowledgeBackLate) {
   EXPECT_EQ(p[1].expected_contributors, (Contributors{0, 1}));
   EXPECT_TRUE(p[0].expects(2, PlanMessage::Knowledge));
   EXPECT_EQ(p[0].sources, (std::map<NodeId, Contributors>{{2, range(0, 2)}}));
+  EXPECT_DOUBLE_EQ(p[0].return_deadline_seconds, 3 * kDefaultDeadlineSeconds) << "1 and 2 wait first";
 }
 
 TEST(TopologyPlan, DescriptionsReadLikeTheSemantics) {
