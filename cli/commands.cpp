@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <iostream>
+#include <new>
 
 namespace fednode::cli {
 
@@ -28,6 +29,10 @@ int run_guarded(const Command& c, const std::vector<std::string>& args) {
     return 2;
   } catch (const InputError& e) {
     std::cerr << "fednode " << c.name << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "fednode " << c.name << ": out of memory: the run needs more memory than this machine gives it "
+                 "(fewer nodes, a smaller --train-limit, or smaller heads)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "fednode " << c.name << ": error: " << e.what() << "\n";

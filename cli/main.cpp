@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "help" || command == "--help" || command == "-h") {
+    // `fednode help simulate` is `fednode simulate --help`.
+    if (command == "help" && args.size() == 1)
+      for (const auto& c : fednode::cli::commands())
+        if (args[0] == c.name) return fednode::cli::run_guarded(c, {"--help"});
     usage(std::cout);
     return 0;
   }

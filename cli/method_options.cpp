@@ -100,8 +100,10 @@ MethodOptions parse_method_options(const Args& a) {
   t.head.epochs = static_cast<int>(a.integer("adapter-epochs", t.head.epochs, 1, 100000));
   t.head.batch_size = static_cast<int>(a.integer("adapter-batch-size", t.head.batch_size, 1, 1 << 24));
   t.head.weight_decay = a.real("adapter-weight-decay", t.head.weight_decay, 0.0, 10.0);
-  t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 1 << 16));
-  t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 1 << 16));
+  // Widths up to 8192: the second layer's hidden1 x hidden2 weights and their momentum then
+  // stay within about 1 GiB (the paper's adapter is 1024 x 512).
+  t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 8192));
+  t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 8192));
   t.head.min_steps = static_cast<int>(a.integer("adapter-min-steps", t.head.min_steps, 0, 1 << 30));
   t.head.threads = h.threads;
   return m;

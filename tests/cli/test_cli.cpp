@@ -223,11 +223,15 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--method fedpft --shrinkage 0.5", "--shrinkage is a fedcgs option"},
            {"--dp-epsilon 1", "--dp-epsilon sets DP-FedPFT's privacy; it needs --dp"},
            {"--input-size 64", "--input-size sets up the backbone's extraction; it needs --backbone"},
-           {"--dp --dp-delta 1", "--dp-delta must be in [1e-300, 0.999999999999], got 1"}}) {
+           {"--dp --dp-delta 1", "--dp-delta must be in [1e-300, 0.999999999999], got 1"},
+           {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"}}) {
     const CliRun r = run_cli("simulate " + data_args() + " " + args + " --quiet");
     EXPECT_EQ(r.code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;
   }
+  const CliRun help = run_cli("help simulate");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_EQ(help.output.rfind("usage: fednode simulate", 0), 0u) << help.output;
   const CliRun classes = run_cli("simulate --dataset fashion-mnist --num-classes 5 --quiet");
   EXPECT_EQ(classes.code, 2);
   EXPECT_NE(classes.output.find("--num-classes is for .npy labels"), std::string::npos) << classes.output;
