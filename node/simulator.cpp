@@ -163,7 +163,10 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
           hub_contributors[to] = report.nodes[i].contributors;
         }
         phase1_done[i] = progressed = true;
-        if (!plan.has_phase2()) phase2_done[i] = true;
+        if (!plan.has_phase2()) {
+          phase2_done[i] = true;
+          std::vector<ReceivedPiece>().swap(inbox[i]);  // a finished node reads nothing more
+        }
         continue;
       }
       if (phase1_done[i] && !phase2_done[i]) {
@@ -193,6 +196,9 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
         }
         report.nodes[i].seconds += since(t0);
         phase2_done[i] = progressed = true;
+        // Relays in graph mode pass pieces on unchanged, so inboxes hold many copies of the
+        // same knowledge: a finished node's go as soon as it is done.
+        std::vector<ReceivedPiece>().swap(inbox[i]);
       }
     }
   }
