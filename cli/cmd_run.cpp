@@ -7,6 +7,7 @@
 #include "node/node.h"
 #include "topology/topology.h"
 
+#include <atomic>
 #include <csignal>
 #include <ctime>
 #include <iostream>
@@ -28,7 +29,12 @@ const char* kHelp =
     "signal, 1 error, 2 usage.\n";
 
 volatile std::sig_atomic_t g_stop_requested = 0;
-void on_signal(int) { g_stop_requested = 1; }
+// The running node, so that a signal reaches it inside a long merge or head fit as well.
+std::atomic<Node*> g_node{nullptr};
+void on_signal(int) {
+  g_stop_requested = 1;
+  if (Node* node = g_node.load()) node->request_stop();
+}
 
 // [federation.data] and [federation.options] as the command line they stand for, so that they
 // go through exactly the parser `fednode simulate` uses.
@@ -137,8 +143,11 @@ int cmd_run(const std::vector<std::string>& argv) {
 
   if (g_stop_requested) return 130;  // stopped while loading: nothing to keep yet
   Node node(std::move(config), std::move(identity));
+  g_node.store(&node);
+  if (g_stop_requested) node.request_stop();  // a signal while the node was being made
   while (!node.step(std::chrono::milliseconds(200)))
     if (g_stop_requested) node.request_stop();
+  g_node.store(nullptr);
   const NodeResult& r = node.result();
   say("result in " + node.state_dir() + "/result.json");
   switch (r.status) {

@@ -11,12 +11,19 @@
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace fednode {
+
+// Thrown at an interruption point once NodeContext::stop is set; not an error.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted: asked to stop") {}
+};
 
 struct GmmOptions {
   int components = 10;                         // K
@@ -72,6 +79,12 @@ struct NodeContext {
   int dim = 0;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
+  // When set and true, long steps end at their next class or epoch by throwing Interrupted, so
+  // that a node asked to stop (a signal) does not first finish minutes of EM or head training.
+  const std::atomic<bool>* stop = nullptr;
+  void interruption_point() const {
+    if (stop && stop->load(std::memory_order_relaxed)) throw Interrupted();
+  }
 };
 
 class Method {

@@ -771,6 +771,7 @@ struct Node::Impl {
 };
 
 Node::Node(NodeConfig config, Identity identity) : impl_(std::make_unique<Impl>(std::move(config), std::move(identity))) {
+  impl_->ctx.stop = &stop_;
   impl_->start();
 }
 
@@ -783,6 +784,18 @@ bool Node::step(std::chrono::milliseconds budget) {
     m.finish(NodeStatus::Stopped);
     return true;
   }
+  // Merging and fitting stop early when asked to (NodeContext::stop); the phase is then redone
+  // from the stored inputs by the next run of the same command.
+  const auto advance = [&m] {
+    try {
+      m.advance();
+      return true;
+    } catch (const Interrupted&) {
+      m.say("stopped in the middle of merging or fitting; the same command starts that again");
+      m.finish(NodeStatus::Stopped);
+      return false;
+    }
+  };
   const auto until = Clock::now() + budget;
   // What is waiting first, so that one step drains a burst of frames; but at most a burst, so
   // that a peer flooding the node does not keep it from its plan (merging, sends, deadlines).
@@ -791,7 +804,7 @@ bool Node::step(std::chrono::milliseconds budget) {
     if (!in) break;
     m.handle(*in);
   }
-  m.advance();
+  if (!advance()) return true;
   if (m.done) return m.closed(std::chrono::milliseconds(0));
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
   if (left.count() > 0) {
@@ -803,7 +816,7 @@ bool Node::step(std::chrono::milliseconds budget) {
                                        std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - Clock::now())));
     if (auto in = m.transport->receive(wait)) m.handle(*in);
   }
-  m.advance();
+  if (!advance()) return true;
   return m.done && m.closed(std::chrono::milliseconds(0));
 }
 

@@ -101,6 +101,8 @@ class Node {
   bool step(std::chrono::milliseconds budget = std::chrono::milliseconds(100));
   // Steps until done; writes result.json into the state directory and returns the result.
   NodeResult run();
+  // Safe in a signal handler (a lock-free atomic store). A node busy merging or fitting stops at
+  // its next class or epoch (NodeContext::stop), unless it is loading data.
   void request_stop() { stop_.store(true); }
 
   const NodeResult& result() const;

@@ -31,11 +31,11 @@ class FedPft final : public Method {
     LinearTrainOptions head = options_.head;
     // Each node's head gets its own stream, still determined by the run seed.
     head.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node, options_.head.seed});
-    EpochCallback on_epoch;
-    if (ctx.progress)
-      on_epoch = [&ctx](int epoch, double loss) {
+    const EpochCallback on_epoch = [&ctx](int epoch, double loss) {
+      if (ctx.progress)
         ctx.progress("fedpft head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
-      };
+      ctx.interruption_point();
+    };
     return train_linear_head(train, head, on_epoch);
   }
 

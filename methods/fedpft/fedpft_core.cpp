@@ -60,6 +60,7 @@ ClassMixture summarize_class(const MatrixF& X, int label, const FedPftOptions& o
                    " EM iterations, log-likelihood " + std::to_string(info.lower_bound));
   }
   if (o.half_precision) cm.mixture = round_mixture_to_half(cm.mixture, variance_floor(o), where);
+  ctx.interruption_point();  // a class's EM at a time
   return cm;
 }
 

@@ -158,16 +158,14 @@ class FedTc final : public Method {
 
     AdapterTrainOptions opt = options_.head;
     opt.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node});
-    EpochCallback on_epoch;
-    if (ctx.progress) {
-      const int64_t total = training_epochs(train.size(), opt.batch_size, opt.epochs, opt.min_steps);
-      const int64_t every = std::max<int64_t>(1, total / 10);
-      on_epoch = [&ctx, every, total](int epoch, double loss) {
-        if ((epoch + 1) % every == 0 || epoch + 1 == total)
-          ctx.progress("fedtc head: epoch " + std::to_string(epoch + 1) + "/" + std::to_string(total) +
-                       ", loss " + std::to_string(loss));
-      };
-    }
+    const int64_t total = training_epochs(train.size(), opt.batch_size, opt.epochs, opt.min_steps);
+    const int64_t every = std::max<int64_t>(1, total / 10);
+    const EpochCallback on_epoch = [&ctx, every, total](int epoch, double loss) {
+      if (ctx.progress && ((epoch + 1) % every == 0 || epoch + 1 == total))
+        ctx.progress("fedtc head: epoch " + std::to_string(epoch + 1) + "/" + std::to_string(total) +
+                     ", loss " + std::to_string(loss));
+      ctx.interruption_point();
+    };
     return train_adapter_head(train, opt, on_epoch);
   }
 

@@ -86,6 +86,25 @@ TEST(Fault, SigtermStopsCleanlyAndTheSameCommandContinues) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A signal reaches a node inside a long head fit too: it stops at the next epoch (exit 130,
+// status stopped) instead of training on for minutes first.
+TEST(Fault, SigtermStopsALongHeadFitAtItsNextEpoch) {
+  const auto dir = test_dir("fault");
+  const Federation f = make_federation(dir, TopologyMode::Linear, 1, "fedpft", 23340,
+                                       {{"components", "1"}, {"head-epochs", "100000"}},
+                                       {{"dataset", "fashion-mnist"}, {"train-limit", "500"}, {"test-limit", "100"}});
+  const pid_t pid = spawn_node(f, 0);
+  for (int i = 0; i < 1200 && read_text(f.state_dir(0) / "node.log").find("fedpft head: epoch") == std::string::npos; ++i)
+    ::usleep(50 * 1000);
+  ASSERT_NE(read_text(f.state_dir(0) / "node.log").find("fedpft head: epoch"), std::string::npos);
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(pid, 10), 130) << "100 000 epochs would take minutes";
+  EXPECT_EQ(read_result(f.state_dir(0)).status, "stopped");
+  EXPECT_NE(read_text(f.state_dir(0) / "node.log").find("stopped in the middle of merging or fitting"),
+            std::string::npos);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // A star's hub waits up to the deadline for its slowest leaf before it fits the head, so a leaf
 // that waited only one deadline for that head gave up as the head was coming (found with a leaf
 // whose knowledge the hub refused). Leaf 1 starts first and leaf 2 never does: the hub, started
