@@ -288,7 +288,11 @@ struct Node::Impl {
 
   void progress_after_phase1() {
     if (progress.stage() == PlanProgress::Stage::Gather) {
-      if (!progress.ready_to_merge()) progress.deadline_passed();
+      if (!progress.ready_to_merge()) {
+        // Phase 1 went on without these before the restart: they stay missing in the result.
+        progress.deadline_passed();
+        for (NodeId m : progress.missing()) add_once(result.missing, m);
+      }
       progress.merged();
     }
   }

@@ -105,6 +105,43 @@ TEST(Fault, SigtermStopsALongHeadFitAtItsNextEpoch) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A node restarted after phase 1 still names the senders phase 1 went on without.
+TEST(Fault, MissingSendersStayMissingAcrossARestart) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23350, {},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "1000"}, {"test-limit", "100"}});
+  std::string text = read_text(f.file);
+  const auto at = text.find("deadline_seconds = ");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, text.find('\n', at) - at, "deadline_seconds = 1.0");
+  std::ofstream(f.file, std::ios::trunc) << text;
+  f.topology = load_topology(f.file.string());
+  const NodeId hub = *f.topology.federation.hub;
+  const fs::path log = f.state_dir(hub) / "node.log";
+  auto wait_for_log = [&](const std::string& line, size_t from) {
+    for (int i = 0; i < 1200 && read_text(log).find(line, from) == std::string::npos; ++i) ::usleep(50 * 1000);
+    return read_text(log).find(line, from) != std::string::npos;
+  };
+  // No leaf runs: the hub gives both up, fits its head, then waits for acknowledgements.
+  pid_t pid = spawn_node(f, hub);
+  ASSERT_TRUE(wait_for_log("phase 1 done", 0)) << read_text(log);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  const size_t before = read_text(log).size();
+  pid = spawn_node(f, hub);
+  ASSERT_TRUE(wait_for_log("continuing from the state directory", before)) << read_text(log);
+  ::usleep(300 * 1000);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30), 130);
+  const std::string result = read_text(f.state_dir(hub) / "result.json");
+  std::vector<long> leaves;
+  for (NodeId id : f.topology.ids())
+    if (id != hub) leaves.push_back(static_cast<long>(id));
+  EXPECT_EQ(int_list(field(result, "missing")), leaves) << result;
+  EXPECT_EQ(read_result(f.state_dir(hub)).restarts, 1) << result;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // A star's hub waits up to the deadline for its slowest leaf before it fits the head, so a leaf
 // that waited only one deadline for that head gave up as the head was coming (found with a leaf
 // whose knowledge the hub refused). Leaf 1 starts first and leaf 2 never does: the hub, started
