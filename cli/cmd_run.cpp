@@ -11,6 +11,8 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 namespace fednode::cli {
 namespace {
@@ -78,16 +80,24 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (!quiet) std::cerr << timestamp() << " " << tag << m << std::endl;
   };
 
-  std::set<std::string> valued = data_option_names();
-  valued.insert(partition_option_names().begin(), partition_option_names().end());
-  valued.insert(method_option_names().begin(), method_option_names().end());
-  std::set<std::string> known = valued;
-  known.insert(method_flag_names().begin(), method_flag_names().end());
+  std::set<std::string> data_names = data_option_names();
+  data_names.insert(partition_option_names().begin(), partition_option_names().end());
+  std::set<std::string> method_names = method_option_names();
+  std::set<std::string> valued = data_names;
+  valued.insert(method_names.begin(), method_names.end());
+  method_names.insert(method_flag_names().begin(), method_flag_names().end());
   const OptionMap data = topology.data_for(self.id), options = topology.options_for(self.id);
-  for (const auto* map : {&data, &options})
+  // Each table takes its own kind: a partition setting among a node's method options would
+  // give that node another partition than its peers'.
+  for (const auto& [map, names, table] :
+       {std::tuple{&data, &data_names, "data settings"}, {&options, &method_names, "method options"}})
     for (const auto& kv : *map)
-      if (!known.count(kv.first))
-        throw InputError(topology.source + ": unknown option '" + kv.first + "' for " + topology.describe(self.id));
+      if (!names->count(kv.first))
+        throw InputError(topology.source + ": unknown option '" + kv.first + "' among the " + table + " of " +
+                         topology.describe(self.id) +
+                         (data_names.count(kv.first) ? " (a data setting: it belongs in [federation.data] or [node.data])"
+                          : method_names.count(kv.first) ? " (a method setting: it belongs in [federation.options] or [node.options])"
+                                                        : ""));
   OptionMap data_only = data;
   // Paths in a topology file are relative to the file (docs/topologies.md), not to where the
   // node happens to be started.

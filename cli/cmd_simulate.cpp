@@ -7,6 +7,7 @@
 #include "node/durable_file.h"
 #include "node/seed_sweep.h"
 #include "node/simulator.h"
+#include "topology/topology.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -145,7 +146,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   const std::vector<uint64_t> seeds = sweep ? parse_seed_list(a.required("seeds")) : std::vector<uint64_t>{};
   // The range `fednode topology --seed` takes, so that any networked run can be simulated.
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
-  const int nodes = static_cast<int>(a.integer("nodes", 10, 1, 100000));
+  const int nodes = static_cast<int>(a.integer("nodes", 10, 1, static_cast<int64_t>(kMaxTopologyNodes)));
   if ((o.topology == TopologyMode::Ring || o.topology == TopologyMode::Star) && nodes < 2)
     throw UsageError("--nodes: a " + std::string(to_string(o.topology)) + " needs at least 2 nodes, got " +
                      std::to_string(nodes));

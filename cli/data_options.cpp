@@ -25,8 +25,9 @@ const std::set<std::string>& partition_option_names() {
 
 DataSettings parse_data_settings(const Args& a, bool need_source) {
   DataSettings d;
-  d.train_limit = a.integer("train-limit", -1, -1, 1LL << 40);
-  d.test_limit = a.integer("test-limit", -1, -1, 1LL << 40);
+  // Absent: every sample (-1).
+  d.train_limit = a.integer("train-limit", -1, 1, 1LL << 40);
+  d.test_limit = a.integer("test-limit", -1, 1, 1LL << 40);
   if (a.has("dataset")) {
     if (a.has("train-features") || a.has("test-features") || a.has("train-labels") || a.has("test-labels"))
       throw UsageError("give either --dataset or the four .npy files, not both");
@@ -118,6 +119,12 @@ PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed
   p.nodes = nodes;
   p.seed = seed;
   p.scheme = parse_partition_scheme(a.str("partition", "iid"));
+  // Each parameter belongs to one scheme; with another it would be ignored.
+  for (const char* name : {"dirichlet-alpha", "min-samples"})
+    if (a.has(name) && p.scheme != PartitionScheme::Dirichlet)
+      throw UsageError("--" + std::string(name) + " is a parameter of --partition dirichlet");
+  if (a.has("classes-per-node") && p.scheme != PartitionScheme::Shards)
+    throw UsageError("--classes-per-node is a parameter of --partition shards");
   p.dirichlet_alpha = a.real("dirichlet-alpha", p.dirichlet_alpha, 1e-6, 1e6);
   p.min_samples = static_cast<int>(a.integer("min-samples", p.min_samples, 0, 1LL << 40));
   p.classes_per_node = static_cast<int>(a.integer("classes-per-node", p.classes_per_node, 1, 1 << 20));

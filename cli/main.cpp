@@ -31,9 +31,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "help" || command == "--help" || command == "-h") {
     // `fednode help simulate` is `fednode simulate --help`.
-    if (command == "help" && args.size() == 1)
+    if (command == "help" && args.size() == 1) {
       for (const auto& c : fednode::cli::commands())
         if (args[0] == c.name) return fednode::cli::run_guarded(c, {"--help"});
+      std::cerr << "fednode: unknown command '" << args[0] << "'\n";
+      usage(std::cerr);
+      return 2;
+    }
     usage(std::cout);
     return 0;
   }

@@ -147,7 +147,8 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
   try {
     impl_->router.bind(bind_address);
   } catch (const zmq::error_t& e) {
-    throw InputError("cannot listen on '" + bind_address + "': " + e.what());
+    const std::string unresolved = resolution_problem(bind_address);
+    throw InputError("cannot listen on '" + bind_address + "': " + (unresolved.empty() ? e.what() : unresolved));
   }
 }
 

@@ -111,7 +111,17 @@ OptionMap Topology::options_for(NodeId id) const {
 
 OptionMap Topology::data_for(NodeId id) const {
   OptionMap m = federation.data;
-  for (const auto& [k, v] : node(id).data) m[k] = v;
+  const OptionMap& own = node(id).data;
+  // A node that names its own source replaces the shared one rather than adding to it (the
+  // data options take a dataset or four files, never both).
+  static const char* const dataset_keys[] = {"dataset", "backbone", "input-size", "threads-extract"};
+  static const char* const file_keys[] = {"train-features", "train-labels", "test-features", "test-labels"};
+  const bool own_files = std::any_of(std::begin(file_keys), std::end(file_keys), [&](const char* k) { return own.count(k) > 0; });
+  if (own_files)
+    for (const char* k : dataset_keys) m.erase(k);
+  if (own.count("dataset"))
+    for (const char* k : file_keys) m.erase(k);
+  for (const auto& [k, v] : own) m[k] = v;
   return m;
 }
 

@@ -224,11 +224,15 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--dp-epsilon 1", "--dp-epsilon sets DP-FedPFT's privacy; it needs --dp"},
            {"--input-size 64", "--input-size sets up the backbone's extraction; it needs --backbone"},
            {"--dp --dp-delta 1", "--dp-delta must be in [1e-300, 0.999999999999], got 1"},
-           {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"}}) {
+           {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"},
+           {"--partition iid --dirichlet-alpha 0.3", "--dirichlet-alpha is a parameter of --partition dirichlet"},
+           {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},
+           {"--nodes 1025", "--nodes must be in [1, 1024]"}}) {
     const CliRun r = run_cli("simulate " + data_args() + " " + args + " --quiet");
     EXPECT_EQ(r.code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;
   }
+  EXPECT_EQ(run_cli("help frobnicate").code, 2);
   const CliRun help = run_cli("help simulate");
   EXPECT_EQ(help.code, 0);
   EXPECT_EQ(help.output.rfind("usage: fednode simulate", 0), 0u) << help.output;

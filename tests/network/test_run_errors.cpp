@@ -48,6 +48,8 @@ TEST_F(RunErrors, EachMistakeIsNamed) {
       {"run --topology " + file + " --id 0 --bogus 1", 2, "--bogus"},
       {"run --topology " + edited("shrinkage = 0.5", "shrinkag = 0.5") + " --id 1 --quiet", 1, "unknown option 'shrinkag'"},
       {"run --topology " + edited("shrinkage = 0.5", "shrinkage = \"five\"") + " --id 1 --quiet", 1, "'five'"},
+      {"run --topology " + edited("shrinkage = 0.5", "partition = \"labels\"") + " --id 1 --quiet", 1,
+       "unknown option 'partition' among the method options of node 1 (n1) (a data setting"},
       {"run --topology " + edited("shrinkage = 0.5", "components = 5") + " --id 1 --quiet", 1,
        "--components is a fedpft option; the method is fedcgs"},
       {"run --topology " + edited("dataset = \"fashion-mnist\"", "dataset = \"cifar\"") + " --id 1 --quiet", 1, "cifar"},

@@ -206,6 +206,10 @@ TEST(TopologyExamples, DocumentationExampleParses) {
   EXPECT_TRUE(t.lookup("left").public_key);
   EXPECT_EQ(t.options_for(1).at("shrinkage"), "0.1");
   EXPECT_EQ(t.data_for(2).at("train-features"), "right/features.npy");
+  // Its own files replace the shared dataset; the shared limits still apply.
+  EXPECT_EQ(t.data_for(2).count("dataset"), 0u);
+  EXPECT_EQ(t.data_for(2).at("train-limit"), "12000");
+  EXPECT_EQ(t.data_for(1).at("dataset"), "fashion-mnist");
   const auto p = plan_for(t, "sink");
   EXPECT_EQ(p.wait_for, (Ids{1, 2}));
   EXPECT_EQ(p.expected_contributors, (Contributors{0, 1, 2, 3}));

@@ -100,7 +100,9 @@ TEST(TopologyIo, ReadsEveryField) {
   EXPECT_EQ(t.options_for(0).at("components"), "5");
   EXPECT_EQ(t.options_for(1).count("head-epochs"), 0u);
   EXPECT_EQ(t.data_for(1).at("train-features"), "left/X.npy");
-  EXPECT_EQ(t.data_for(1).at("dataset"), "fashion-mnist");
+  // Its own files replace the shared dataset: the data options take one source, never both.
+  EXPECT_EQ(t.data_for(1).count("dataset"), 0u);
+  EXPECT_EQ(t.data_for(0).at("dataset"), "fashion-mnist");
   EXPECT_EQ(t.state_dir_of(7), "state/n7");
   ASSERT_EQ(t.edges.size(), 2u);
   EXPECT_EQ(t.edges[0].from, 1u);  // "left" resolved to its id
