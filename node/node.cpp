@@ -452,9 +452,16 @@ struct Node::Impl {
     if (piece_is_late_input()) refit_pending = true;
   }
 
-  // The hub's head, after this node gave up on it and fitted one on its own data: the hub's
-  // covers everyone, so it replaces that one, and the hub is no longer missing.
+  // The hub's head, after this node gave up on it and fitted one on its own data: it replaces
+  // that one if it covers this node's data too (a hub that gave up on this node in turn sends
+  // a head without it), and the hub is no longer missing.
   void adopt_late_head(NodeId from) {
+    const Contributors& covers = hub_head->contributors;
+    if (!std::includes(covers.begin(), covers.end(), result.contributors.begin(), result.contributors.end())) {
+      say("keeping the head on " + contributors_text(result.contributors) + ": the head from " + who(from) +
+          ", which came after the deadline, covers only " + contributors_text(covers));
+      return;
+    }
     say("taking the head from " + who(from) + ", which came after the deadline");
     set_head(hub_head->head, hub_head->contributors);
     result.missing.erase(std::remove(result.missing.begin(), result.missing.end(), from), result.missing.end());
