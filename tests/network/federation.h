@@ -162,6 +162,14 @@ inline Federation make_federation(const fs::path& dir, TopologyMode mode, int no
   return f;
 }
 
+// Writes the federation's file again with another deadline, for tests of what deadlines do.
+inline void set_deadline(Federation& f, double seconds) {
+  f.topology.federation.deadline_seconds = seconds;
+  fs::remove(f.file);
+  save_topology(f.topology, f.file.string());
+  f.topology = load_topology(f.file.string());
+}
+
 // A fresh folder for one test under the system's temporary directory.
 inline fs::path test_dir(const std::string& suite) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

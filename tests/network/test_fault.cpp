@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
 
 namespace fednode::testing_network {
@@ -110,12 +109,7 @@ TEST(Fault, MissingSendersStayMissingAcrossARestart) {
   const auto dir = test_dir("fault");
   Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23350, {},
                                  {{"dataset", "fashion-mnist"}, {"train-limit", "1000"}, {"test-limit", "100"}});
-  std::string text = read_text(f.file);
-  const auto at = text.find("deadline_seconds = ");
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, text.find('\n', at) - at, "deadline_seconds = 1.0");
-  std::ofstream(f.file, std::ios::trunc) << text;
-  f.topology = load_topology(f.file.string());
+  set_deadline(f, 1.0);
   const NodeId hub = *f.topology.federation.hub;
   const fs::path log = f.state_dir(hub) / "node.log";
   auto wait_for_log = [&](const std::string& line, size_t from) {
@@ -151,12 +145,7 @@ TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   const auto dir = test_dir("fault");
   Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23330, {},
                                  {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}});
-  std::string text = read_text(f.file);
-  const auto at = text.find("deadline_seconds = ");
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, text.find('\n', at) - at, "deadline_seconds = 3.0");
-  std::ofstream(f.file, std::ios::trunc) << text;
-  f.topology = load_topology(f.file.string());
+  set_deadline(f, 3.0);
   const NodeId hub = *f.topology.federation.hub;
   NodeId leaf = 0, absent = 0;
   for (NodeId id : f.topology.ids())

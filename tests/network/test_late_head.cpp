@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 
 namespace fednode::testing_network {
 namespace {
@@ -21,12 +20,7 @@ using namespace std::chrono_literals;
 TEST(LateHead, ALeafThatGaveUpTakesTheHubsHeadWhenItStillComes) {
   const auto dir = test_dir("late_head");
   Federation f = make_federation(dir, TopologyMode::Star, 2, "fedcgs", 23360, {}, {{"dataset", "fashion-mnist"}});
-  std::string text = read_text(f.file);
-  const auto at = text.find("deadline_seconds = ");
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, text.find('\n', at) - at, "deadline_seconds = 0.5");
-  std::ofstream(f.file, std::ios::trunc) << text;
-  f.topology = load_topology(f.file.string());
+  set_deadline(f, 0.5);
   const NodeId hub = *f.topology.federation.hub;
   const NodeId leaf = hub == 0 ? 1 : 0;
 
