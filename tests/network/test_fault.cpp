@@ -1,5 +1,7 @@
-// Crash safety with real processes: a middle node of a chain killed with SIGKILL and started
-// again with the same command continues the run; nobody's data is lost or counted twice.
+// Faults with real processes. Crash safety: a middle node of a chain killed with SIGKILL and
+// started again with the same command continues the run; nobody's data is lost or counted
+// twice. Signals stop a node cleanly, also inside a long head fit. Deadlines: a star leaf waits
+// out its hub's own wait, and missing senders stay named across a restart.
 #include "federation.h"
 
 #include <gtest/gtest.h>
