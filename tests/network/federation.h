@@ -170,6 +170,13 @@ inline void set_deadline(Federation& f, double seconds) {
   f.topology = load_topology(f.file.string());
 }
 
+// Waits up to a minute for `line` to appear in the log at `path` at or after byte `from`;
+// whether it did.
+inline bool wait_for_log(const fs::path& path, const std::string& line, size_t from = 0) {
+  for (int i = 0; i < 1200 && read_text(path).find(line, from) == std::string::npos; ++i) ::usleep(50 * 1000);
+  return read_text(path).find(line, from) != std::string::npos;
+}
+
 // A fresh folder for one test under the system's temporary directory.
 inline fs::path test_dir(const std::string& suite) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

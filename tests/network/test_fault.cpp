@@ -72,8 +72,7 @@ TEST(Fault, SigtermStopsCleanlyAndTheSameCommandContinues) {
   const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23320, {}, fault_data());
   pid_t waiting = spawn_node(f, 1);  // its predecessor is not running yet
   // Wait until it runs its plan (data loaded, node constructed, listening).
-  for (int i = 0; i < 1200 && read_text(f.state_dir(1) / "node.log").find("waits for") == std::string::npos; ++i)
-    ::usleep(50 * 1000);
+  wait_for_log(f.state_dir(1) / "node.log", "waits for");
   ASSERT_EQ(::kill(waiting, SIGTERM), 0);
   EXPECT_EQ(wait_exit(waiting, 30), 130);
   EXPECT_EQ(read_result(f.state_dir(1)).status, "stopped");
@@ -95,9 +94,7 @@ TEST(Fault, SigtermStopsALongHeadFitAtItsNextEpoch) {
                                        {{"components", "1"}, {"head-epochs", "100000"}},
                                        {{"dataset", "fashion-mnist"}, {"train-limit", "500"}, {"test-limit", "100"}});
   const pid_t pid = spawn_node(f, 0);
-  for (int i = 0; i < 1200 && read_text(f.state_dir(0) / "node.log").find("fedpft head: epoch") == std::string::npos; ++i)
-    ::usleep(50 * 1000);
-  ASSERT_NE(read_text(f.state_dir(0) / "node.log").find("fedpft head: epoch"), std::string::npos);
+  ASSERT_TRUE(wait_for_log(f.state_dir(0) / "node.log", "fedpft head: epoch"));
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   EXPECT_EQ(wait_exit(pid, 10), 130) << "100 000 epochs would take minutes";
   EXPECT_EQ(read_result(f.state_dir(0)).status, "stopped");
@@ -114,18 +111,14 @@ TEST(Fault, MissingSendersStayMissingAcrossARestart) {
   set_deadline(f, 1.0);
   const NodeId hub = *f.topology.federation.hub;
   const fs::path log = f.state_dir(hub) / "node.log";
-  auto wait_for_log = [&](const std::string& line, size_t from) {
-    for (int i = 0; i < 1200 && read_text(log).find(line, from) == std::string::npos; ++i) ::usleep(50 * 1000);
-    return read_text(log).find(line, from) != std::string::npos;
-  };
   // No leaf runs: the hub gives both up, fits its head, then waits for acknowledgements.
   pid_t pid = spawn_node(f, hub);
-  ASSERT_TRUE(wait_for_log("phase 1 done", 0)) << read_text(log);
+  ASSERT_TRUE(wait_for_log(log, "phase 1 done")) << read_text(log);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   const size_t before = read_text(log).size();
   pid = spawn_node(f, hub);
-  ASSERT_TRUE(wait_for_log("continuing from the state directory", before)) << read_text(log);
+  ASSERT_TRUE(wait_for_log(log, "continuing from the state directory", before)) << read_text(log);
   ::usleep(300 * 1000);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_exit(pid, 30), 130);
@@ -156,8 +149,7 @@ TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   EXPECT_DOUBLE_EQ(plan_for(f.topology, leaf).return_deadline_seconds, 6.0);
 
   const pid_t leaf_pid = spawn_node(f, leaf);
-  for (int i = 0; i < 1200 && read_text(f.state_dir(leaf) / "node.log").find("takes the head of") == std::string::npos; ++i)
-    ::usleep(50 * 1000);
+  wait_for_log(f.state_dir(leaf) / "node.log", "takes the head of");
   ::usleep(1500 * 1000);
   const pid_t hub_pid = spawn_node(f, hub);
   EXPECT_EQ(wait_exit(leaf_pid, 60), 0) << read_text(f.state_dir(leaf) / "node.log");
