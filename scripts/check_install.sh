@@ -57,6 +57,12 @@ while IFS= read -r -d '' header; do
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$header")
 done < <(find "$inc" -name '*.h' -print0)
 [[ $missing == 0 ]] || fail "installed headers are not self-contained (CMakeLists.txt, install(DIRECTORY ...))"
+# The private dependencies, whose -dev packages fednodeConfig.cmake does not ask for.
+private='^[[:space:]]*#[[:space:]]*include[[:space:]]*<(zmq[.]h|zmq[.]hpp|zmq_addon[.]hpp|msgpack|torch/|ATen/|c10/|sodium|png[.]h|jpeglib[.]h|zlib[.]h|cblas[.]h|toml)'
+if grep -rlE "$private" "$inc" --include='*.h' >"$tmp/private.txt"; then
+  sed 's/^/  includes a private dependency: /' "$tmp/private.txt" >&2
+  fail "installed headers include private dependencies (CMakeLists.txt, install(DIRECTORY ...))"
+fi
 
 step "configure and build examples/edge_app against the prefix"
 # The prefix is the only place find_package may look for fednode: no package registry, and the
