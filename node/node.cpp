@@ -1,6 +1,7 @@
 #include "node/node.h"
 
 #include "crypto/secure_channel.h"
+#include "node/configuration_record.h"
 #include "node/json.h"
 #include "node/phases.h"
 #include "node/state_store.h"
@@ -12,6 +13,8 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <utility>
 
 namespace fednode {
 namespace {
@@ -135,7 +138,24 @@ struct Node::Impl {
   }
 
   void say(const std::string& msg) const {
-    if (config.callbacks.progress) config.callbacks.progress(msg);
+    if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
+  }
+
+  // An exception from the application's callback must not leave the node half-way through what
+  // it was doing (a message stored but neither counted nor acknowledged, a head saved but not
+  // sent): the first one is kept, and Node::step rethrows it once the step's work is done.
+  mutable std::exception_ptr callback_error;
+  template <class Call>
+  void call_back(Call&& call) const {
+    try {
+      call();
+    } catch (...) {
+      if (!callback_error) callback_error = std::current_exception();
+    }
+  }
+  void rethrow_callback_error() {
+    if (!callback_error) return;
+    std::rethrow_exception(std::exchange(callback_error, nullptr));
   }
 
   // Lines about rejected frames: a flood of them must not flood the log as well. At most
@@ -171,18 +191,28 @@ struct Node::Impl {
   void start() {
     const auto& topo = config.topology;
     if (config.run_name.empty()) throw InputError("the node needs a run name (its run id derives from it)");
+    validate_topology(topo);  // load_topology did, but an application may build one in memory
     if (config.method.method != topo.federation.method)
       throw InputError("the node runs " + config.method.method + " but " + topo.source + " says " +
                        topo.federation.method);
-    config.local.validate("node " + std::to_string(config.id) + "'s training features");
-    if (config.test) config.test->validate("node " + std::to_string(config.id) + "'s test features");
+    check_timing();
+    const std::string self = "node " + std::to_string(config.id);
+    config.local.validate(self + "'s training features");
+    if (config.test) {
+      config.test->validate(self + "'s test features");
+      // Found out here rather than when the finished head is scored.
+      if (config.test->dim() != config.local.dim() || config.test->num_classes != config.local.num_classes)
+        throw InputError(self + "'s test features have " + std::to_string(config.test->dim()) + " dimensions and " +
+                         std::to_string(config.test->num_classes) + " classes, its training features " +
+                         std::to_string(config.local.dim()) + " and " + std::to_string(config.local.num_classes));
+    }
     method = make_method(config.method);
     ctx.node = config.id;
     ctx.seed = topo.federation.seed;
     ctx.backbone_fingerprint = config.backbone_fingerprint;
     ctx.num_classes = config.local.num_classes;
     ctx.dim = static_cast<int>(config.local.dim());
-    ctx.progress = config.callbacks.progress;
+    if (config.callbacks.progress) ctx.progress = [this](const std::string& line) { say(line); };
     half_transfer = config.method.method == "fedpft" && config.method.fedpft.half_precision;
     encode.precision = half_transfer ? Precision::Float16 : Precision::Float32;
 
@@ -190,12 +220,8 @@ struct Node::Impl {
     result.samples = config.local.size();
     result.expected_contributors = plan.expected_contributors;
 
-    const std::string dir = config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir;
-    store = std::make_unique<StateStore>(dir, channel.run(), config.limits.max_message_bytes + 4096);
-    replay = store->load_replay();
-    restore();
-
-    const auto& self = topo.node(config.id);
+    // Bound before the state directory is touched: a second copy of a running node fails here.
+    const auto& me = topo.node(config.id);
     TransportOptions t = config.transport;
     t.max_message_bytes = config.limits.max_message_bytes;
     // --- hop encryption (docs/security.md, "Layer 2"): the topology decides, for every node alike.
@@ -205,9 +231,16 @@ struct Node::Impl {
       t.curve.peers = peer_keys();  // the whole topology: the ZAP allow list and the DEALERs' server keys
       say("hops: CurveZMQ, admitting the " + std::to_string(t.curve.peers.size()) + " keys of " + topo.source);
     }
-    if (!t.log) t.log = config.callbacks.progress;
+    if (!t.log && config.callbacks.progress) t.log = [this](const std::string& line) { say(line); };
     // --- end of hop encryption
-    transport = std::make_unique<Transport>(config.id, self.bind.empty() ? self.address : self.bind, t);
+    transport = std::make_unique<Transport>(config.id, me.bind.empty() ? me.address : me.bind, t);
+
+    const std::string dir = config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir;
+    store = std::make_unique<StateStore>(dir, channel.run(), config.limits.max_message_bytes + 4096);
+    check_configuration();
+    replay = store->load_replay();
+    restore();
+
     for (NodeId peer : plan.peers()) {
       transport->add_peer(peer, topo.node(peer).address);
       const std::string problem = Transport::resolution_problem(topo.node(peer).address);
@@ -229,6 +262,32 @@ struct Node::Impl {
     }
     say(describe_plan(topo, plan));
     stage_started = Clock::now();
+  }
+
+  void check_timing() const {
+    const auto bad = [&](const std::string& what) {
+      throw InputError("node " + std::to_string(config.id) + "'s " + what);
+    };
+    if (config.retry_initial.count() <= 0) bad("retry_initial must be positive");
+    if (config.retry_max < config.retry_initial) bad("retry_max must be at least retry_initial");
+    if (!(config.ack_deadline_seconds > 0 && config.ack_deadline_seconds <= kMaxDeadlineSeconds))
+      bad("ack_deadline_seconds must lie in (0, " + std::to_string(static_cast<int64_t>(kMaxDeadlineSeconds)) + "]");
+  }
+
+  // A state directory continues the run it was started for, and only under the configuration it
+  // was started with: other data or options would otherwise get the old result back.
+  void check_configuration() {
+    const std::string record = configuration_record(config);
+    const auto stored = store->read_text("configuration", 1 << 20);
+    if (!stored) {
+      store->write_text("configuration", record);
+      return;
+    }
+    const std::string difference = first_difference(*stored, record);
+    if (!difference.empty())
+      throw InputError("state directory '" + store->dir() + "' holds a run of node " + std::to_string(config.id) +
+                       " started with another configuration (" + difference +
+                       "): give this configuration a state directory of its own, or remove that one to start over");
   }
 
   // Everyone this node sends to, in any phase.
@@ -440,7 +499,7 @@ struct Node::Impl {
     // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
     // order), so the piece naming it completes what the plan waits for from it.
     const bool completes = piece.knowledge.contributors.count(h.from) != 0 || kind == PlanMessage::Complete;
-    if (fresh && config.callbacks.knowledge) config.callbacks.knowledge(h.from, piece.knowledge);
+    if (fresh && config.callbacks.knowledge) call_back([&] { config.callbacks.knowledge(h.from, piece.knowledge); });
     if (fresh)
       say("received " + std::string(to_string(h.type)) + " from " + who(h.from) + " (contributors " +
           contributors_text(piece.knowledge.contributors) + ")");
@@ -589,7 +648,7 @@ struct Node::Impl {
     head = std::move(h);
     result.contributors = contributors;
     store->save_head(*head, contributors);
-    if (config.callbacks.head) config.callbacks.head(*head, contributors);
+    if (config.callbacks.head) call_back([&] { config.callbacks.head(*head, contributors); });
   }
 
   // run_admitting (node/phases.h) over the pieces held, logging and discarding as it goes.
@@ -747,6 +806,49 @@ struct Node::Impl {
   }
   static constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5;
 
+  // One turn of the event loop (Node::step).
+  bool step(std::chrono::milliseconds budget, const std::atomic<bool>& stop) {
+    if (done) return stop.load() || closed(budget);
+    if (stop.load()) {
+      finish(NodeStatus::Stopped);
+      return true;
+    }
+    // Merging and fitting stop early when asked to (NodeContext::stop); the phase is then redone
+    // from the stored inputs by the next run of the same command.
+    const auto advance_unless_stopped = [this] {
+      try {
+        advance();
+        return true;
+      } catch (const Interrupted&) {
+        say("stopped in the middle of merging or fitting; the same command starts that again");
+        finish(NodeStatus::Stopped);
+        return false;
+      }
+    };
+    const auto until = Clock::now() + budget;
+    // What is waiting first, so that one step drains a burst of frames; but at most a burst, so
+    // that a peer flooding the node does not keep it from its plan (merging, sends, deadlines).
+    for (int i = 0; i < kFramesPerStep; ++i) {
+      auto in = transport->receive(std::chrono::milliseconds(0));
+      if (!in) break;
+      handle(*in);
+    }
+    if (!advance_unless_stopped()) return true;
+    if (done) return closed(std::chrono::milliseconds(0));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    if (left.count() > 0) {
+      // Wake early for the next resend.
+      auto wait = left;
+      for (const auto& p : outbox)
+        if (!p.entry.acked && !p.entry.failed && p.tries > 0)
+          wait = std::min(wait, std::max(std::chrono::milliseconds(1),
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - Clock::now())));
+      if (auto in = transport->receive(wait)) handle(*in);
+    }
+    if (!advance_unless_stopped()) return true;
+    return done && closed(std::chrono::milliseconds(0));
+  }
+
   // The result's status, head and accuracy from what the node holds now.
   void score() {
     // A node whose knowledge or head a peer refused has not done its part of the plan, even if
@@ -786,52 +888,36 @@ Node::Node(NodeConfig config, Identity identity) : impl_(std::make_unique<Impl>(
   impl_->start();
 }
 
-Node::~Node() = default;
+Node::~Node() {
+  // A thread still inside step() or run() would go on using what is destroyed here: stop it at
+  // its next step and wait until it is out.
+  stop_.store(true);
+  while (driving_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+namespace {
+// Counts the threads inside step() or run(), for ~Node.
+class Driving {
+ public:
+  explicit Driving(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~Driving() { --count_; }
+  Driving(const Driving&) = delete;
+  Driving& operator=(const Driving&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+}  // namespace
 
 bool Node::step(std::chrono::milliseconds budget) {
-  auto& m = *impl_;
-  if (m.done) return stop_.load() || m.closed(budget);
-  if (stop_.load()) {
-    m.finish(NodeStatus::Stopped);
-    return true;
-  }
-  // Merging and fitting stop early when asked to (NodeContext::stop); the phase is then redone
-  // from the stored inputs by the next run of the same command.
-  const auto advance = [&m] {
-    try {
-      m.advance();
-      return true;
-    } catch (const Interrupted&) {
-      m.say("stopped in the middle of merging or fitting; the same command starts that again");
-      m.finish(NodeStatus::Stopped);
-      return false;
-    }
-  };
-  const auto until = Clock::now() + budget;
-  // What is waiting first, so that one step drains a burst of frames; but at most a burst, so
-  // that a peer flooding the node does not keep it from its plan (merging, sends, deadlines).
-  for (int i = 0; i < kFramesPerStep; ++i) {
-    auto in = m.transport->receive(std::chrono::milliseconds(0));
-    if (!in) break;
-    m.handle(*in);
-  }
-  if (!advance()) return true;
-  if (m.done) return m.closed(std::chrono::milliseconds(0));
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-  if (left.count() > 0) {
-    // Wake early for the next resend.
-    auto wait = left;
-    for (const auto& p : m.outbox)
-      if (!p.entry.acked && !p.entry.failed && p.tries > 0)
-        wait = std::min(wait, std::max(std::chrono::milliseconds(1),
-                                       std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - Clock::now())));
-    if (auto in = m.transport->receive(wait)) m.handle(*in);
-  }
-  if (!advance()) return true;
-  return m.done && m.closed(std::chrono::milliseconds(0));
+  const Driving driving(driving_);
+  const bool done = impl_->step(budget, stop_);
+  impl_->rethrow_callback_error();
+  return done;
 }
 
 NodeResult Node::run() {
+  const Driving driving(driving_);
   while (!step(std::chrono::milliseconds(200))) {
   }
   return impl_->result;

@@ -14,8 +14,11 @@
 //   fednode::NodeResult result = node.run();
 //
 // run() blocks; step() does one turn of the event loop for applications with their own loop.
-// Threads: one thread drives the node; request_stop() may be called from any thread or a
-// signal handler.
+// Threads: one thread drives the node (step, run, result, state_dir); request_stop() may be called
+// from any thread or a signal handler. Callbacks run on the driving thread; an exception from one
+// is rethrown by the step() or run() it happened in, after that step's work is done, and the node
+// stays usable. Destroying the node while another thread steps it stops that thread's run first
+// (docs/embedding.md).
 #pragma once
 
 #include "crypto/keys.h"
@@ -87,9 +90,10 @@ struct NodeResult {
 
 class Node {
  public:
-  // Opens the state directory (continuing a run found there) and binds the node's address.
-  // Throws InputError for a config that cannot run (unknown id, method mismatch, bad address,
-  // another run's state directory).
+  // Binds the node's address and opens the state directory (continuing a run found there).
+  // Throws InputError for a config that cannot run (unknown id, invalid topology, method
+  // mismatch, inconsistent features, bad address, a state directory of another run or
+  // configuration, or one another node holds).
   Node(NodeConfig config, Identity identity);
   ~Node();
   Node(const Node&) = delete;
@@ -102,7 +106,8 @@ class Node {
   // Steps until done; writes result.json into the state directory and returns the result.
   NodeResult run();
   // Safe in a signal handler (a lock-free atomic store). A node busy merging or fitting stops at
-  // its next class or epoch (NodeContext::stop), unless it is loading data.
+  // its next class or epoch (NodeContext::stop), unless it is loading data. For good: continuing
+  // the run takes a new Node on the same state directory.
   void request_stop() { stop_.store(true); }
 
   const NodeResult& result() const;
@@ -112,6 +117,7 @@ class Node {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_{false};
+  std::atomic<int> driving_{0};  // threads inside step() or run()
 };
 
 // The result as JSON (schema in docs/node.md).

@@ -5,6 +5,10 @@
 
 #include <sodium.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -111,6 +115,19 @@ StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_byte
     fs::create_directories(dir_ + sub, ec);
     if (ec) throw InputError("cannot create state directory '" + dir_ + sub + "': " + ec.message());
   }
+  // Before anything in the directory is read or written: two nodes on one directory would hand
+  // out the same message ids and overwrite each other's inbox, outbox and head.
+  lock_.fd = ::open(path("lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_.fd < 0) throw InputError("cannot open '" + path("lock") + "': " + std::strerror(errno));
+  if (::flock(lock_.fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK)
+      throw InputError("state directory '" + dir_ + "' is in use by another node (a running fednode, or another "
+                       "Node in this process): every node needs a state directory of its own");
+    // A file system without locks (some network mounts) still works, unguarded.
+    if (err != ENOLCK && err != EOPNOTSUPP)
+      throw InputError("cannot lock '" + path("lock") + "': " + std::strerror(err));
+  }
   const std::string run_file = path("run");
   if (fs::exists(run_file)) {
     std::string stored = read_file_bounded(run_file, 1024);
@@ -129,6 +146,10 @@ StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_byte
     id_next_ = v;  // everything below may have been used before the restart
   }
   id_reserved_ = id_next_;
+}
+
+StateStore::HeldLock::~HeldLock() {
+  if (fd >= 0) ::close(fd);  // releases the lock
 }
 
 uint64_t StateStore::next_msg_id() {
@@ -270,5 +291,10 @@ std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) const {
 }
 
 void StateStore::write_text(const std::string& name, const std::string& text) { write_file_durably(path(name), text); }
+
+std::optional<std::string> StateStore::read_text(const std::string& name, uint64_t max_bytes) const {
+  if (!fs::exists(path(name))) return std::nullopt;
+  return read_file_bounded(path(name), max_bytes);
+}
 
 }  // namespace fednode

@@ -12,12 +12,15 @@
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
 //   head, head.contributors  the node's current head (Head::save format) and whose data it holds
 //   result.json           the node's result
+//   configuration         what decides the result (node/configuration_record.h)
+//   lock                  held (flock) by the node using the directory
 #pragma once
 
 #include "crypto/replay.h"
 #include "protocol/messages.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +46,12 @@ struct OutboxEntry {
 
 class StateStore {
  public:
-  // Opens `dir`, creating it (and inbox/, outbox/) if needed. Throws InputError when it belongs
-  // to another run, or when it is not usable.
+  // Opens `dir`, creating it (and inbox/, outbox/) if needed, and holds it: a second StateStore
+  // on the same directory, in this process or another, is refused until this one is destroyed.
+  // Throws InputError when it is held, belongs to another run, or is not usable.
   StateStore(std::string dir, const RunId& run, uint64_t max_file_bytes);
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
 
   const std::string& dir() const { return dir_; }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
@@ -81,6 +87,8 @@ class StateStore {
   std::unique_ptr<Head> load_head(Contributors* contributors) const;  // null when none was saved
 
   void write_text(const std::string& name, const std::string& text);
+  // The file's text, or nothing when it does not exist; throws InputError beyond max_bytes.
+  std::optional<std::string> read_text(const std::string& name, uint64_t max_bytes) const;
 
  private:
   std::string outbox_name(const OutboxEntry& e) const;
@@ -88,6 +96,16 @@ class StateStore {
   std::string dir_;
   uint64_t max_file_bytes_;
   uint64_t id_next_ = 1, id_reserved_ = 0;
+  // flock(2) on dir/lock, held while the store lives; released by closing (also when the
+  // constructor throws after taking it).
+  struct HeldLock {
+    int fd = -1;
+    HeldLock() = default;
+    HeldLock(const HeldLock&) = delete;
+    HeldLock& operator=(const HeldLock&) = delete;
+    ~HeldLock();
+  };
+  HeldLock lock_;
 };
 
 }  // namespace fednode

@@ -2,11 +2,7 @@
 // hub's head when it comes before the leaf has closed. Both nodes run in this process as an
 // embedding application runs them (real sockets, real sealing), so the test decides exactly
 // when each one steps: the leaf waits out its deadline before the hub even exists.
-#include "federation.h"
-
-#include "features/idx.h"
-#include "features/partition.h"
-#include "node/node.h"
+#include "in_process.h"
 
 #include <gtest/gtest.h>
 
@@ -18,35 +14,18 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(LateHead, ALeafThatGaveUpTakesTheHubsHeadWhenItStillComes) {
-  const auto dir = test_dir("late_head");
-  Federation f = make_federation(dir, TopologyMode::Star, 2, "fedcgs", 23360, {}, {{"dataset", "fashion-mnist"}});
-  set_deadline(f, 0.5);
+  InProcessFederation star("late_head", TopologyMode::Star, 2, 23360, 0.5);
+  const Federation& f = star.f;
   const NodeId hub = *f.topology.federation.hub;
   const NodeId leaf = hub == 0 ? 1 : 0;
-
-  Features train = load_fashion_mnist(default_fashion_mnist_dir(), "train", 1000);
-  Features test = load_fashion_mnist(default_fashion_mnist_dir(), "test", 200);
-  train.num_classes = test.num_classes = std::max(train.num_classes, test.num_classes);
-  PartitionOptions split;
-  split.nodes = 2;
-  split.seed = f.topology.federation.seed;
-  const Partition parts = make_partition(train.y, train.num_classes, split);
   std::vector<std::string> leaf_log;
   auto config_for = [&](NodeId id) {
-    NodeConfig c;
-    c.topology = f.topology;
-    c.id = id;
-    c.run_name = run_name(f.topology);
-    c.method.method = "fedcgs";
-    c.local = train.subset(parts.at(static_cast<size_t>(f.topology.partition_index(id))));
-    c.test = test;
-    // Quick resends, so that the leaf's knowledge reaches the hub within the hub's own deadline.
-    c.retry_initial = c.retry_max = 20ms;
+    NodeConfig c = star.config(id);
     if (id == leaf) c.callbacks.progress = [&](const std::string& line) { leaf_log.push_back(line); };
     return c;
   };
 
-  Node leaf_node(config_for(leaf), load_identity(f.topology.key_dir_of(leaf)));
+  Node leaf_node(config_for(leaf), star.identity(leaf));
   ASSERT_DOUBLE_EQ(plan_for(f.topology, leaf).return_deadline_seconds, 1.0);
   // Past its deadline the leaf fits a head on its own data; its knowledge is still unacknowledged,
   // so it keeps running.
@@ -54,7 +33,7 @@ TEST(LateHead, ALeafThatGaveUpTakesTheHubsHeadWhenItStillComes) {
     ASSERT_FALSE(leaf_node.step(20ms));
   EXPECT_EQ(leaf_node.result().missing, std::vector<NodeId>{hub});
 
-  Node hub_node(config_for(hub), load_identity(f.topology.key_dir_of(hub)));
+  Node hub_node(config_for(hub), star.identity(hub));
   bool leaf_done = false, hub_done = false;
   for (int i = 0; i < 3000 && !(leaf_done && hub_done); ++i) {
     if (!hub_done) hub_done = hub_node.step(10ms);
@@ -73,7 +52,7 @@ TEST(LateHead, ALeafThatGaveUpTakesTheHubsHeadWhenItStillComes) {
   const NodeOutcome written = read_result(f.state_dir(leaf));
   EXPECT_EQ(written.status, "finished");
   EXPECT_EQ(written.contributors, (std::vector<long>{0, 1}));
-  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  if (!::testing::Test::HasFailure()) fs::remove_all(f.dir);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+#include "node/configuration_record.h"
+
+#include "features/digest.h"
+#include "node/json.h"
+#include "node/options_json.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+namespace fednode {
+namespace {
+
+std::string training_digest(const Features& f) {
+  Sha256 sha;
+  // Row-major or not, the same matrix gives the same bytes in the same layout every time.
+  sha.update(f.X.data(), static_cast<size_t>(f.X.size()) * sizeof(float));
+  sha.update(f.y.data(), f.y.size() * sizeof(f.y[0]));
+  return sha.hex();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    // Indentation and the commas between entries are layout, not content.
+    const auto first = line.find_first_not_of(' ');
+    line = first == std::string::npos ? std::string() : line.substr(first);
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string configuration_record(const NodeConfig& c) {
+  std::ostringstream out;
+  JsonWriter w(out);
+  const auto& f = c.topology.federation;
+  w.begin_object();
+  w.key("node").value(c.id);
+  w.key("method").value(c.method.method);
+  write_method_options(w, c.method);
+  if (c.method.method == "fedpft") write_linear_head_options(w, c.method.fedpft.head);
+  w.key("head_seed").value(c.method.method == "fedtc" ? c.method.fedtc.head.seed : c.method.fedpft.head.seed);
+  w.key("backbone").value(c.backbone_fingerprint);
+  w.key("dim").value(c.local.dim());
+  w.key("num_classes").value(c.local.num_classes);
+  w.key("training_samples").value(c.local.size());
+  w.key("training_sha256").value(training_digest(c.local));
+  w.key("mode").value(to_string(f.mode));
+  w.key("seed").value(f.seed);
+  if (f.hub) w.key("hub").value(*f.hub);
+  if (f.start) w.key("start").value(*f.start);
+  std::vector<std::string> edges;
+  for (const auto& e : c.topology.edges)
+    edges.push_back(std::to_string(e.from) + (e.feedback ? "~>" : "->") + std::to_string(e.to));
+  w.key("edges").array(edges);
+  w.end_object();
+  out << "\n";
+  return out.str();
+}
+
+std::string first_difference(const std::string& was, const std::string& now) {
+  const auto a = lines_of(was), b = lines_of(now);
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
+    if (x != y) return x + " -> " + y;
+  }
+  return "";
+}
+
+}  // namespace fednode

@@ -1,0 +1,21 @@
+// What decides a node's result, written into its state directory when the run starts: a
+// restart continues the run only under the same record, so that a state directory reused with
+// other data, options or topology is refused instead of silently returning the old result.
+#pragma once
+
+#include "node/node.h"
+
+#include <string>
+
+namespace fednode {
+
+// JSON, one setting per line: the node, its method and options, the backbone, the shape and a
+// SHA-256 of its training features, and the federation's mode, seed and edges. Addresses,
+// deadlines, test features and thread counts are left out: they may change between restarts.
+std::string configuration_record(const NodeConfig& config);
+
+// Empty when the records are the same; otherwise the first line that differs, as
+// `"key": old` -> `"key": new`.
+std::string first_difference(const std::string& was, const std::string& now);
+
+}  // namespace fednode
