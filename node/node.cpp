@@ -198,6 +198,9 @@ struct Node::Impl {
     check_timing();
     const std::string self = "node " + std::to_string(config.id);
     config.local.validate(self + "'s training features");
+    if (config.local.size() == 0 && plan.wait_for.empty() && plan.late_from.empty())
+      throw InputError(self + " has no training features and receives no knowledge in " + topo.source +
+                       ": it would have nothing to send or to fit a head on");
     if (config.test) {
       config.test->validate(self + "'s test features");
       // Found out here rather than when the finished head is scored.

@@ -157,6 +157,9 @@ TEST(Embedding, InconsistentInputsAreRefusedWhenTheNodeIsMade) {
   NodeConfig negative_ack = chain.config(0);
   negative_ack.ack_deadline_seconds = -5;
   refused(negative_ack, "ack_deadline_seconds");
+  NodeConfig no_data = chain.config(0);  // the chain's first node: nobody sends it anything
+  no_data.local = no_data.local.first(0);
+  refused(no_data, "has no training features and receives no knowledge");
   NodeConfig duplicate_id = chain.config(0);
   duplicate_id.topology.nodes.push_back(duplicate_id.topology.nodes.front());
   refused(duplicate_id, "duplicate node id 0");
