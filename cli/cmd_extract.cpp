@@ -14,8 +14,9 @@ namespace {
 
 const char* kHelp =
     "usage: fednode extract (--dataset fashion-mnist | --images DIR) --out PREFIX\n"
-    "       [--backbone MODEL.pt] [--split train|test] [--limit N] [--input-size S]\n"
-    "       [--threads T] [--batch-size B] [--cache-dir D] [--no-cache] [--quiet]\n"
+    "       [--dataset-dir DIR] [--backbone MODEL.pt] [--split train|test] [--limit N]\n"
+    "       [--input-size S] [--threads T] [--batch-size B] [--optimize] [--cache-dir D]\n"
+    "       [--no-cache] [--quiet]\n"
     "writes PREFIX_X.npy (float32 [n, d]), PREFIX_y.npy (int32 [n]) and PREFIX_classes.txt\n"
     "input:\n"
     "  --dataset fashion-mnist   Fashion-MNIST from the Debian package (FEDNODE_FASHION_MNIST_DIR\n"
@@ -29,7 +30,7 @@ const char* kHelp =
     "  --threads T               LibTorch threads (default: one per core)\n"
     "  --batch-size B            images per forward pass (default 32)\n"
     "  --optimize                also torch.jit.optimize_for_inference (oneDNN prepacking): faster on\n"
-    "                            some idle machines, slower on busy ones; features move by ~1e-5\n"
+    "                            some idle machines, slower on busy ones; features move by up to ~5e-5\n"
     "cache:\n"
     "  --cache-dir D             feature cache (default $XDG_CACHE_HOME/fednode or ~/.cache/fednode)\n"
     "  --no-cache                neither read nor write the cache\n";

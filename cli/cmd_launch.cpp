@@ -32,7 +32,7 @@ const char* kHelp =
     "  --threads N        compute threads per node (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; default 1)\n"
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --quiet            no progress lines; only the table\n"
-    "Exit status: 0 when every node finished, 1 otherwise.\n";
+    "Exit status: 0 when every node finished, 1 otherwise, 2 for a usage error.\n";
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }

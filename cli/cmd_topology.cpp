@@ -75,7 +75,7 @@ void check_method_options(const std::string& method, const OptionMap& options) {
       argv.push_back("--" + key);
       argv.push_back(value);
     } else {
-      throw UsageError("--option " + key + " is not a method option (see 'fednode simulate --help')");
+      throw UsageError("--option " + key + " is not a method option ('fednode simulate --help' lists them)");
     }
   }
   try {

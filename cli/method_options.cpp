@@ -2,6 +2,7 @@
 
 #include "methods/fedpft/fedpft_core.h"
 
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -109,28 +110,52 @@ MethodOptions parse_method_options(const Args& a) {
   return m;
 }
 
-const char* method_options_help() {
-  return "method:\n"
-         "  --method fedpft|fedcgs|fedtc      (default fedpft)\n"
-         "FedPFT:\n"
-         "  --components K                    mixture components per class (10)\n"
-         "  --covariance full|diag|spherical  (diag)\n"
-         "  --reg-covar R --tol T --max-iter M --n-init I --gmm-init kmeans|kmeans++\n"
-         "  --transfer-precision float16|float32   (float16, as the paper)\n"
-         "  --synthetic-multiplier M          synthetic draws per shared sample for the head (1)\n"
-         "  --dp --dp-epsilon E --dp-delta D  DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
-         "linear head (FedPFT and the baselines):\n"
-         "  --head-lr (1e-4) --head-epochs (30) --head-batch-size (64) --head-weight-decay (0)\n"
-         "  --head-min-steps (5000: small training sets still get this many Adam steps)\n"
-         "  --head-raw-inputs                 train on raw features (default: standardised, folded back)\n"
-         "  --threads T                       LibTorch threads for the heads (1; 0: LibTorch's setting,\n"
-         "                                    OMP_NUM_THREADS or one per core)\n"
-         "FedCGS:\n"
-         "  --lda-covariance total|within     --shrinkage S in [0, 1]\n"
-         "FedTC:\n"
-         "  --keep-ratio A (0.99) --prototype-batch B (5)\n"
-         "  --adapter-lr --adapter-momentum --adapter-epochs --adapter-batch-size\n"
-         "  --adapter-weight-decay --adapter-hidden1 --adapter-hidden2 --adapter-min-steps\n";
+std::string method_options_help() {
+  // Defaults from the option structs themselves, so that the help cannot drift from them.
+  const FedPftOptions p;
+  const FedCgsOptions c;
+  const FedTcOptions t;
+  const auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  std::ostringstream h;
+  h << "method:\n"
+       "  --method fedpft|fedcgs|fedtc      (default fedpft)\n"
+       "FedPFT:\n"
+       "  --components K                    mixture components per class ("
+    << p.gmm.components << ")\n"
+    << "  --covariance full|diag|spherical  (" << to_string(p.gmm.covariance) << ")\n"
+    << "  --reg-covar R (" << num(p.gmm.reg_covar) << ") --tol T (" << num(p.gmm.tol) << ") --max-iter M ("
+    << p.gmm.max_iter << ") --n-init I (" << p.gmm.n_init << ")\n"
+    << "  --gmm-init kmeans|kmeans++        (" << (p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++")
+    << ")\n"
+    << "  --transfer-precision float16|float32   (" << (p.half_precision ? "float16" : "float32")
+    << ", as the paper)\n"
+    << "  --synthetic-multiplier M          synthetic draws per shared sample for the head ("
+    << p.synthetic_multiplier << ")\n"
+    << "  --dp --dp-epsilon E (" << num(p.dp_epsilon) << ") --dp-delta D (" << num(p.dp_delta) << ")\n"
+    << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
+    << "linear head (FedPFT and the baselines):\n"
+    << "  --head-lr (" << num(p.head.lr) << ") --head-epochs (" << p.head.epochs << ") --head-batch-size ("
+    << p.head.batch_size << ") --head-weight-decay (" << num(p.head.weight_decay) << ")\n"
+    << "  --head-min-steps (" << p.head.min_steps << ": small training sets still get this many Adam steps)\n"
+    << "  --head-raw-inputs                 train on raw features (default: standardised, folded back)\n"
+    << "  --threads T                       LibTorch threads for the heads (" << p.head.threads
+    << "; 0: LibTorch's setting,\n"
+       "                                    OMP_NUM_THREADS or one per core)\n"
+       "FedCGS:\n"
+       "  --lda-covariance total|within     ("
+    << (c.covariance == LdaCovariance::Within ? "within" : "total") << ")\n"
+    << "  --shrinkage S in [0, 1]           (" << num(c.shrinkage) << ")\n"
+    << "FedTC:\n"
+    << "  --keep-ratio A (" << num(t.keep_ratio) << ") --prototype-batch B (" << t.batch_size << ")\n"
+    << "  --adapter-lr (" << num(t.head.lr) << ") --adapter-momentum (" << num(t.head.momentum)
+    << ") --adapter-epochs (" << t.head.epochs << ") --adapter-batch-size (" << t.head.batch_size << ")\n"
+    << "  --adapter-weight-decay (" << num(t.head.weight_decay) << ") --adapter-hidden1 (" << t.head.hidden1
+    << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n";
+  return h.str();
 }
 
 }  // namespace fednode::cli

@@ -12,6 +12,6 @@ namespace fednode::cli {
 const std::set<std::string>& method_option_names();  // options that take a value
 const std::set<std::string>& method_flag_names();    // options that do not
 MethodOptions parse_method_options(const Args& args);
-const char* method_options_help();
+std::string method_options_help();
 
 }  // namespace fednode::cli

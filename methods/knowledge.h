@@ -76,7 +76,7 @@ struct Knowledge {
   int64_t payload_bytes(bool half_precision) const;
 };
 
-// Contributor rules (DESIGN.md "Rules that keep merging honest").
+// Contributor rules (docs/architecture.md, "Rules that keep merging honest").
 bool disjoint(const Contributors& a, const Contributors& b);
 bool is_subset(const Contributors& a, const Contributors& b);  // a ⊆ b
 Contributors united(const Contributors& a, const Contributors& b);

@@ -1,4 +1,4 @@
-// Method: the one interface every one-shot FL method implements (DESIGN.md "The flow of one node").
+// Method: the one interface every one-shot FL method implements (docs/architecture.md, "The flow of one node").
 //   summarize(local)            -> Knowledge about the local data alone
 //   merge(received, local)      -> Knowledge to forward: the received pieces combined with local data
 //   fit_head(received, local)   -> this node's Head

@@ -10,8 +10,9 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) {
   if (o.method == "fedpft") {
     const auto& p = o.fedpft;
     w.key("fedpft").begin_object();
-    w.key("components").value(p.gmm.components);
-    w.key("covariance").value(to_string(p.gmm.covariance));
+    // What the run used: DP-FedPFT is one full Gaussian per class whatever the GMM options say.
+    w.key("components").value(p.dp ? 1 : p.gmm.components);
+    w.key("covariance").value(p.dp ? to_string(CovarianceType::Full) : to_string(p.gmm.covariance));
     w.key("reg_covar").value(p.gmm.reg_covar);
     w.key("tol").value(p.gmm.tol);
     w.key("max_iter").value(p.gmm.max_iter);

@@ -301,7 +301,7 @@ StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Li
   const TensorIn B = read_tensor(body.at("B"), body.path("B"));
   const auto& N = as_array(body.at("N"), body.path("N"));
   body.finish();
-  // Additive statistics must stay exact (DESIGN.md), so nothing narrower than float64 is accepted.
+  // Additive statistics must stay exact (docs/architecture.md), so nothing narrower than float64 is accepted.
   expect_dtype(A, DType::F64);
   expect_dtype(B, DType::F64);
   expect_shape(A, {C, d}, Layout::Dense);

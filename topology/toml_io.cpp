@@ -195,6 +195,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   if (!fed) r.fail(line_of(*fed_node), "'federation' must be a table, got " + std::string(type_name(*fed_node)));
   auto& f = topology.federation;
   f.line = line_of(*fed);
+  for (auto&& [key, value] : *fed) f.key_lines[std::string(key.str())] = line_of(value);
   const std::string fw = "[federation]";
   r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "hop_encryption", "hub", "start",
                           "options", "data"});
@@ -236,6 +237,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
       const auto& t = *item.as_table();
       TopologyNode node;
       node.line = line_of(t);
+      for (auto&& [key, value] : t) node.key_lines[std::string(key.str())] = line_of(value);
       const std::string w = "[[node]]";
       r.only_keys(t, w, {"id", "name", "address", "bind", "public_key", "key_dir", "state_dir", "partition_index",
                          "options", "data"});

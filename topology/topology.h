@@ -57,6 +57,12 @@ struct TopologyNode {
   OptionMap options;           // per-node overrides of [federation.options]
   OptionMap data;              // per-node overrides of [federation.data]
   int line = 0;                // where the entry starts in its file; 0 when built in memory
+  std::map<std::string, int> key_lines;  // where each key was written (empty when built in memory)
+  // The line of `key`, else of the entry: where a message about that setting points.
+  int line_of(const std::string& key) const {
+    const auto it = key_lines.find(key);
+    return it != key_lines.end() ? it->second : line;
+  }
 };
 
 struct TopologyEdge {
@@ -80,6 +86,11 @@ struct FederationSettings {
   OptionMap options;           // method options shared by every node
   OptionMap data;              // dataset and partition shared by every node
   int line = 0;
+  std::map<std::string, int> key_lines;  // as TopologyNode::key_lines
+  int line_of(const std::string& key) const {
+    const auto it = key_lines.find(key);
+    return it != key_lines.end() ? it->second : line;
+  }
 };
 
 struct Topology {

@@ -83,26 +83,29 @@ class Checker {
     if (t_.nodes.empty()) fail(0, "the topology lists no nodes (add [[node]] sections)");
     if (t_.nodes.size() > kMaxTopologyNodes)
       fail(0, "at most " + std::to_string(kMaxTopologyNodes) + " nodes, the topology has " + std::to_string(t_.nodes.size()));
-    if (f.method.empty()) fail(f.line, "[federation] method is empty");
+    if (f.method.empty()) fail(f.line_of("method"), "[federation] method is empty");
     for (char c : f.method)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
-        fail(f.line, "[federation] method '" + f.method + "' is not a method name");
+        fail(f.line_of("method"), "[federation] method '" + f.method + "' is not a method name");
     if (f.run) {
       const std::string problem = run_name_problem(*f.run);
-      if (!problem.empty()) fail(f.line, "[federation] run " + problem);
+      if (!problem.empty()) fail(f.line_of("run"), "[federation] run " + problem);
     }
     if (f.seed > static_cast<uint64_t>(INT64_MAX))
-      fail(f.line, "[federation] seed must be at most 2^63 - 1 (TOML integers are signed)");
+      fail(f.line_of("seed"), "[federation] seed must be at most 2^63 - 1 (TOML integers are signed)");
     if (!(f.deadline_seconds > 0) || f.deadline_seconds > kMaxDeadlineSeconds)
-      fail(f.line, "[federation] deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
+      fail(f.line_of("deadline_seconds"),
+           "[federation] deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
                        "], got " + std::to_string(f.deadline_seconds));
     // A topology built in memory may hold any value the enum's storage allows.
     if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
-      fail(f.line, "[federation] hop_encryption must be \"none\" or \"curve\"");
+      fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");
     if (f.hub && f.mode != TopologyMode::Star)
-      fail(f.line, "[federation] hub is only meaningful in star mode (this is " + std::string(to_string(f.mode)) + ")");
+      fail(f.line_of("hub"),
+           "[federation] hub is only meaningful in star mode (this is " + std::string(to_string(f.mode)) + ")");
     if (f.start && f.mode != TopologyMode::Ring)
-      fail(f.line, "[federation] start is only meaningful in ring mode (this is " + std::string(to_string(f.mode)) + ")");
+      fail(f.line_of("start"),
+           "[federation] start is only meaningful in ring mode (this is " + std::string(to_string(f.mode)) + ")");
     option_keys(f.options, f.line, "[federation.options]");
     option_keys(f.data, f.line, "[federation.data]");
   }
@@ -122,28 +125,30 @@ class Checker {
         });
         const bool digits = std::all_of(n.name.begin(), n.name.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (!charset || n.name.size() > 32 || digits)
-          fail(n.line, who + ": name '" + n.name +
+          fail(n.line_of("name"), who + ": name '" + n.name +
                            "' must be 1 to 32 letters, digits, '_', '-' or '.', and not only digits (those are ids)");
         if (!names.emplace(n.name, &n).second)
-          fail(n.line, who + ": the name '" + n.name + "' is already used by " + t_.describe(names[n.name]->id));
+          fail(n.line_of("name"),
+               who + ": the name '" + n.name + "' is already used by " + t_.describe(names[n.name]->id));
       }
       std::string why;
       const auto ep = topo::parse_endpoint(n.address, false, &why);
-      if (!ep) fail(n.line, who + ": address '" + n.address + "' " + why);
+      if (!ep) fail(n.line_of("address"), who + ": address '" + n.address + "' " + why);
       if (!addresses.emplace(ep->key(), &n).second)
-        fail(n.line, who + ": address '" + n.address + "' is already the address of " +
+        fail(n.line_of("address"), who + ": address '" + n.address + "' is already the address of " +
                          t_.describe(addresses[ep->key()]->id) + " (line " +
                          std::to_string(addresses[ep->key()]->line) + ")");
       if (!n.bind.empty() && !topo::parse_endpoint(n.bind, true, &why))
-        fail(n.line, who + ": bind '" + n.bind + "' " + why);
+        fail(n.line_of("bind"), who + ": bind '" + n.bind + "' " + why);
       if (!n.public_key_text.empty()) {
         const auto key = decode_public_key(n.public_key_text, &why);
-        if (!key) fail(n.line, who + ": public_key is malformed: " + why);
+        if (!key) fail(n.line_of("public_key"), who + ": public_key is malformed: " + why);
         if (n.public_key && *n.public_key != *key)
-          fail(n.line, who + ": public_key text and decoded key disagree");
+          fail(n.line_of("public_key"), who + ": public_key text and decoded key disagree");
       }
       if (require_keys && !n.public_key)
-        fail(n.line, who + " has no public key: give public_key = \"<64 hex digits>\", or key_dir = \"DIR\" "
+        fail(n.line_of("public_key"),
+             who + " has no public key: give public_key = \"<64 hex digits>\", or key_dir = \"DIR\" "
                            "with DIR/" + std::string(kNodePublicKeyFile) + " present (fednode keygen --out DIR)");
       if (n.public_key) {
         const std::string hex = public_key_hex(*n.public_key);
@@ -153,13 +158,15 @@ class Checker {
       }
       const std::string state = std::filesystem::path(t_.state_dir_of(n.id)).lexically_normal().string();
       if (!states.emplace(state, &n).second)
-        fail(n.line, who + ": state directory '" + state + "' is also used by " + t_.describe(states[state]->id));
+        fail(n.line_of("state_dir"),
+             who + ": state directory '" + state + "' is also used by " + t_.describe(states[state]->id));
       if (n.partition_index && *n.partition_index >= n_nodes)
-        fail(n.line, who + ": partition_index " + std::to_string(*n.partition_index) + " is out of range: the " +
+        fail(n.line_of("partition_index"),
+             who + ": partition_index " + std::to_string(*n.partition_index) + " is out of range: the " +
                          std::to_string(n_nodes) + " nodes hold parts 0 to " + std::to_string(n_nodes - 1));
       const int64_t part = n.partition_index ? *n.partition_index : -1;
       if (part >= 0 && !parts.emplace(part, &n).second)
-        fail(n.line, who + ": partition_index " + std::to_string(part) + " is also held by " +
+        fail(n.line_of("partition_index"), who + ": partition_index " + std::to_string(part) + " is also held by " +
                          t_.describe(parts[part]->id));
       option_keys(n.options, n.line, who + " options");
       option_keys(n.data, n.line, who + " data");
@@ -169,13 +176,15 @@ class Checker {
     for (const auto& n : t_.nodes) {
       const int64_t p = t_.partition_index(n.id);
       if (!effective.emplace(p, n.id).second)
-        fail(n.line, t_.describe(n.id) + " would hold part " + std::to_string(p) + " of the partition, as does " +
+        fail(n.line_of("partition_index"),
+             t_.describe(n.id) + " would hold part " + std::to_string(p) + " of the partition, as does " +
                          t_.describe(effective[p]) + "; give every node an explicit, distinct partition_index");
     }
     const auto& f = t_.federation;
-    if (f.hub && !t_.find(*f.hub)) fail(f.line, "[federation] hub = " + std::to_string(*f.hub) + ": no node has that id");
+    if (f.hub && !t_.find(*f.hub)) fail(f.line_of("hub"),
+         "[federation] hub = " + std::to_string(*f.hub) + ": no node has that id");
     if (f.start && !t_.find(*f.start))
-      fail(f.line, "[federation] start = " + std::to_string(*f.start) + ": no node has that id");
+      fail(f.line_of("start"), "[federation] start = " + std::to_string(*f.start) + ": no node has that id");
   }
 
   void edges() const {
@@ -309,7 +318,7 @@ class Checker {
 }  // namespace
 
 std::string run_name_problem(const std::string& run) {
-  if (run.empty()) return "is empty: name the run, or leave it out for the default derived from the topology";
+  if (run.empty()) return "is empty: name the run, or leave it out for the default";
   if (run.size() > kMaxRunNameBytes)
     return "is " + std::to_string(run.size()) + " characters long, at most " + std::to_string(kMaxRunNameBytes) +
            " are allowed";

@@ -212,6 +212,10 @@ TEST(TopologyIo, StructureAndTypeErrors) {
   EXPECT_ERROR(test::federation("linear", "deadline_seconds = \"10\"") + test::nodes(1),
                "'deadline_seconds' must be a number, got a string");
   EXPECT_ERROR(test::federation("linear", "deadline_seconds = inf") + test::nodes(1), "'deadline_seconds' must be finite");
+  // A value out of range points at its own line, not at the table's.
+  EXPECT_ERROR(test::federation("linear", "seed = 1\ndeadline_seconds = 0") + test::nodes(1),
+               "t.toml:5: [federation] deadline_seconds must be in (0, ");
+  EXPECT_ERROR(test::federation("linear") + test::node(0, "name = \"n\"\nbind = \"tcp://h\""), "t.toml:10: node 0 (n): bind");
   EXPECT_ERROR(test::federation("linear", "colour = 1") + test::nodes(1), "unknown key 'colour' in [federation]");
   EXPECT_ERROR(test::federation("linear", "options = 3") + test::nodes(1), "'options' must be a table, got an integer");
   EXPECT_ERROR(test::federation("linear", "[federation.options]\nlayers = [1, 2]") + test::nodes(1),

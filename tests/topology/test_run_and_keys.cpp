@@ -44,7 +44,7 @@ TEST(TopologyRun, DefaultNameFollowsTheContentNotTheLayout) {
 
 TEST(TopologyRun, BadNamesAreNamedErrors) {
   const std::string rest = nodes(1);
-  EXPECT_ERROR(federation("linear", "run = \"\"") + rest, "t.toml:1: [federation] run is empty");
+  EXPECT_ERROR(federation("linear", "run = \"\"") + rest, "t.toml:4: [federation] run is empty");
   EXPECT_ERROR(federation("linear", "run = \"" + std::string(129, 'r') + "\"") + rest,
                "[federation] run is 129 characters long, at most 128 are allowed");
   EXPECT_NO_THROW(test::parse(federation("linear", "run = \"" + std::string(128, 'r') + "\"") + rest));

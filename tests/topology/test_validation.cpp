@@ -25,7 +25,7 @@ TEST(TopologyValidation, AcceptsOneWellFormedFilePerMode) {
 
 TEST(TopologyValidation, FederationSettings) {
   EXPECT_ERROR(federation("linear"), "t.toml: the topology lists no nodes");
-  EXPECT_ERROR("[federation]\nmode = \"linear\"\nmethod = \"\"\n" + nodes(1), "t.toml:1: [federation] method is empty");
+  EXPECT_ERROR("[federation]\nmode = \"linear\"\nmethod = \"\"\n" + nodes(1), "t.toml:3: [federation] method is empty");
   EXPECT_ERROR("[federation]\nmode = \"linear\"\nmethod = \"fed cgs\"\n" + nodes(1), "method 'fed cgs' is not a method name");
   EXPECT_ERROR(federation("linear", "deadline_seconds = 0") + nodes(1), "deadline_seconds must be in (0, 604800], got 0");
   EXPECT_ERROR(federation("linear", "deadline_seconds = 1e9") + nodes(1), "deadline_seconds must be in (0, 604800]");
@@ -61,7 +61,7 @@ TEST(TopologyValidation, Ids) {
 
 TEST(TopologyValidation, Addresses) {
   const std::string f = federation("linear");
-  EXPECT_ERROR(f + with_address(0, "udp://1.2.3.4:5"), "t.toml:5: node 0: address 'udp://1.2.3.4:5' must start with tcp://");
+  EXPECT_ERROR(f + with_address(0, "udp://1.2.3.4:5"), "t.toml:7: node 0: address 'udp://1.2.3.4:5' must start with tcp://");
   EXPECT_ERROR(f + with_address(0, "tcp://1.2.3.4"), "address 'tcp://1.2.3.4' has no port");
   EXPECT_ERROR(f + with_address(0, "tcp://1.2.3.4:0"), "has port '0'; a port is a number from 1 to 65535");
   EXPECT_ERROR(f + with_address(0, "tcp://1.2.3.4:65536"), "has port '65536'");
@@ -87,7 +87,7 @@ TEST(TopologyValidation, Addresses) {
 TEST(TopologyValidation, DuplicateAddressesComparedByHostAndPort) {
   const std::string f = federation("linear");
   EXPECT_ERROR(f + with_address(0, "tcp://LocalHost:7000") + with_address(1, "tcp://localhost:07000") + edges({{0, 1}}),
-               "t.toml:10: node 1: address 'tcp://localhost:07000' is already the address of node 0 (line 5)");
+               "t.toml:12: node 1: address 'tcp://localhost:07000' is already the address of node 0 (line 5)");
   // Same port on different hosts is fine (a LAN), as is the same host on different ports.
   EXPECT_NO_THROW(test::parse(f + with_address(0, "tcp://10.0.0.1:7000") + with_address(1, "tcp://10.0.0.2:7000") +
                               edges({{0, 1}})));
