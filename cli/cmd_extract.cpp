@@ -25,7 +25,7 @@ const char* kHelp =
     "  --limit N                 Fashion-MNIST: the first N images; folders: N round-robin over classes\n"
     "backbone:\n"
     "  --backbone MODEL.pt       TorchScript model with MODEL.pt.preprocessing beside it\n"
-    "                            (default: the bundled MobileNetV2, see models/README.md)\n"
+    "                            (default, or 'default': the bundled MobileNetV2, models/README.md)\n"
     "  --input-size S            overrides the preprocessing file's input_size\n"
     "  --threads T               LibTorch threads (default: one per core)\n"
     "  --batch-size B            images per forward pass (default 32)\n"
@@ -48,6 +48,7 @@ int cmd_extract(const std::vector<std::string>& argv) {
   }
   ExtractOptions o;
   o.backbone = a.str("backbone", "");
+  if (o.backbone == "default") o.backbone.clear();  // as simulate and topology files spell it
   o.dataset = a.str("dataset", "");
   o.dataset_dir = a.str("dataset-dir", "");
   o.images_dir = a.str("images", "");

@@ -4,6 +4,7 @@
 #include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
+#include "protocol/limits.h"
 
 #include <algorithm>
 
@@ -103,6 +104,13 @@ LoadedData load_data(const DataSettings& s, bool quiet) {
   }
   const int C = std::max(d.train.num_classes, d.test.num_classes);
   d.train.num_classes = d.test.num_classes = C;
+  // Nodes exchange at most this many dimensions, and FedCGS's statistics grow with its square:
+  // wider features would run out of memory long before a message could carry them.
+  const uint32_t max_dim = Limits{}.max_dim;
+  if (d.train.dim() > static_cast<int>(max_dim) || d.test.dim() > static_cast<int>(max_dim))
+    throw InputError(d.description + ": features of " + std::to_string(std::max(d.train.dim(), d.test.dim())) +
+                     " dimensions; fednode's messages carry at most " + std::to_string(max_dim) +
+                     " (reduce them, e.g. by PCA, before federating)");
   d.expansion = s.expansion;
   if (d.expansion.enabled()) {
     d.fingerprint = expanded_fingerprint(d.fingerprint, d.expansion);

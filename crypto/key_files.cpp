@@ -58,7 +58,8 @@ void write_new_file(const std::string& path, std::string_view content, mode_t mo
 
 // Reads a small key file; for secret keys also insists that only the owner can access it.
 void read_key_file(const std::string& path, bool secret, std::string& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in place of the file must not block the open; fstat then refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError("cannot open key file " + path + ": " + errno_text());
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

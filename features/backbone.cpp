@@ -5,6 +5,7 @@
 #include "methods/torch_threads.h"
 
 #include <ATen/Parallel.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 #include <torch/version.h>
 
@@ -13,7 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -30,10 +35,48 @@ namespace {
 constexpr const char* kDefaultModelName = "mobilenet_v2_imagenet_features.pt";
 constexpr int kMaxBatch = 4096;
 
-// LibTorch errors carry a C++ backtrace after the first line; users need only the first line.
-std::string first_line(const std::string& what) {
-  const auto nl = what.find('\n');
-  return nl == std::string::npos ? what : what.substr(0, nl);
+// What a user needs of a LibTorch error. A c10::Error is its message followed by a C++
+// backtrace: the first line. An error raised inside a TorchScript module is a generic first line,
+// the module's traceback, and the reason last ("RuntimeError: ..."): that line.
+std::string torch_error_reason(const std::string& what) {
+  std::vector<std::string> lines;
+  std::istringstream in(what);
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  if (lines.empty()) return "(LibTorch gave no reason)";
+  if (lines.front().find("TorchScript interpreter") == std::string::npos) return lines.front();
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+    if (it->find("Error: ") != std::string::npos) return it->substr(it->find_first_not_of(' '));
+  return lines.back();
+}
+
+// LibTorch 1.13 sizes each tensor from the model's pickle and reads its bytes from a record of
+// the archive without comparing the two: a record cut short (a damaged or truncated file) is read
+// past its end, which gives garbage features or a crash. The module's tensors must not need more
+// bytes than the archive's tensor records hold.
+void check_tensor_data(const std::string& path, const torch::jit::Module& module) {
+  uint64_t held = 0;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const auto& name : reader.getAllRecords()) {
+      const bool tensor_record = name.rfind("data/", 0) == 0 || name.find("/data/") != std::string::npos ||
+                                 name.rfind("constants/", 0) == 0 || name.find("/constants/") != std::string::npos;
+      if (tensor_record) held += std::get<1>(reader.getRecord(name));
+    }
+  } catch (const std::exception& e) {
+    throw InputError(path + ": cannot read the model's archive: " + torch_error_reason(e.what()));
+  }
+  std::set<const void*> seen;
+  uint64_t needed = 0;
+  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
+    if (!attribute.value.isTensor()) continue;
+    const at::Tensor& t = attribute.value.toTensor();
+    if (!t.defined() || !t.has_storage()) continue;
+    if (seen.insert(t.storage().data()).second) needed += t.storage().nbytes();
+  }
+  if (needed > held)
+    throw InputError(path + ": the model's tensors need " + std::to_string(needed) + " bytes of data, but its file " +
+                     "holds " + std::to_string(held) + ": the file is damaged or truncated");
 }
 
 // LibTorch computes some convolutions with BLAS sgemm, and in a fednode process that symbol binds
@@ -91,7 +134,7 @@ struct Backbone::Impl {
       out = module.forward({input});
     } catch (const std::exception& e) {
       throw InputError(path + ": the backbone failed on a batch of shape " + shape_text(input.size(0)) +
-                       ": " + first_line(e.what()));
+                       ": " + torch_error_reason(e.what()));
     }
     if (!out.isTensor())
       throw InputError(path + ": the backbone returns a " + out.tagKind() +
@@ -107,8 +150,8 @@ struct Backbone::Impl {
                        " images; fednode needs [" + std::to_string(n) + ", D]");
     }
     if (!t.is_floating_point())
-      throw InputError(path + ": the backbone returns integer features (" +
-                       std::string(c10::toString(t.scalar_type())) + ")");
+      throw InputError(path + ": the backbone returns " + std::string(c10::toString(t.scalar_type())) +
+                       " features; fednode needs real floating-point ones");
     return t.to(torch::kFloat32).contiguous();
   }
 };
@@ -141,8 +184,9 @@ Backbone Backbone::load(const std::string& model_path, const Preprocessing& prep
     impl->module = torch::jit::load(model_path, torch::kCPU);
   } catch (const std::exception& e) {
     throw InputError(model_path + ": not a TorchScript module LibTorch " TORCH_VERSION " can load: " +
-                     first_line(e.what()));
+                     torch_error_reason(e.what()));
   }
+  check_tensor_data(model_path, impl->module);
   impl->module.eval();
   if (options.freeze || options.optimize) {
     // Modules whose forward mutates their attributes cannot be frozen; those run as loaded, which

@@ -35,6 +35,7 @@ void Sha256::update(const void* data, size_t size) {
 }
 
 void Sha256::update_file(const std::string& path) {
+  require_regular_file(path, "file to hash");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw InputError(path + ": cannot open for hashing: " + std::strerror(errno));
   std::array<unsigned char, 1 << 16> buffer;

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +34,10 @@ GzFile open_file(const std::string& path) {
   return GzFile(f);
 }
 
-// Reads exactly n bytes or throws, naming what was being read.
-void read_exact(gzFile f, const std::string& path, void* dst, uint64_t n, const char* what) {
+// Reads up to n bytes and returns how many there were before the end of the file. A damaged
+// stream (a bad deflate block, a wrong CRC or length in the gzip trailer, a trailer cut off) is
+// an error that says what zlib found.
+uint64_t read_upto(gzFile f, const std::string& path, void* dst, uint64_t n, const char* what) {
   auto* out = static_cast<unsigned char*>(dst);
   uint64_t done = 0;
   while (done < n) {
@@ -43,13 +47,39 @@ void read_exact(gzFile f, const std::string& path, void* dst, uint64_t n, const 
     if (got < 0) {
       int errnum = 0;
       const char* msg = gzerror(f, &errnum);
-      throw InputError(path + ": read error in " + what + ": " + (msg ? msg : "unknown"));
+      throw InputError(path + ": damaged file while reading " + what + ": " + (msg ? msg : "unknown zlib error"));
     }
-    if (got == 0)
-      throw InputError(path + ": truncated " + what + " (expected " + std::to_string(n) +
-                       " bytes, got " + std::to_string(done) + ")");
+    if (got == 0) break;
     done += static_cast<uint64_t>(got);
   }
+  return done;
+}
+
+// Reads exactly n bytes or throws, naming what was being read.
+void read_exact(gzFile f, const std::string& path, void* dst, uint64_t n, const char* what) {
+  const uint64_t got = read_upto(f, path, dst, n, what);
+  if (got < n)
+    throw InputError(path + ": truncated " + what + " (expected " + std::to_string(n) + " bytes, got " +
+                     std::to_string(got) + ")");
+}
+
+// After the items a caller wanted: the rest must be exactly the items the header declares, and
+// then the end of the file. Reading to the end is what makes zlib check the gzip trailer's CRC,
+// so a flipped bit anywhere in the file is found, not only one that breaks the deflate stream.
+void expect_declared_rest(gzFile f, const std::string& path, uint64_t rest_bytes, const char* what) {
+  std::vector<unsigned char> sink(1 << 20);
+  uint64_t left = rest_bytes;
+  while (left > 0) {
+    const uint64_t want = std::min<uint64_t>(left, sink.size());
+    const uint64_t got = read_upto(f, path, sink.data(), want, what);
+    if (got < want)
+      throw InputError(path + ": truncated " + what + ": the file ends " + std::to_string(left - got) +
+                       " bytes before the end its header declares");
+    left -= got;
+  }
+  unsigned char extra = 0;
+  if (read_upto(f, path, &extra, 1, what) != 0)
+    throw InputError(path + ": more " + what + " than its header declares (the file goes on after them)");
 }
 
 uint32_t read_be32(gzFile f, const std::string& path, const char* what) {
@@ -114,16 +144,14 @@ IdxImages read_idx_images(const std::string& path, int64_t limit) {
     const int64_t batch = std::min<int64_t>(out.count - done,
                                             std::max<int64_t>(1, (1 << 20) / per_image));
     block.resize(static_cast<size_t>(batch * per_image));
-    try {
-      read_exact(f, path, block.data(), block.size(), "image data");
-    } catch (const InputError&) {
+    if (read_upto(f, path, block.data(), block.size(), "image data") < block.size())
       throw InputError(path + ": truncated image data: header declares " + std::to_string(count) +
                        " images but the file ends within image " +
                        std::to_string(done + 1) + "-" + std::to_string(done + batch));
-    }
     out.pixels.insert(out.pixels.end(), block.begin(), block.end());
     done += batch;
   }
+  expect_declared_rest(f, path, (uint64_t{count} - static_cast<uint64_t>(out.count)) * per_image, "image data");
   return out;
 }
 
@@ -142,15 +170,13 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t limit) {
   for (int64_t done = 0; done < n;) {
     const int64_t batch = std::min<int64_t>(n - done, 1 << 20);
     block.resize(static_cast<size_t>(batch));
-    try {
-      read_exact(f, path, block.data(), block.size(), "label data");
-    } catch (const InputError&) {
+    if (read_upto(f, path, block.data(), block.size(), "label data") < block.size())
       throw InputError(path + ": truncated label data: header declares " + std::to_string(count) +
                        " labels but the file ends before label " + std::to_string(done + batch));
-    }
     out.insert(out.end(), block.begin(), block.end());
     done += batch;
   }
+  expect_declared_rest(f, path, uint64_t{count} - static_cast<uint64_t>(n), "label data");
   return out;
 }
 
@@ -165,9 +191,11 @@ namespace {
 // Debian ships the .gz files; people who unpacked them have the plain names.
 std::string find_idx_file(const std::string& dir, const std::string& stem) {
   const std::string base = dir + "/" + stem;
+  // Whatever is there is taken, and open_file says what is wrong with it (opening a FIFO to
+  // probe it would block).
   for (const std::string& candidate : {base + ".gz", base}) {
-    std::ifstream probe(candidate, std::ios::binary);
-    if (probe) return candidate;
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) return candidate;
   }
   throw InputError("Fashion-MNIST: neither " + base + ".gz nor " + base +
                    " exists (install dataset-fashion-mnist, or set FEDNODE_FASHION_MNIST_DIR "

@@ -106,6 +106,10 @@ extern "C" void fednode_jpeg_emit_message(j_common_ptr cinfo, int level) {
 
 extern "C" void fednode_jpeg_output_message(j_common_ptr) {}
 
+// A progressive 64-megapixel image needs up to 384 MB of coefficients (three components of
+// 16-bit values); anything asking libjpeg for more than this is refused.
+constexpr long kMaxJpegDecoderBytes = 1L << 30;
+
 struct JpegJob {
   jpeg_decompress_struct cinfo;
   JpegError err;
@@ -131,6 +135,16 @@ bool decode_jpeg_raw(JpegJob* job) {
   jpeg_create_decompress(&job->cinfo);
   jpeg_mem_src(&job->cinfo, job->data, job->size);
   jpeg_read_header(&job->cinfo, TRUE);
+  // Checked before decompression starts: for a progressive file jpeg_start_decompress already
+  // reads the whole image into coefficient buffers sized by the header, whatever the file's size.
+  if (static_cast<int64_t>(job->cinfo.image_width) * job->cinfo.image_height > kMaxImagePixels) {
+    job->limit_error = "image dimensions outside what fednode accepts";
+    jpeg_destroy_decompress(&job->cinfo);
+    return false;
+  }
+  // And a ceiling on what libjpeg may allocate at all (it has no backing store, so it fails
+  // cleanly beyond this).
+  job->cinfo.mem->max_memory_to_use = kMaxJpegDecoderBytes;
   const bool gray = job->cinfo.jpeg_color_space == JCS_GRAYSCALE;
   job->cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&job->cinfo);

@@ -56,15 +56,17 @@ class HeaderParser {
   [[noreturn]] void fail(const std::string& what) const {
     const bool at_end = s_.find_first_not_of(" \t\r\n", pos_) == std::string::npos;
     throw InputError(path_ + ": malformed .npy header at character " + std::to_string(pos_) +
-                     ": " + (at_end ? "unexpected end of header, " : "") + what +
+                     ": " + (at_end && what != "unexpected end of header" ? "unexpected end of header, " : "") + what +
                      " (header: " + excerpt() + ")");
   }
   std::string excerpt() const {
     std::string e = s_.substr(0, s_.find_last_not_of(" \t\r\n") + 1);
     const bool cut = e.size() > 120;
     e.resize(std::min<size_t>(e.size(), 120));
+    // The header is the file's text, not ours: printable ASCII only reaches the terminal.
     for (char& c : e)
       if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+      else if (static_cast<unsigned char>(c) >= 0x7f) c = '?';
     return cut ? e + "..." : e;
   }
   void skip_ws() {
@@ -190,9 +192,25 @@ struct NpyHeader {
   uint64_t data_offset = 0;
 };
 
+// The file's text in a message: printable ASCII, other bytes as \xNN.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (const char c : s.substr(0, 64)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 Dtype parse_descr(const std::string& descr, const std::string& path) {
   auto bad = [&](const std::string& why) {
-    return InputError(path + ": unsupported dtype '" + descr + "': " + why);
+    return InputError(path + ": unsupported dtype '" + shown(descr) + "': " + why);
   };
   if (descr.size() < 3) throw bad("expected byte order, kind and size such as '<f4'");
   Dtype d;
@@ -216,7 +234,7 @@ Dtype parse_descr(const std::string& descr, const std::string& path) {
       if (d.size != 1) throw bad("byte order '|' is only valid for 1-byte types");
       d.little = true;
       break;
-    default: throw bad(std::string("unknown byte order '") + order + "' (expected <, >, = or |)");
+    default: throw bad("unknown byte order '" + shown(std::string(1, order)) + "' (expected <, >, = or |)");
   }
   return d;
 }
@@ -227,7 +245,10 @@ class NpyReader {
                                                  in_(path, std::ios::binary) {
     if (!in_) throw InputError(path + ": cannot open file: " + std::strerror(errno));
     in_.seekg(0, std::ios::end);
-    file_size_ = static_cast<uint64_t>(in_.tellg());
+    const std::streamoff size = in_.tellg();
+    // A regular file by stat whose size cannot be found by seeking (/proc/self/mem) is no .npy.
+    if (size < 0) throw InputError(path + ": cannot find the file's size by seeking; not a .npy file");
+    file_size_ = static_cast<uint64_t>(size);
     in_.seekg(0);
     header_ = read_header();
   }
@@ -603,6 +624,16 @@ Features load_npy_dataset(const std::string& x_path, const std::string& y_path, 
       throw InputError(y_path + ": largest label " + std::to_string(max_label) +
                        " implies more than " + std::to_string(kMaxInferredClasses) +
                        " classes; pass the number of classes explicitly if this is intended");
+    // One stray large label would make a million mostly empty classes (and heads that size):
+    // a class count far above the labels that occur has to be asked for.
+    std::vector<bool> seen(static_cast<size_t>(max_label + 1));
+    int64_t distinct = 0;
+    for (const auto label : f.y)
+      if (!seen[static_cast<size_t>(label)]) seen[static_cast<size_t>(label)] = true, ++distinct;
+    if (max_label + 1 > 1024 && max_label + 1 > 4 * distinct)
+      throw InputError(y_path + ": the largest label, " + std::to_string(max_label) + ", implies " +
+                       std::to_string(max_label + 1) + " classes, but only " + std::to_string(distinct) +
+                       " distinct labels occur; give the number of classes (--num-classes) if that is intended");
     f.num_classes = static_cast<int>(max_label + 1);
   } else {
     f.num_classes = num_classes;

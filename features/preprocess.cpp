@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -166,7 +167,10 @@ void Preprocessing::validate(const std::string& where) const {
                      " numbers each (one per channel), got " + std::to_string(mean.size()) +
                      " and " + std::to_string(std.size()));
   for (float s : std)
-    if (!(s > 0.0f) || !std::isfinite(s)) throw InputError(where + ": std values must be positive");
+    // Below float32's smallest normal number a std rounds to 0 or divides to infinity.
+    if (!(s >= std::numeric_limits<float>::min()) || !std::isfinite(s))
+      throw InputError(where + ": std values must be positive float32 numbers of at least 1.2e-38 (got " +
+                       std::to_string(s) + " after rounding to float32)");
   for (float m : mean)
     if (!std::isfinite(m)) throw InputError(where + ": mean values must be finite");
   if (output_dim < 0 || output_dim > kMaxOutputDim)
@@ -257,6 +261,7 @@ Preprocessing Preprocessing::parse(const std::string& text, const std::string& w
 }
 
 Preprocessing Preprocessing::load(const std::string& path) {
+  require_regular_file(path, "preprocessing file");  // a FIFO would block, a directory reads as empty
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the preprocessing file");
   // A sidecar is a handful of lines; refusing anything large keeps a wrong path (say, the model

@@ -62,10 +62,11 @@ void require_regular_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_regular_file(st)) return;
-  if (st.type() == fs::file_type::not_found || (ec && st.type() == fs::file_type::none))
-    throw InputError(path + ": no such " + what);
-  if (fs::is_directory(st)) throw InputError(path + " is a directory, not a " + what);
+  if (path.empty()) throw InputError("the " + what + "'s path is empty");
+  if (st.type() == fs::file_type::not_found) throw InputError(path + ": no such " + what);
+  // A symbolic-link loop, a directory we may not enter, ...: said as the system says it.
   if (ec) throw InputError(path + ": cannot look at the " + what + ": " + ec.message());
+  if (fs::is_directory(st)) throw InputError(path + " is a directory, not a " + what);
   throw InputError(path + " is not a regular file, so not a " + what);
 }
 

@@ -343,7 +343,13 @@ struct Node::Impl {
       }
       accept(h, std::move(payload), /*fresh=*/false);
     }
-    if (phase1 || phase2) head = store->load_head(&result.contributors);
+    if (phase1 || phase2) {
+      head = store->load_head(&result.contributors);
+      for (NodeId c : result.contributors)
+        if (!config.topology.find(c))
+          throw InputError("state directory '" + store->dir() + "': its head names contributor " + std::to_string(c) +
+                           ", which is not in " + config.topology.source + "; remove the directory to start over");
+    }
     if (phase1) progress_after_phase1();
     if (phase2 && progress.stage() == PlanProgress::Stage::Return) progress.completed();
   }

@@ -139,10 +139,11 @@ StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_byte
     write_file_durably(run_file, run.to_hex() + "\n");
   }
   if (fs::exists(path("msg_ids"))) {
-    const std::string text = read_file_bounded(path("msg_ids"), 64);
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-    if (end == text.c_str() || v == 0) throw InputError("state file '" + path("msg_ids") + "' is damaged");
+    // Checksummed: a damaged value could hand out ids again that receivers have seen already.
+    const std::string bytes = read_file_bounded(path("msg_ids"), 64);
+    RecordReader r(bytes, path("msg_ids"), "FNID");
+    const uint64_t v = r.le(8);
+    if (v == 0) r.fail("message id 0");
     id_next_ = v;  // everything below may have been used before the restart
   }
   id_reserved_ = id_next_;
@@ -155,7 +156,10 @@ StateStore::HeldLock::~HeldLock() {
 uint64_t StateStore::next_msg_id() {
   if (id_next_ >= id_reserved_) {
     id_reserved_ = id_next_ + kIdBlock;
-    write_file_durably(path("msg_ids"), std::to_string(id_reserved_) + "\n");
+    std::string body = "FNID";
+    put_u8(body, kRecordVersion);
+    put_le(body, id_reserved_, 8);
+    write_file_durably(path("msg_ids"), seal_record(std::move(body)));
   }
   return id_next_++;
 }
@@ -266,28 +270,40 @@ bool StateStore::has_marker(const std::string& name) const { return fs::exists(p
 void StateStore::set_marker(const std::string& name) { write_file_durably(path(name), ""); }
 
 void StateStore::save_head(const Head& head, const Contributors& contributors) {
-  std::ostringstream s;
-  head.save(s);
-  std::string ids;
-  for (NodeId id : contributors) ids += std::to_string(id) + "\n";
-  // Contributors first: a head file without its contributors would be taken as the node's own.
-  write_file_durably(path("head.contributors"), ids);
-  write_file_durably(path("head"), s.str());
+  std::ostringstream saved;
+  head.save(saved);
+  const std::string head_bytes = saved.str();
+  // One checksummed record holds the head and whose data it holds, so that neither can be
+  // damaged or left behind by a crash between two writes without the restart noticing.
+  std::string body = "FNHD";
+  put_u8(body, kRecordVersion);
+  put_le(body, contributors.size(), 4);
+  for (NodeId id : contributors) put_le(body, id, 4);
+  body += head_bytes;
+  write_file_durably(path("head.state"), seal_record(std::move(body)));
+  // The head alone, in Head::save's format, for applications to load (docs/embedding.md).
+  write_file_durably(path("head"), head_bytes);
 }
 
-std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) const {
-  if (!fs::exists(path("head"))) return nullptr;
-  const std::string where = path("head.contributors");
-  std::istringstream in(read_file_bounded(where, 16u << 20));
+std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) {
+  const std::string where = path("head.state");
+  if (!fs::exists(where)) return nullptr;
+  const std::string bytes = read_file_bounded(where, max_file_bytes_);
+  RecordReader r(bytes, where, "FNHD");
   contributors->clear();
-  std::string line;
-  while (std::getline(in, line)) {
-    char* end = nullptr;
-    const unsigned long long id = std::strtoull(line.c_str(), &end, 10);
-    if (line.empty() || *end != '\0' || id > 0xffffffffULL) throw InputError("state file '" + where + "' is damaged");
-    contributors->insert(static_cast<NodeId>(id));
-  }
-  return Head::load(path("head"));
+  const uint64_t n = r.le(4);
+  if (n > (bytes.size() / 4)) r.fail("implausible contributor count");
+  for (uint64_t i = 0; i < n; ++i) contributors->insert(static_cast<NodeId>(r.le(4)));
+  const std::string head_bytes = r.rest();
+  std::istringstream in(head_bytes);
+  auto head = Head::load(in, where);
+  if (in.peek() != std::char_traits<char>::eof()) r.fail("unexpected bytes after the head");
+  // A crash between the two writes of save_head leaves the applications' copy one head behind.
+  std::error_code ec;
+  if (!fs::is_regular_file(path("head"), ec) || fs::file_size(path("head"), ec) != head_bytes.size() ||
+      read_file_bounded(path("head"), head_bytes.size()) != head_bytes)
+    write_file_durably(path("head"), head_bytes);
+  return head;
 }
 
 void StateStore::write_text(const std::string& name, const std::string& text) { write_file_durably(path(name), text); }

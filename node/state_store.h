@@ -3,14 +3,15 @@
 // it received here before it acknowledges it, and what it will send here before it sends it.
 //
 //   run                   the run id this directory belongs to (another run's directory is refused)
-//   msg_ids               the next message id not yet handed out, reserved ahead in blocks
+//   msg_ids               the next message id not yet handed out, reserved ahead in blocks (checksummed)
 //   starts                how many times a node started on this directory
 //   replay                the replay guard (crypto/replay.h)
 //   inbox/F-M.msg         message M from node F, as accepted (type and payload plaintext)
 //   outbox/S.frame        the S-th frame this node sends (recipient, id, type and sealed bytes)
 //   outbox/S.acked        its acknowledgement arrived (S.failed: the recipient refused it)
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
-//   head, head.contributors  the node's current head (Head::save format) and whose data it holds
+//   head.state            the node's current head and whose data it holds (checksummed)
+//   head                  the same head alone, in Head::save's format, for applications
 //   result.json           the node's result
 //   configuration         what decides the result (node/configuration_record.h)
 //   lock                  held (flock) by the node using the directory
@@ -84,7 +85,9 @@ class StateStore {
 
   // The head and whose data it was trained on.
   void save_head(const class Head& head, const Contributors& contributors);
-  std::unique_ptr<Head> load_head(Contributors* contributors) const;  // null when none was saved
+  // Null when none was saved; throws InputError for a damaged record. Brings `head` (the copy
+  // for applications) up to date if a crash left it behind.
+  std::unique_ptr<Head> load_head(Contributors* contributors);
 
   void write_text(const std::string& name, const std::string& text);
   // The file's text, or nothing when it does not exist; throws InputError beyond max_bytes.

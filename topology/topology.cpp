@@ -136,7 +136,8 @@ std::vector<NodeId> Topology::ids() const {
 std::optional<std::string> read_public_key_file(const std::string& key_dir) {
   const fs::path file = fs::path(key_dir) / kNodePublicKeyFile;
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  if (!fs::exists(fs::symlink_status(file, ec))) return std::nullopt;
+  require_regular_file(file.string(), "public key file");
   // A key file is one short line; anything much longer is not a key and is not read whole.
   if (fs::file_size(file, ec) > 1024 || ec)
     throw InputError(file.string() + ": too large for a public key file (at most 1 KiB)");

@@ -119,6 +119,11 @@ class Checker {
       const std::string who = t_.describe(n.id);
       if (!ids.emplace(n.id, n.line).second)
         fail(n.line, "duplicate node id " + std::to_string(n.id) + " (also at " + t_.where(ids[n.id]) + ")");
+      // Written but empty: an empty name or folder is a mistake, not a request for the default.
+      for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"name", &n.name},
+                                       {"state_dir", &n.state_dir}, {"key_dir", &n.key_dir}})
+        if (value->empty() && n.key_lines.count(key))
+          fail(n.line_of(key), who + ": " + key + " is empty; leave it out for the default");
       if (!n.name.empty()) {
         const bool charset = std::all_of(n.name.begin(), n.name.end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';

@@ -164,6 +164,7 @@ void Head::save(const std::string& path) const {
 }
 
 std::unique_ptr<Head> Head::load(const std::string& path) {
+  require_regular_file(path, "head file");  // opening a FIFO would block
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open head file '" + path + "'");
   auto head = load(in, path);

@@ -210,6 +210,26 @@ TEST_F(Cli, CorruptNpyIsRejectedClearly) {
   EXPECT_NE(r.output.find("train_X.npy"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, FeaturesWiderThanMessagesCarryAreRefusedBeforeTheRun) {
+  MatrixF X = MatrixF::Zero(6, 16385);
+  for (int i = 0; i < 6; ++i) X(i, i) = 1;
+  write_npy_features((dir_ / "train_X.npy").string(), X);
+  write_npy_labels((dir_ / "train_y.npy").string(), Labels{0, 1, 2, 0, 1, 2});
+  const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --no-baselines --quiet --report /dev/null");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("16385 dimensions"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, OneStrayLargeLabelDoesNotMakeAMillionClasses) {
+  Labels y(200);
+  for (int i = 0; i < 200; ++i) y[i] = i % 3;
+  y[4] = 999999;
+  write_npy_labels((dir_ / "train_y.npy").string(), y);
+  const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --no-baselines --quiet --report /dev/null");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("only 4 distinct labels occur"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, BadValuesAreUsageErrors) {
   EXPECT_EQ(run_cli("simulate " + data_args() + " --nodes zero").code, 2);
   EXPECT_EQ(run_cli("simulate " + data_args() + " --method fedavg").code, 2);

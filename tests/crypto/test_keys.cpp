@@ -166,6 +166,10 @@ TEST(CryptoKeyFiles, LoadErrors) {
   EXPECT_NO_THROW(load_identity(dir.path()));  // the public file is optional
   expect_input_error([&] { load_identity(dir / "missing"); }, {"cannot open"});
   expect_input_error([&] { load_secret_key_file(dir.path()); }, {"not a regular file"});
+  // A FIFO is refused too, not waited on.
+  fs::remove(sk);
+  ASSERT_EQ(::mkfifo(sk.c_str(), 0600), 0);
+  expect_input_error([&] { load_identity(dir.path()); }, {"not a regular file"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "../common/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <ATen/Parallel.h>
 
@@ -253,6 +254,22 @@ TEST(Backbone, AsLoadedFrozenAndOptimisedModulesAgree) {
   EXPECT_GT(a.maxCoeff(), 0.1f);
 }
 
+// A model file whose largest tensor record was cut short (its zip entry rewritten shorter):
+// LibTorch would read past the record's end, so fednode refuses it after loading.
+TEST(Backbone, AModelWhoseTensorDataWasCutShortIsRefused) {
+  if (!python_has("zipfile")) GTEST_SKIP() << "needs /usr/bin/python3 to rewrite the model's zip archive";
+  const TempDir dir_tmp("fednode_backbone_cut");
+  const std::string cut = dir_tmp.str() + "/cut.pt";
+  run_python("-c \"import zipfile, sys; src = zipfile.ZipFile(sys.argv[1]); "
+             "big = max((i for i in src.infolist() if '/data/' in i.filename), key=lambda i: i.file_size).filename; "
+             "dst = zipfile.ZipFile(sys.argv[2], 'w'); "
+             "[dst.writestr(i, src.read(i.filename)[: i.file_size // 2] if i.filename == big else src.read(i.filename)) "
+             "for i in src.infolist()]; dst.close()\" " +
+             default_backbone_path() + " " + cut);
+  fs::copy_file(default_backbone_path() + ".preprocessing", cut + ".preprocessing");
+  expect_input_error([&] { Backbone::load(cut); }, {"cut.pt", "damaged or truncated"});
+}
+
 TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
   const TempDir dir_tmp("fednode_backbone_bad");
   const std::string dir = dir_tmp.str();
@@ -267,6 +284,9 @@ TEST(Backbone, RejectsBadModelsAndSidecarsClearly) {
 
   fs::create_symlink(default_backbone_path(), dir + "/nosidecar.pt");
   expect_input_error([&] { Backbone::load(dir + "/nosidecar.pt"); }, {"nosidecar.pt.preprocessing", "missing"});
+  ASSERT_EQ(::mkfifo((dir + "/nosidecar.pt.preprocessing").c_str(), 0600), 0);
+  expect_input_error([&] { Backbone::load(dir + "/nosidecar.pt"); }, {"nosidecar.pt.preprocessing", "not a regular file"});
+  fs::remove(dir + "/nosidecar.pt.preprocessing");
 
   const std::string bad = model_with_sidecar(dir, "input_size = 64\nnormalize = yes\n");
   expect_input_error([&] { Backbone::load(bad); }, {"m.pt.preprocessing:2", "unknown key 'normalize'"});
@@ -315,7 +335,7 @@ TEST(Backbone, RejectsModulesThatDoNotReturnAFeatureMatrix) {
   run_python(script + " " + dir);
   expect_input_error([&] { Backbone::load(dir + "/Tuple.pt"); }, {"returns a Tuple", "[N, D]"});
   expect_input_error([&] { Backbone::load(dir + "/Map.pt"); }, {"returns shape [2, 3, 4, 4]"});
-  expect_input_error([&] { Backbone::load(dir + "/Ints.pt"); }, {"integer features"});
+  expect_input_error([&] { Backbone::load(dir + "/Ints.pt"); }, {"returns Long features", "real floating-point"});
   // [N, D, 1, 1] (pooling without flatten) is accepted as [N, D].
   const Backbone pooled = Backbone::load(dir + "/Pooled.pt");
   EXPECT_EQ(pooled.output_dim(), 3);

@@ -6,12 +6,14 @@
 #include "../common/temp_dir.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -151,8 +153,9 @@ TEST(Idx, RejectsTruncation) {
   write_gz(dir / "trunc.gz", b);
   expect_input_error([&] { read_idx_images(dir / "trunc.gz"); },
                      {"trunc.gz", "truncated image data", "declares 4 images"});
-  // Only the first image was asked for, and it is complete.
-  EXPECT_EQ(read_idx_images(dir / "trunc.gz", 1).count, 1);
+  // Only the first image was asked for, and it is complete; but the file is still not what its
+  // header says.
+  expect_input_error([&] { read_idx_images(dir / "trunc.gz", 1); }, {"trunc.gz", "truncated image data"});
 
   write_gz(dir / "hdr.gz", std::vector<uint8_t>{0, 0, 8, 3, 0, 0});
   expect_input_error([&] { read_idx_images(dir / "hdr.gz"); }, {"hdr.gz", "truncated header"});
@@ -248,4 +251,38 @@ TEST(Idx, SurvivesRandomCorruption) {
     }
   }
   EXPECT_GT(rejected, 20);
+}
+
+TEST(Idx, TheWholeFileIsCheckedNotOnlyTheItemsRead) {
+  TempDir dir;
+  // More items than the header declares.
+  auto longer = labels_bytes(5);
+  longer[7] = 4;  // the header says 4
+  write_gz(dir / "extra.gz", longer);
+  expect_input_error([&] { read_idx_labels(dir / "extra.gz"); }, {"extra.gz", "more label data than its header declares"});
+  expect_input_error([&] { read_idx_labels(dir / "extra.gz", 2); }, {"more label data"});
+
+  // A flipped bit in the gzip trailer's CRC: the data inflate fine, zlib's check finds it, also
+  // when only the first item was asked for.
+  write_gz(dir / "crc.gz", images_bytes(4, 3, 3));
+  std::string gz;
+  {
+    std::ifstream in(dir / "crc.gz", std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  gz[gz.size() - 6] = static_cast<char>(gz[gz.size() - 6] ^ 0x20);
+  std::ofstream(dir / "crc.gz", std::ios::binary) << gz;
+  expect_input_error([&] { read_idx_images(dir / "crc.gz"); }, {"crc.gz", "damaged file", "incorrect data check"});
+  expect_input_error([&] { read_idx_images(dir / "crc.gz", 1); }, {"damaged file"});
+
+  // A trailer cut off.
+  std::ofstream(dir / "cut.gz", std::ios::binary) << gz.substr(0, gz.size() - 4);
+  expect_input_error([&] { read_idx_images(dir / "cut.gz"); }, {"cut.gz"});
+}
+
+TEST(Idx, AFifoInPlaceOfAFileIsRefusedNotWaitedOn) {
+  TempDir dir;
+  write_gz(dir / "t10k-labels-idx1-ubyte.gz", labels_bytes(6));
+  ASSERT_EQ(::mkfifo((dir / "t10k-images-idx3-ubyte.gz").c_str(), 0600), 0);
+  expect_input_error([&] { load_fashion_mnist(dir.str(), "test"); }, {"t10k-images-idx3-ubyte.gz", "not a regular file"});
 }

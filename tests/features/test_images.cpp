@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <jpeglib.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -114,6 +118,42 @@ TEST(Images, RejectsBrokenFilesWithTheirPath) {
   EXPECT_THROW(read_image(dir + "/huge.png"), InputError);
 
   expect_error(dir + "/missing.png", "cannot read");
+}
+
+// A small progressive JPEG whose frame header claims 65500 x 65500 pixels: libjpeg would read
+// the whole image into coefficient buffers of that size (13 GB) as decompression starts, so the
+// claim must be refused from the header alone.
+TEST(Images, AProgressiveJpegsHeaderIsCheckedBeforeDecompression) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &mem, &size);
+  c.image_width = c.image_height = 32;
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_simple_progression(&c);
+  jpeg_start_compress(&c, TRUE);
+  std::vector<uint8_t> row(32 * 3, 128);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  std::vector<uint8_t> jpg(mem, mem + size);
+  jpeg_destroy_compress(&c);
+  std::free(mem);
+  size_t sof = 0;
+  for (size_t i = 0; i + 1 < jpg.size(); ++i)
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xC2) sof = i;
+  ASSERT_GT(sof, 0u) << "not progressive";
+  for (size_t at : {sof + 5, sof + 7}) jpg[at] = 0xFF, jpg[at + 1] = 0xDC;  // height, width = 65500
+  const TempDir dir("fednode_images_progressive");
+  write_bytes(dir.str() + "/bomb.jpg", jpg);
+  expect_error(dir.str() + "/bomb.jpg", "image dimensions outside what fednode accepts");
 }
 
 // Seeded corruption of every fixture: flipped bytes anywhere (header, chunk lengths, CRCs,

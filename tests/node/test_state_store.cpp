@@ -1,6 +1,7 @@
 // The node's state directory: what it stores survives a reopen (a restart), a damaged file is
 // named in a clear error, and message ids never repeat.
 #include "crypto/secure_channel.h"
+#include "methods/heads/head.h"
 #include "node/state_store.h"
 
 #include "../common/expect_error.h"
@@ -97,6 +98,48 @@ TEST_F(StateStoreTest, ATemporaryFileLeftByAKillIsIgnored) {
   StateStore s(dir_, run_, 1 << 20);
   ASSERT_EQ(s.received().size(), 1u);
   EXPECT_EQ(s.received()[0].plaintext, "kept");
+}
+
+TEST_F(StateStoreTest, TheHeadAndItsContributorsSurviveAndDamageIsNamed) {
+  MatrixF W(2, 3);
+  W << 1, 2, 3, 4, 5, 6;
+  VectorF b(2);
+  b << 0.5f, -0.5f;
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    s.save_head(LinearHead("linear", W, b), {0, 2, 7});
+  }
+  // The copy for applications is the head alone, in Head::save's format.
+  EXPECT_EQ(Head::load(dir_ + "/head")->num_classes(), 2);
+  fs::remove(fs::path(dir_) / "head");  // as a crash between the two writes would leave it
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    Contributors c;
+    const auto head = s.load_head(&c);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(c, (Contributors{0, 2, 7}));
+    EXPECT_EQ(head->dim(), 3);
+  }
+  EXPECT_TRUE(fs::exists(fs::path(dir_) / "head")) << "brought back up to date";
+
+  {
+    std::fstream f(fs::path(dir_) / "head.state", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(9);  // the first contributor's id
+    f.put('\x05');
+  }
+  StateStore s(dir_, run_, 1 << 20);
+  Contributors c;
+  test::expect_input_error([&] { s.load_head(&c); }, {"head.state", "checksum"});
+}
+
+TEST_F(StateStoreTest, ADamagedMessageIdBlockIsNamed) {
+  { StateStore s(dir_, run_, 1 << 20); s.next_msg_id(); }
+  {
+    std::fstream f(fs::path(dir_) / "msg_ids", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f.put('\x19');  // 257 would become 25: ids handed out again
+  }
+  test::expect_input_error([&] { StateStore s(dir_, run_, 1 << 20); }, {"msg_ids", "checksum"});
 }
 
 TEST_F(StateStoreTest, CountsStarts) {

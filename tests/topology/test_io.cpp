@@ -212,6 +212,8 @@ TEST(TopologyIo, StructureAndTypeErrors) {
   EXPECT_ERROR(test::federation("linear", "deadline_seconds = \"10\"") + test::nodes(1),
                "'deadline_seconds' must be a number, got a string");
   EXPECT_ERROR(test::federation("linear", "deadline_seconds = inf") + test::nodes(1), "'deadline_seconds' must be finite");
+  EXPECT_ERROR(test::federation("linear") + test::node(0, "name = \"\""), "t.toml:9: node 0: name is empty");
+  EXPECT_ERROR(test::federation("linear") + test::node(0, "state_dir = \"\""), "t.toml:9: node 0: state_dir is empty");
   // A value out of range points at its own line, not at the table's.
   EXPECT_ERROR(test::federation("linear", "seed = 1\ndeadline_seconds = 0") + test::nodes(1),
                "t.toml:5: [federation] deadline_seconds must be in (0, ");
