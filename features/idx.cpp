@@ -46,8 +46,9 @@ uint64_t read_upto(gzFile f, const std::string& path, void* dst, uint64_t n, con
     const int got = gzread(f, out + done, chunk);
     if (got < 0) {
       int errnum = 0;
-      const char* msg = gzerror(f, &errnum);
-      throw InputError(path + ": damaged file while reading " + what + ": " + (msg ? msg : "unknown zlib error"));
+      std::string msg = gzerror(f, &errnum);
+      if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);  // zlib names the file too
+      throw InputError(path + ": damaged file while reading " + what + ": " + (msg.empty() ? "unknown zlib error" : msg));
     }
     if (got == 0) break;
     done += static_cast<uint64_t>(got);
