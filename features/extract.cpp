@@ -33,15 +33,6 @@ std::string file_stamp(const fs::path& path) {
   return (ec ? path : canonical).string() + " size=" + std::to_string(size) + " mtime=" + std::to_string(mtime);
 }
 
-std::string find_idx_file(const std::string& dir, const std::string& stem) {
-  const std::string base = dir + "/" + stem;
-  std::error_code ec;
-  for (const std::string& candidate : {base + ".gz", base})
-    if (fs::is_regular_file(candidate, ec)) return candidate;
-  throw InputError("Fashion-MNIST: neither " + base + ".gz nor " + base +
-                   " exists (install dataset-fashion-mnist, or set FEDNODE_FASHION_MNIST_DIR)");
-}
-
 class IdxSource : public ImageSource {
  public:
   explicit IdxSource(IdxImages images, std::string split) : images_(std::move(images)), split_(std::move(split)) {}
@@ -62,6 +53,7 @@ class FolderSource : public ImageSource {
   explicit FolderSource(const ImageFolder& folder) : folder_(folder) {}
   int64_t size() const override { return static_cast<int64_t>(folder_.files.size()); }
   ImageView image(int64_t i, Image& storage) const override {
+    storage = Image{};  // its pixel share first: a thread holds one at a time (features/images.h)
     storage = read_image(path(i));
     return storage.view();
   }

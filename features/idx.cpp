@@ -113,6 +113,19 @@ int64_t apply_limit(uint32_t count, int64_t limit) {
 
 }  // namespace
 
+std::string find_idx_file(const std::string& dir, const std::string& stem) {
+  const std::string base = dir + "/" + stem;
+  // Whatever is there is taken, and open_file says what is wrong with it (opening a FIFO to
+  // probe it would block).
+  for (const std::string& candidate : {base + ".gz", base}) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) return candidate;
+  }
+  throw InputError("Fashion-MNIST: neither " + base + ".gz nor " + base +
+                   " exists (install dataset-fashion-mnist, or set FEDNODE_FASHION_MNIST_DIR "
+                   "to a folder holding the IDX files)");
+}
+
 IdxImages read_idx_images(const std::string& path, int64_t limit) {
   GzFile file = open_file(path);
   gzFile f = file.get();
@@ -188,20 +201,6 @@ std::string default_fashion_mnist_dir() {
 }
 
 namespace {
-
-// Debian ships the .gz files; people who unpacked them have the plain names.
-std::string find_idx_file(const std::string& dir, const std::string& stem) {
-  const std::string base = dir + "/" + stem;
-  // Whatever is there is taken, and open_file says what is wrong with it (opening a FIFO to
-  // probe it would block).
-  for (const std::string& candidate : {base + ".gz", base}) {
-    std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) return candidate;
-  }
-  throw InputError("Fashion-MNIST: neither " + base + ".gz nor " + base +
-                   " exists (install dataset-fashion-mnist, or set FEDNODE_FASHION_MNIST_DIR "
-                   "to a folder holding the IDX files)");
-}
 
 uint32_t declared_count(const std::string& path, uint32_t magic, const char* kind) {
   GzFile file = open_file(path);

@@ -25,6 +25,8 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t limit = -1
 // "/usr/share/datasets/fashion-mnist" (Debian's dataset-fashion-mnist), or the value of the
 // environment variable FEDNODE_FASHION_MNIST_DIR when set and non-empty.
 std::string default_fashion_mnist_dir();
+// DIR/STEM.gz, as Debian ships it, else DIR/STEM (unpacked); throws InputError naming both.
+std::string find_idx_file(const std::string& dir, const std::string& stem);
 
 // Reads <dir>/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] for split "train" or "test".
 // Features are pixels / 255 as float32 (784 dims), num_classes 10.

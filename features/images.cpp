@@ -5,6 +5,11 @@
 #include <png.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <cctype>
 #include <csetjmp>
 #include <cstdio>
@@ -34,6 +39,48 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return bytes;
 }
 
+// The shares of kMaxPixelsInFlight. A thread that holds a share already takes the next one
+// without waiting: it may be the one whose share the others wait for (FolderSource drops its
+// previous image first, so the pipeline never does this; an application keeping images might).
+class PixelBudget {
+ public:
+  void take(int64_t n, std::thread::id owner) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (held_[owner] == 0) freed_.wait(lock, [&] { return used_ + n <= kMaxPixelsInFlight; });
+    used_ += n;
+    held_[owner] += n;
+  }
+  void give_back(int64_t n, std::thread::id owner) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      used_ -= n;
+      if ((held_[owner] -= n) == 0) held_.erase(owner);
+    }
+    freed_.notify_all();
+  }
+  int64_t used() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return used_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int64_t used_ = 0;
+  std::map<std::thread::id, int64_t> held_;
+};
+
+PixelBudget& budget() {
+  static PixelBudget b;
+  return b;
+}
+
+std::shared_ptr<const void> take_pixel_share(int64_t pixels) {
+  const std::thread::id owner = std::this_thread::get_id();
+  budget().take(pixels, owner);
+  return std::shared_ptr<const void>(nullptr, [pixels, owner](const void*) { budget().give_back(pixels, owner); });
+}
+
 void check_dimensions(int64_t width, int64_t height, const std::string& where) {
   if (width <= 0 || height <= 0 || width * height > kMaxImagePixels)
     throw InputError(where + ": image of " + std::to_string(width) + "x" + std::to_string(height) +
@@ -57,13 +104,14 @@ Image decode_png(const std::vector<uint8_t>& bytes, const std::string& where) {
     png_image_free(&image);
     throw;
   }
+  Image out;
+  out.pixel_share = take_pixel_share(int64_t{image.width} * image.height);
   image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
   const int read_channels = static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
   std::vector<uint8_t> buffer(PNG_IMAGE_SIZE(image));
   if (!png_image_finish_read(&image, nullptr, buffer.data(), 0, nullptr))
     throw InputError(where + ": invalid PNG: " + image.message);
 
-  Image out;
   out.height = static_cast<int>(image.height);
   out.width = static_cast<int>(image.width);
   out.channels = color ? 3 : 1;
@@ -145,6 +193,8 @@ bool decode_jpeg_raw(JpegJob* job) {
   // And a ceiling on what libjpeg may allocate at all (it has no backing store, so it fails
   // cleanly beyond this).
   job->cinfo.mem->max_memory_to_use = kMaxJpegDecoderBytes;
+  // In the caller's Image, not in a local: a longjmp from libjpeg skips no destructor here.
+  job->out->pixel_share = take_pixel_share(int64_t{job->cinfo.image_width} * job->cinfo.image_height);
   const bool gray = job->cinfo.jpeg_color_space == JCS_GRAYSCALE;
   job->cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&job->cinfo);
@@ -205,6 +255,8 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& where) 
 }
 
 Image read_image(const std::string& path) { return decode_image(read_file(path), path); }
+
+int64_t pixels_in_flight() { return budget().used(); }
 
 ImageFolder scan_image_folder(const std::string& root, int64_t limit) {
   std::error_code ec;

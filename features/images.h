@@ -15,6 +15,14 @@ namespace fednode {
 // gigabytes: 64 megapixels.
 constexpr int64_t kMaxImagePixels = int64_t(64) << 20;
 
+// Decoded images held at once by all threads together: decoding takes a share of this many
+// pixels from the header, before any pixel buffer exists, and gives it back when the Image is
+// destroyed; a decoder waits for its share. So one image at the pixel limit (about 1.2 GB while it
+// is decoded and resized) decodes alone, and small images in parallel, whatever --threads says.
+constexpr int64_t kMaxPixelsInFlight = kMaxImagePixels;
+// The pixels decoded images hold now (for tests).
+int64_t pixels_in_flight();
+
 // Decodes a PNG or JPEG file (recognised by its signature, not its name) into 1 channel for
 // grayscale files and 3 (RGB) otherwise. Alpha is dropped without compositing, as PIL's
 // convert("RGB") does. Throws InputError naming the file and the problem.

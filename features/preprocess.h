@@ -21,6 +21,7 @@
 #include "methods/types.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,9 @@ struct Image {
   int width = 0;
   int channels = 0;
   std::vector<uint8_t> pixels;
+  // A decoded file holds its share of the pixels all decoding threads may hold at once
+  // (features/images.h) until the last copy of the image is gone.
+  std::shared_ptr<const void> pixel_share;
   ImageView view() const { return {pixels.data(), height, width, channels}; }
 };
 

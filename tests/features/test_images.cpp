@@ -120,6 +120,24 @@ TEST(Images, RejectsBrokenFilesWithTheirPath) {
   expect_error(dir + "/missing.png", "cannot read");
 }
 
+TEST(Images, ADecodedImageHoldsItsPixelShareUntilItIsGone) {
+  const int64_t before = pixels_in_flight();
+  {
+    const Image a = read_image(kImages + "/cat/a_rgb.png");
+    const Image b = read_image(kImages + "/cat/c_smooth.jpg");  // the same thread holds two
+    EXPECT_EQ(pixels_in_flight() - before, int64_t{a.width} * a.height + int64_t{b.width} * b.height);
+    const Image copy = a;
+    EXPECT_EQ(pixels_in_flight() - before, int64_t{a.width} * a.height + int64_t{b.width} * b.height);
+  }
+  EXPECT_EQ(pixels_in_flight(), before);
+  const TempDir dir("fednode_images_share");
+  std::vector<uint8_t> jpg = read_bytes(kImages + "/cat/c_smooth.jpg");
+  jpg.resize(jpg.size() - 40);  // inside the entropy-coded data: fails after the header
+  write_bytes(dir.str() + "/cut.jpg", jpg);
+  EXPECT_THROW(read_image(dir.str() + "/cut.jpg"), InputError);
+  EXPECT_EQ(pixels_in_flight(), before) << "a failed decode gives its share back";
+}
+
 // A small progressive JPEG whose frame header claims 65500 x 65500 pixels: libjpeg would read
 // the whole image into coefficient buffers of that size (13 GB) as decompression starts, so the
 // claim must be refused from the header alone.
