@@ -897,19 +897,21 @@ Node::Node(NodeConfig config, Identity identity) : impl_(std::make_unique<Impl>(
   impl_->start();
 }
 
-Node::~Node() {
-  // A thread still inside step() or run() would go on using what is destroyed here: stop it at
-  // its next step and wait until it is out.
-  stop_.store(true);
-  while (driving_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
-
 namespace {
-// Counts the threads inside step() or run(), for ~Node.
+// The nodes each thread is inside step() or run() of, for ~Node.
+thread_local std::vector<const Node*> t_driven;
+
+// Counts the threads inside step() or run() of one node, and notes the node for this thread.
 class Driving {
  public:
-  explicit Driving(std::atomic<int>& count) : count_(count) { ++count_; }
-  ~Driving() { --count_; }
+  Driving(const Node* node, std::atomic<int>& count) : count_(count) {
+    ++count_;
+    t_driven.push_back(node);
+  }
+  ~Driving() {
+    t_driven.pop_back();
+    --count_;
+  }
   Driving(const Driving&) = delete;
   Driving& operator=(const Driving&) = delete;
 
@@ -918,15 +920,24 @@ class Driving {
 };
 }  // namespace
 
+Node::~Node() {
+  // A thread still inside step() or run() would go on using what is destroyed here: stop it at
+  // its next step and wait until it is out. Unless that thread is this one (a callback
+  // destroying its own node): it can never come out while we wait.
+  stop_.store(true);
+  if (std::find(t_driven.begin(), t_driven.end(), this) != t_driven.end()) return;
+  while (driving_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 bool Node::step(std::chrono::milliseconds budget) {
-  const Driving driving(driving_);
+  const Driving driving(this, driving_);
   const bool done = impl_->step(budget, stop_);
   impl_->rethrow_callback_error();
   return done;
 }
 
 NodeResult Node::run() {
-  const Driving driving(driving_);
+  const Driving driving(this, driving_);
   while (!step(std::chrono::milliseconds(200))) {
   }
   return impl_->result;
