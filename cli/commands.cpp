@@ -31,8 +31,8 @@ int run_guarded(const Command& c, const std::vector<std::string>& args) {
     std::cerr << "fednode " << c.name << ": " << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "fednode " << c.name << ": out of memory: the run needs more memory than this machine gives it "
-                 "(fewer nodes, a smaller --train-limit, or smaller heads)\n";
+    std::cerr << "fednode " << c.name << ": out of memory: the command as given needs more memory than this "
+                 "machine gives it (less data, fewer nodes or threads, smaller heads)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "fednode " << c.name << ": error: " << e.what() << "\n";

@@ -44,9 +44,12 @@ uint64_t read_upto(gzFile f, const std::string& path, void* dst, uint64_t n, con
     const unsigned chunk =
         static_cast<unsigned>(std::min<uint64_t>(n - done, 1u << 30));
     const int got = gzread(f, out + done, chunk);
-    if (got < 0) {
-      int errnum = 0;
-      std::string msg = gzerror(f, &errnum);
+    // A gzip stream that stops early (the trailer cut off) ends without an error from gzread:
+    // zlib only notes it (Z_BUF_ERROR), so the state is asked for at the end as well.
+    int errnum = Z_OK;
+    const char* zlib_says = gzerror(f, &errnum);
+    if (got < 0 || errnum != Z_OK) {
+      std::string msg = zlib_says ? zlib_says : "";
       if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);  // zlib names the file too
       throw InputError(path + ": damaged file while reading " + what + ": " + (msg.empty() ? "unknown zlib error" : msg));
     }

@@ -186,7 +186,7 @@ bool decode_jpeg_raw(JpegJob* job) {
   // Checked before decompression starts: for a progressive file jpeg_start_decompress already
   // reads the whole image into coefficient buffers sized by the header, whatever the file's size.
   if (static_cast<int64_t>(job->cinfo.image_width) * job->cinfo.image_height > kMaxImagePixels) {
-    job->limit_error = "image dimensions outside what fednode accepts";
+    job->limit_error = "its header claims more pixels than the 67108864 (64 Mi) fednode accepts";
     jpeg_destroy_decompress(&job->cinfo);
     return false;
   }

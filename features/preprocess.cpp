@@ -168,9 +168,12 @@ void Preprocessing::validate(const std::string& where) const {
                      " and " + std::to_string(std.size()));
   for (float s : std)
     // Below float32's smallest normal number a std rounds to 0 or divides to infinity.
-    if (!(s >= std::numeric_limits<float>::min()) || !std::isfinite(s))
-      throw InputError(where + ": std values must be positive float32 numbers of at least 1.2e-38 (got " +
-                       std::to_string(s) + " after rounding to float32)");
+    if (!(s >= std::numeric_limits<float>::min()) || !std::isfinite(s)) {
+      std::ostringstream shown;
+      shown << s;
+      throw InputError(where + ": std values must be positive float32 numbers of at least 1.2e-38 (one is " +
+                       shown.str() + " as float32)");
+    }
   for (float m : mean)
     if (!std::isfinite(m)) throw InputError(where + ": mean values must be finite");
   if (output_dim < 0 || output_dim > kMaxOutputDim)

@@ -63,11 +63,13 @@ void require_regular_file(const std::string& path, const std::string& what) {
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_regular_file(st)) return;
   if (path.empty()) throw InputError("the " + what + "'s path is empty");
+  const bool vowel = !what.empty() && std::string("aeiouAEIOU").find(what[0]) != std::string::npos;
+  const std::string article = what.rfind("IDX", 0) == 0 || vowel ? "an " : "a ";
   if (st.type() == fs::file_type::not_found) throw InputError(path + ": no such " + what);
   // A symbolic-link loop, a directory we may not enter, ...: said as the system says it.
   if (ec) throw InputError(path + ": cannot look at the " + what + ": " + ec.message());
-  if (fs::is_directory(st)) throw InputError(path + " is a directory, not a " + what);
-  throw InputError(path + " is not a regular file, so not a " + what);
+  if (fs::is_directory(st)) throw InputError(path + " is a directory, not " + article + what);
+  throw InputError(path + " is not a regular file, so not " + article + what);
 }
 
 }  // namespace fednode

@@ -62,11 +62,28 @@ std::string configuration_record(const NodeConfig& c) {
   return out.str();
 }
 
+std::string sealed_configuration(const std::string& record) { return record + "sha256 " + sha256_hex(record) + "\n"; }
+
+std::optional<std::string> unsealed_configuration(const std::string& file_text) {
+  const std::string tag = "sha256 ";
+  const auto at = file_text.rfind(tag);
+  if (at == std::string::npos || (at > 0 && file_text[at - 1] != '\n')) return std::nullopt;
+  const std::string record = file_text.substr(0, at);
+  if (file_text.substr(at) != tag + sha256_hex(record) + "\n") return std::nullopt;
+  return record;
+}
+
 std::string first_difference(const std::string& was, const std::string& now) {
+  // The stored side comes from a file: only printable ASCII, and not all of a long line.
+  const auto shown = [](const std::string& line) {
+    std::string out;
+    for (const char c : line.substr(0, 200)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+    return line.size() > 200 ? out + "..." : out;
+  };
   const auto a = lines_of(was), b = lines_of(now);
   for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
-    if (x != y) return x + " -> " + y;
+    if (x != y) return shown(x) + " -> " + shown(y);
   }
   return "";
 }

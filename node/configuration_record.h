@@ -5,6 +5,7 @@
 
 #include "node/node.h"
 
+#include <optional>
 #include <string>
 
 namespace fednode {
@@ -14,8 +15,14 @@ namespace fednode {
 // deadlines, test features and thread counts are left out: they may change between restarts.
 std::string configuration_record(const NodeConfig& config);
 
+// The record as the state directory keeps it: followed by a line with its SHA-256, so that a
+// damaged file is told apart from another configuration.
+std::string sealed_configuration(const std::string& record);
+// The record, or nothing when the checksum line is missing or does not match.
+std::optional<std::string> unsealed_configuration(const std::string& file_text);
+
 // Empty when the records are the same; otherwise the first line that differs, as
-// `"key": old` -> `"key": new`.
+// `"key": old` -> `"key": new`, in printable ASCII and at most a few hundred characters.
 std::string first_difference(const std::string& was, const std::string& now);
 
 }  // namespace fednode

@@ -282,11 +282,18 @@ struct Node::Impl {
   void check_configuration() {
     const std::string record = configuration_record(config);
     const auto stored = store->read_text("configuration", 1 << 20);
+    const std::string remove = "; remove the directory to start the run over";
     if (!stored) {
-      store->write_text("configuration", record);
+      // Written at the first start, before anything else: a directory a node has started in
+      // without one was not made by this version, or the record was removed.
+      if (store->read_text("starts", 64))
+        throw InputError("state directory '" + store->dir() + "' holds a run but no configuration record" + remove);
+      store->write_text("configuration", sealed_configuration(record));
       return;
     }
-    const std::string difference = first_difference(*stored, record);
+    const auto was = unsealed_configuration(*stored);
+    if (!was) throw InputError("state file '" + store->path("configuration") + "' is damaged (checksum)" + remove);
+    const std::string difference = first_difference(*was, record);
     if (!difference.empty())
       throw InputError("state directory '" + store->dir() + "' holds a run of node " + std::to_string(config.id) +
                        " started with another configuration (" + difference +

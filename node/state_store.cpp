@@ -63,6 +63,9 @@ class RecordReader {
     for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[static_cast<size_t>(i)]);
     return v;
   }
+  void expect_end() const {
+    if (pos_ != body_.size()) fail("unexpected bytes after the record");
+  }
   std::string rest() {
     std::string r(body_.substr(pos_));
     pos_ = body_.size();
@@ -132,9 +135,14 @@ StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_byte
   if (fs::exists(run_file)) {
     std::string stored = read_file_bounded(run_file, 1024);
     while (!stored.empty() && (stored.back() == '\n' || stored.back() == ' ')) stored.pop_back();
-    if (stored != run.to_hex())
+    if (stored != run.to_hex()) {
+      // The file's bytes reach the message only when they look like a run id.
+      const bool hex = stored.size() == run.to_hex().size() &&
+                       stored.find_first_not_of("0123456789abcdef") == std::string::npos;
+      if (!hex) throw InputError("state file '" + run_file + "' is damaged; remove the node's state directory to start over");
       throw InputError("state directory '" + dir_ + "' belongs to run " + stored + ", not to this run (" +
                        run.to_hex() + "): give this run a fresh state directory, or remove the old one");
+    }
   } else {
     write_file_durably(run_file, run.to_hex() + "\n");
   }
@@ -143,7 +151,9 @@ StateStore::StateStore(std::string dir, const RunId& run, uint64_t max_file_byte
     const std::string bytes = read_file_bounded(path("msg_ids"), 64);
     RecordReader r(bytes, path("msg_ids"), "FNID");
     const uint64_t v = r.le(8);
-    if (v == 0) r.fail("message id 0");
+    r.expect_end();
+    // Ids are 64-bit and a run hands out far fewer than 2^62: beyond, reserving would wrap.
+    if (v == 0 || v > (uint64_t{1} << 62)) r.fail("implausible message id " + std::to_string(v));
     id_next_ = v;  // everything below may have been used before the restart
   }
   id_reserved_ = id_next_;
@@ -292,8 +302,13 @@ std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) {
   RecordReader r(bytes, where, "FNHD");
   contributors->clear();
   const uint64_t n = r.le(4);
-  if (n > (bytes.size() / 4)) r.fail("implausible contributor count");
-  for (uint64_t i = 0; i < n; ++i) contributors->insert(static_cast<NodeId>(r.le(4)));
+  if (n == 0 || n > (bytes.size() / 4)) r.fail("implausible contributor count " + std::to_string(n));
+  for (uint64_t i = 0; i < n; ++i) {
+    const auto id = static_cast<NodeId>(r.le(4));
+    // Written from a set: ascending, each once.
+    if (!contributors->empty() && id <= *contributors->rbegin()) r.fail("contributors out of order");
+    contributors->insert(id);
+  }
   const std::string head_bytes = r.rest();
   std::istringstream in(head_bytes);
   auto head = Head::load(in, where);

@@ -129,8 +129,31 @@ TEST(Embedding, AStateDirectoryIsContinuedOnlyUnderItsConfiguration) {
   same.topology.federation.deadline_seconds = 7;
   same.test = same.test->first(100);
   same.retry_max = 500ms;
-  Node continued(std::move(same), chain.identity(0));
-  EXPECT_EQ(continued.result().restarts, 1);
+  {
+    Node continued(std::move(same), chain.identity(0));
+    EXPECT_EQ(continued.result().restarts, 1);
+  }
+
+  // A damaged record is said to be damaged, and a removed one does not switch the check off.
+  const auto refused_because = [&](const std::string& named) {
+    try {
+      Node node(chain.config(0), chain.identity(0));
+      ADD_FAILURE() << "continued: " << named;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  const fs::path record = chain.f.state_dir(0) / "configuration";
+  const std::string text = read_text(record);
+  std::string edited = text;
+  edited.replace(edited.find("fedcgs"), 6, "fedcgX");
+  std::ofstream(record, std::ios::trunc) << edited;
+  refused_because("configuration' is damaged");
+  fs::remove(record);
+  refused_because("holds a run but no configuration record");
+  std::ofstream(record, std::ios::trunc) << text;
+  Node again(chain.config(0), chain.identity(0));
+  EXPECT_EQ(again.result().restarts, 2);
   if (!::testing::Test::HasFailure()) fs::remove_all(chain.f.dir);
 }
 
