@@ -286,7 +286,7 @@ struct Node::Impl {
     if (!stored) {
       // Written at the first start, before anything else: a directory a node has started in
       // without one was not made by this version, or the record was removed.
-      if (store->read_text("starts", 64))
+      if (store->started_before())
         throw InputError("state directory '" + store->dir() + "' holds a run but no configuration record" + remove);
       store->write_text("configuration", sealed_configuration(record));
       return;

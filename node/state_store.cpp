@@ -276,6 +276,8 @@ int StateStore::count_start() {
   return before;
 }
 
+bool StateStore::started_before() const { return fs::exists(path("starts")); }
+
 bool StateStore::has_marker(const std::string& name) const { return fs::exists(path(name)); }
 void StateStore::set_marker(const std::string& name) { write_file_durably(path(name), ""); }
 

@@ -79,6 +79,8 @@ class StateStore {
 
   // Counts this start in the directory; returns how many starts came before it.
   int count_start();
+  // Whether a node has started on this directory before (count_start was called).
+  bool started_before() const;
 
   bool has_marker(const std::string& name) const;
   void set_marker(const std::string& name);
