@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,39 @@ inline int parse_int(const char* program, const char* flag, const char* value, l
     std::exit(2);
   }
   return static_cast<int>(v);
+}
+
+// Runs a benchmark's body: an exception (a bad argument deep inside, no memory) becomes one line
+// naming the program and exit status 1, not an abort.
+template <class Body>
+int guarded(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: out of memory (try smaller sizes)\n", program);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+  }
+  return 1;
+}
+
+// Ends the program (exit 2) unless `path` can be written, so that a long run does not end by
+// failing to save its result; the file is created, empty, if it did not exist.
+inline void require_writable(const char* program, const char* flag, const std::string& path) {
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) {
+    std::fprintf(stderr, "%s: %s %s cannot be written\n", program, flag, path.c_str());
+    std::exit(2);
+  }
+  std::fclose(f);
+}
+
+// Whether --help or -h is among the arguments.
+inline bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
+  return false;
 }
 
 // "512,1280": a comma-separated list of such integers.

@@ -48,9 +48,10 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
-      std::cout << "usage: bench_em [--n N] [--d D] [--d-full D] [--k K] [--types LIST] "
-                   "[--repeats R] [--tol T] [--max-iter M] [--reg-covar R] [--spread S] [--seed S] "
-                   "[--threads T] [--python PATH] [--script PATH] [--markdown FILE]\n";
+      std::cout << "usage: bench_em [--n 5000] [--d 512] [--d-full 64 (full covariance)] [--k 10]\n"
+                   "                [--types diag,full,spherical] [--repeats 3] [--tol 1e-3] [--max-iter 100]\n"
+                   "                [--reg-covar 1e-6] [--spread 2] [--seed 1] [--threads 2]\n"
+                   "                [--python /usr/bin/python3] [--script PATH] [--markdown FILE]\n";
       std::exit(0);
     }
     if (a.rfind("--", 0) != 0 || i + 1 >= argc ||
@@ -203,10 +204,10 @@ Row run_case(CovarianceType type, int64_t n, int d, int K, const GmmOptions& bas
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   try {
     const auto a = parse_args(argc, argv);
-    const int threads = std::stoi(get(a, "threads", "2"));
+    const int threads = fednode::bench::parse_int("bench_em", "--threads", get(a, "threads", "2").c_str(), 1, 256);
     const std::string t = std::to_string(threads);
     setenv("OMP_NUM_THREADS", t.c_str(), 1);
     setenv("OPENBLAS_NUM_THREADS", t.c_str(), 1);
@@ -214,16 +215,16 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
 
-    const int64_t n = std::stoll(get(a, "n", "5000"));
-    const int d = std::stoi(get(a, "d", "512"));
-    const int d_full = std::stoi(get(a, "d-full", "64"));
-    const int K = std::stoi(get(a, "k", "10"));
-    const int repeats = std::stoi(get(a, "repeats", "3"));
+    const int64_t n = fednode::bench::parse_int("bench_em", "--n", get(a, "n", "5000").c_str(), 1, 10000000);
+    const int d = fednode::bench::parse_int("bench_em", "--d", get(a, "d", "512").c_str(), 1, 16384);
+    const int d_full = fednode::bench::parse_int("bench_em", "--d-full", get(a, "d-full", "64").c_str(), 1, 4096);
+    const int K = fednode::bench::parse_int("bench_em", "--k", get(a, "k", "10").c_str(), 1, 1000);
+    const int repeats = fednode::bench::parse_int("bench_em", "--repeats", get(a, "repeats", "3").c_str(), 1, 1000);
     const uint64_t seed = std::stoull(get(a, "seed", "1"));
     const double spread = std::stod(get(a, "spread", "2"));
     GmmOptions opt;
     opt.tol = std::stod(get(a, "tol", "1e-3"));
-    opt.max_iter = std::stoi(get(a, "max-iter", "100"));
+    opt.max_iter = fednode::bench::parse_int("bench_em", "--max-iter", get(a, "max-iter", "100").c_str(), 1, 100000);
     opt.reg_covar = std::stod(get(a, "reg-covar", "1e-6"));
     const std::string python = get(a, "python", "/usr/bin/python3");
     const std::string script = get(a, "script", std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_sklearn_gmm.py");
@@ -269,4 +270,8 @@ int main(int argc, char** argv) {
     std::cerr << "bench_em: " << e.what() << "\n";
     return 1;
   }
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_em", [&] { return bench_main(argc, argv); });
 }

@@ -18,10 +18,14 @@
 
 extern "C" int openblas_get_num_threads(void);
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   using fednode::bench::seconds;
   int n = 20000, d = 1280, reps = 3;
   std::vector<int> dims = {2048, 4096};
+  if (fednode::bench::wants_help(argc, argv)) {
+    std::printf("usage: bench_expansion [--n 20000] [--d 1280] [--dims 2048,4096] [--reps 3]\n");
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) {
@@ -73,4 +77,8 @@ int main(int argc, char** argv) {
                 static_cast<double>((out.X - Z).cwiseAbs().maxCoeff()));
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_expansion", [&] { return bench_main(argc, argv); });
 }

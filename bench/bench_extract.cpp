@@ -71,37 +71,56 @@ std::pair<double, double> timed_run(PythonPeer& peer) {
 }
 using fednode::bench::median;
 
-std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
 
 }  // namespace
 
-int main(int argc, char** argv) {
+constexpr const char* kUsage =
+    "usage: bench_extract [--sizes 224,128,96,64] [--images N (0: about 3 s of work per size)] [--threads 2]\n"
+    "                     [--batch-size 32] [--reps 5] [--model MODEL.pt (the bundled MobileNetV2)]\n"
+    "                     [--python /usr/bin/python3] [--python-allocator default|fednode]\n";
+
+int run(int argc, char** argv) {
+  using fednode::bench::parse_int;
+  constexpr const char* kProgram = "bench_extract";
+  if (fednode::bench::wants_help(argc, argv)) {
+    std::cout << kUsage;
+    return 0;
+  }
   std::string sizes_text = "224,128,96,64", model = fednode::default_backbone_path(), python = "/usr/bin/python3";
   int64_t images = 0;
   int threads = 2, batch = 32, reps = 5;
   bool same_allocator = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) {
+      std::cerr << kProgram << ": " << k << " needs a value\n" << kUsage;
+      return 2;
+    }
+    const char* v = argv[i + 1];
     if (k == "--sizes") sizes_text = v;
-    else if (k == "--images") images = std::stoll(v);
-    else if (k == "--threads") threads = std::stoi(v);
-    else if (k == "--batch-size") batch = std::stoi(v);
-    else if (k == "--reps") reps = std::stoi(v);
+    else if (k == "--images") images = parse_int(kProgram, "--images", v, 0, 60000);  // Fashion-MNIST train
+    else if (k == "--threads") threads = parse_int(kProgram, "--threads", v, 1, 256);
+    else if (k == "--batch-size") batch = parse_int(kProgram, "--batch-size", v, 1, 4096);
+    else if (k == "--reps") reps = parse_int(kProgram, "--reps", v, 1, 1000);
     else if (k == "--model") model = v;
     else if (k == "--python") python = v;
-    else if (k == "--python-allocator") same_allocator = v == "fednode";
-    else {
-      std::cerr << "bench_extract: unknown option " << k << "\n";
+    else if (k == "--python-allocator") {
+      if (std::string(v) != "default" && std::string(v) != "fednode") {
+        std::cerr << kProgram << ": --python-allocator is default or fednode, got '" << v << "'\n";
+        return 2;
+      }
+      same_allocator = std::string(v) == "fednode";
+    } else {
+      std::cerr << kProgram << ": unknown option " << k << "\n" << kUsage;
       return 2;
     }
   }
-  const std::vector<int> sizes = parse_sizes(sizes_text);
+  const std::vector<int> sizes = fednode::bench::parse_int_list(kProgram, "--sizes", sizes_text.c_str());
+  for (int s : sizes)
+    if (s < 32 || s > 2048) {
+      std::cerr << kProgram << ": --sizes are input sizes in [32, 2048] (MobileNetV2 needs at least 32), got " << s << "\n";
+      return 2;
+    }
   // fednode as its executable extracts (features/allocator.h); PyTorch as a Python user runs it,
   // or, with --python-allocator fednode, under the same malloc policy (through GLIBC_TUNABLES).
   fednode::reuse_large_allocations();
@@ -115,12 +134,11 @@ int main(int argc, char** argv) {
   for (int size : sizes) {
     // About 3 s of work per measurement at 2 threads: enough to average over batches, short
     // enough to repeat.
-    const int64_t n = images > 0 ? images : std::max<int64_t>(batch * 2, static_cast<int64_t>(64.0 * 224 * 224 / size / size));
+    const int64_t wanted = images > 0 ? images : std::max<int64_t>(batch * 2, static_cast<int64_t>(64.0 * 224 * 224 / size / size));
     const std::string dir = fednode::default_fashion_mnist_dir();
-    const fednode::IdxImages data = fednode::read_idx_images(
-        std::ifstream(dir + "/train-images-idx3-ubyte.gz") ? dir + "/train-images-idx3-ubyte.gz"
-                                                           : dir + "/train-images-idx3-ubyte",
-        n);
+    const fednode::IdxImages data =
+        fednode::read_idx_images(fednode::find_idx_file(dir, "train-images-idx3-ubyte"), wanted);
+    const int64_t n = data.count;  // what the file holds, if fewer: the rates count these
     fednode::Preprocessing pre = fednode::Preprocessing::load(fednode::sidecar_path(model));
     pre.input_size = size;
     BackboneOptions opt;
@@ -188,3 +206,5 @@ int main(int argc, char** argv) {
               "Target ratio >= 1.0.\n");
   return 0;
 }
+
+int main(int argc, char** argv) { return fednode::bench::guarded("bench_extract", [&] { return run(argc, argv); }); }

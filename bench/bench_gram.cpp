@@ -36,9 +36,13 @@ double max_upper_diff(const MatrixD& a, const MatrixD& b) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int n = 20000, classes = 10, reps = 5, chunk = 0;
   std::vector<int> dims = {512, 1280};
+  if (fednode::bench::wants_help(argc, argv)) {
+    std::printf("usage: bench_gram [--n 20000] [--dims 512,1280] [--classes 10] [--reps 5] [--chunk ROWS (default: automatic)]\n");
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) {
@@ -101,4 +105,8 @@ int main(int argc, char** argv) {
                 "", "", stats.B.cwiseAbs().maxCoeff());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_gram", [&] { return bench_main(argc, argv); });
 }

@@ -71,7 +71,7 @@ double answer_field(const std::string& line, const std::string& key) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int n = 20000, n_test = 5000, d = 1280, classes = 10, epochs = 0, batch = 64, threads = 2, reps = 3, seed = 1;
   std::string head_kind = "linear", python = "/usr/bin/python3", script = std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_torch_head.py";
   for (int i = 1; i < argc; ++i) {
@@ -172,4 +172,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_head", [&] { return bench_main(argc, argv); });
 }

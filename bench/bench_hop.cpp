@@ -182,19 +182,23 @@ struct Series {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int reps = 20, warmup = 3, C = 100, K = 10, d = 1280;
   std::string json_path, memory = "cold";
+  if (fednode::bench::wants_help(argc, argv)) {
+    std::printf("usage: bench_hop [--reps 20] [--warmup 3] [--classes 100] [--components 10] [--dim 1280] [--memory cold|warm (cold)] [--json FILE]\n");
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) die(flag + " needs a value");
     const char* value = argv[++i];
-    if (flag == "--reps") reps = std::max(1, fednode::bench::parse_int("bench_hop", "--reps", value, 0, 1L << 20));
+    if (flag == "--reps") reps = fednode::bench::parse_int("bench_hop", "--reps", value, 1, 1L << 20);
     else if (flag == "--warmup") warmup = fednode::bench::parse_int("bench_hop", "--warmup", value, 0, 1L << 20);
-    else if (flag == "--classes") C = std::max(1, fednode::bench::parse_int("bench_hop", "--classes", value, 0, 1L << 20));
-    else if (flag == "--components") K = std::max(1, fednode::bench::parse_int("bench_hop", "--components", value, 0, 1L << 20));
-    else if (flag == "--dim") d = std::max(1, fednode::bench::parse_int("bench_hop", "--dim", value, 0, 1L << 20));
-    else if (flag == "--json") json_path = value;
+    else if (flag == "--classes") C = fednode::bench::parse_int("bench_hop", "--classes", value, 1, 1L << 20);
+    else if (flag == "--components") K = fednode::bench::parse_int("bench_hop", "--components", value, 1, 1L << 20);
+    else if (flag == "--dim") d = fednode::bench::parse_int("bench_hop", "--dim", value, 1, 16384);
+    else if (flag == "--json") json_path = value, fednode::bench::require_writable("bench_hop", "--json", json_path);
     else if (flag == "--memory") memory = value;
     else {
       std::fprintf(stderr, "usage: bench_hop [--reps R] [--warmup W] [--classes C] [--components K] [--dim D] "
@@ -256,13 +260,22 @@ int main(int argc, char** argv) {
     if (!raw.receive(data, std::chrono::seconds(10)) || data.size() != frame_bytes) die("raw receive failed");
   }
 
+  // A socket whose one-frame queue is still full (libzmq gives the credit back only after the
+  // peer has read, asynchronously) refuses a send at once: both sides try again until it goes.
+  auto send_until_taken = [&](auto&& send, const char* who) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!send()) {
+      if (Clock::now() > deadline) die(std::string(who) + " refused the frame for 10 s");
+      std::this_thread::yield();
+    }
+  };
   Series hop, seal_s, transport_s, open_s, raw_hop;
   auto fednode_hop = [&](bool record) {
     const auto t0 = Clock::now();
     const std::string frame = node_a.seal(1, msg_id++, knowledge, f16);
     const double t_seal = since(t0);
     const auto t1 = Clock::now();
-    if (!transport_a.send(1, frame)) die("node A's transport refused the frame");
+    send_until_taken([&] { return transport_a.send(1, frame); }, "node A's transport");
     auto in = transport_b.receive(std::chrono::seconds(10));
     if (!in) die("node B received nothing within 10 s");
     const double t_transport = since(t1);
@@ -280,7 +293,7 @@ int main(int argc, char** argv) {
   auto raw_hop_once = [&](bool record) {
     zmq::message_t data;
     const auto t0 = Clock::now();
-    if (!raw.send(raw_bytes)) die("the raw DEALER refused the message");
+    send_until_taken([&] { return raw.send(raw_bytes); }, "the raw DEALER");
     if (!raw.receive(data, std::chrono::seconds(10))) die("raw: nothing received within 10 s");
     const double t = since(t0);
     if (data.size() != frame_bytes) die("raw: wrong size received");
@@ -382,4 +395,8 @@ int main(int argc, char** argv) {
     out << "  }\n}\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_hop", [&] { return bench_main(argc, argv); });
 }

@@ -208,11 +208,16 @@ std::string load_average() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int nodes = 32;
   long train_limit = 20000, test_limit = 2000, base_port = 0, timeout_s = 900;
   std::string fednode = FEDNODE_CLI_PATH, json_path;
   bool keep = false;
+  if (fednode::bench::wants_help(argc, argv)) {
+    std::printf("usage: bench_star [--nodes 32] [--fednode PATH (the built CLI)] [--train-limit 20000] [--test-limit 2000]\n"
+                "                  [--base-port P (default: from the process id)] [--timeout 900] [--keep] [--json FILE]\n");
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--keep") {
@@ -227,7 +232,7 @@ int main(int argc, char** argv) {
     else if (flag == "--test-limit") test_limit = parse_long("--test-limit", value, 1, 1L << 30);
     else if (flag == "--base-port") base_port = parse_long("--base-port", value, 1, 65535);
     else if (flag == "--timeout") timeout_s = parse_long("--timeout", value, 1, 1L << 20);
-    else if (flag == "--json") json_path = value;
+    else if (flag == "--json") json_path = value, fednode::bench::require_writable("bench_star", "--json", json_path);
     else {
       std::fprintf(stderr, "usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] "
                            "[--base-port P] [--timeout SECONDS] [--keep] [--json FILE]\n");
@@ -386,4 +391,8 @@ int main(int argc, char** argv) {
     fs::remove_all(dir, ec);
   }
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_star", [&] { return bench_main(argc, argv); });
 }
