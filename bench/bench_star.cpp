@@ -349,6 +349,10 @@ int bench_main(int argc, char** argv) {
               mib(sim[0].maxrss_kb), mib(sim[0].peak_pss_kb), mib(sim[0].peak_private_kb));
   std::printf("(RSS: exact peak from wait4; Pss and private: peaks of samples every 100 ms; the federation's Pss is "
               "the peak of the sum over its processes)\n");
+  // The reference measured in the same run: the same federation as one `fednode simulate`.
+  if (sim[0].wall_s > 0 && sim[0].cpu_s > 0 && sim[0].peak_pss_kb > 0)
+    std::printf("networked / simulate: wall %.2fx, CPU %.2fx, peak Pss %.2fx\n", network_wall / sim[0].wall_s,
+                cpu_total / sim[0].cpu_s, static_cast<double>(network_peak_pss) / static_cast<double>(sim[0].peak_pss_kb));
   if (!after_result.empty()) {
     std::printf("result.json written, seconds after the first start: leaves %.2f to %.2f, hub %.2f; from writing "
                 "it to process exit: median %.2f s, max %.2f s\n",
