@@ -3,6 +3,7 @@
 #include "features/digest.h"
 #include "node/json.h"
 #include "node/options_json.h"
+#include "node/printable.h"
 
 #include <algorithm>
 #include <sstream>
@@ -74,16 +75,10 @@ std::optional<std::string> unsealed_configuration(const std::string& file_text) 
 }
 
 std::string first_difference(const std::string& was, const std::string& now) {
-  // The stored side comes from a file: only printable ASCII, and not all of a long line.
-  const auto shown = [](const std::string& line) {
-    std::string out;
-    for (const char c : line.substr(0, 200)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-    return line.size() > 200 ? out + "..." : out;
-  };
   const auto a = lines_of(was), b = lines_of(now);
   for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     const std::string x = i < a.size() ? a[i] : "(nothing)", y = i < b.size() ? b[i] : "(nothing)";
-    if (x != y) return shown(x) + " -> " + shown(y);
+    if (x != y) return printable(x) + " -> " + printable(y);  // the stored side comes from a file
   }
   return "";
 }

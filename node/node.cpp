@@ -4,6 +4,7 @@
 #include "node/configuration_record.h"
 #include "node/json.h"
 #include "node/phases.h"
+#include "node/printable.h"
 #include "node/state_store.h"
 #include "node/step.h"
 #include "topology/plan.h"
@@ -26,13 +27,6 @@ constexpr int kFramesPerStep = 256;
 
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Peers choose what they write into strings; logs get printable ASCII only (docs/security.md).
-std::string printable(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, 200)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
-}
 
 std::optional<PlanMessage> routing_kind(MessageType t) {
   switch (t) {
