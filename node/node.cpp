@@ -3,6 +3,7 @@
 #include "crypto/secure_channel.h"
 #include "node/configuration_record.h"
 #include "node/json.h"
+#include "node/outbox.h"
 #include "node/phases.h"
 #include "node/printable.h"
 #include "node/state_store.h"
@@ -55,18 +56,6 @@ struct Piece : ReceivedPiece {
   bool late = false;  // arrived after phase 1 was done: merged into the head only
 };
 
-// Per outbox entry: when to (re)send it. Stop-and-wait per peer: a peer gets its next frame only
-// once the previous one is acknowledged, so frames to one peer arrive in the order they were
-// queued (hello, knowledge, complete) even across resends and restarts.
-struct Pending {
-  OutboxEntry entry;
-  Clock::time_point next_try{};
-  std::chrono::milliseconds backoff{0};
-  Clock::time_point first_try{};
-  int tries = 0;
-  bool warned = false;
-};
-
 }  // namespace
 
 const char* to_string(NodeStatus s) {
@@ -97,7 +86,7 @@ struct Node::Impl {
 
   std::vector<Piece> pieces;
   std::optional<HeadMessage> hub_head;
-  std::vector<Pending> outbox;
+  std::unique_ptr<Outbox> outbox;
   std::shared_ptr<const Head> head;
   std::optional<Knowledge> phase1_outgoing;  // what phase 1 merged (the ring's last node's complete)
   bool refit_pending = false;
@@ -234,6 +223,10 @@ struct Node::Impl {
 
     const std::string dir = config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir;
     store = std::make_unique<StateStore>(dir, channel.run(), config.limits.max_message_bytes + 4096);
+    outbox = std::make_unique<Outbox>(
+        *store, *transport,
+        OutboxTiming{config.retry_initial, config.retry_max, std::min(10.0, topo.federation.deadline_seconds)},
+        [this](const std::string& line) { say(line); }, [this](NodeId id) { return who(id); });
     check_configuration();
     replay = store->load_replay();
     restore();
@@ -316,11 +309,7 @@ struct Node::Impl {
     const bool phase2 = store->has_marker("phase2");
     if (!phase1) store->drop_outgoing(1);  // redone from the inputs, deterministically
     if (!phase2) store->drop_outgoing(2);
-    for (const auto& e : store->outbox()) {
-      Pending p;
-      p.entry = e;
-      outbox.push_back(std::move(p));
-    }
+    outbox->restore(store->outbox());
     for (const auto& m : inbox) {
       EnvelopeHeader h;
       h.type = m.type;
@@ -399,13 +388,13 @@ struct Node::Impl {
     const auto& h = msg.header;
     switch (h.type) {
       case MessageType::Ack:
-        on_ack(h.from, std::get<Ack>(msg.payload).acked_id);
+        outbox->acknowledged(h.from, std::get<Ack>(msg.payload).acked_id);
         return;
       case MessageType::Error: {
         const auto& err = std::get<ErrorMessage>(msg.payload);
         say(who(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
             std::to_string(err.ref_id) + ": " + printable(err.text));
-        on_refused(h.from, err.ref_id);
+        outbox->refused(h.from, err.ref_id);
         return;
       }
       default: break;
@@ -562,11 +551,8 @@ struct Node::Impl {
                        ") that nodes accept; send less (fewer components, a smaller feature expansion), or "
                        "raise the limit at every node (Limits::max_message_bytes in an embedding application's "
                        "NodeConfig; fednode run uses the default)");
-    store->store_outgoing(e);
+    outbox->add(std::move(e));
     result.knowledge_bytes_sent += counted_bytes;
-    Pending p;
-    p.entry = std::move(e);
-    outbox.push_back(std::move(p));
   }
 
   void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {
@@ -600,56 +586,11 @@ struct Node::Impl {
     else say("could not answer " + who(to) + ": its connection is gone (it will resend)");
   }
 
-  void on_ack(NodeId from, uint64_t acked) {
-    for (auto& p : outbox)
-      if (p.entry.to == from && p.entry.msg_id == acked && !p.entry.acked) {
-        p.entry.acked = true;
-        store->mark_acked(p.entry);
-        if (p.warned) say(who(from) + " acknowledged at last");
-      }
-  }
-
-  void on_refused(NodeId from, uint64_t ref) {
-    for (auto& p : outbox)
-      if (p.entry.to == from && p.entry.msg_id == ref && !p.entry.acked && !p.entry.failed) {
-        p.entry.failed = true;
-        store->mark_failed(p.entry);
-      }
-  }
-
   void pump_sends() {
-    const auto now = Clock::now();
-    std::set<NodeId> busy;  // peers with an earlier frame still unacknowledged
-    for (auto& p : outbox) {
-      if (p.entry.acked || p.entry.failed) continue;
-      if (!busy.insert(p.entry.to).second) continue;
-      if (now < p.next_try) continue;
-      if (p.tries == 0) p.first_try = now;
-      if (transport->send(p.entry.to, p.entry.frame)) {
-        result.bytes_sent += static_cast<int64_t>(p.entry.frame.size());
-        if (p.tries == 0) ++result.messages_sent;
-        else ++result.resends;
-      }
-      ++p.tries;
-      // The first resend waits long enough for a large frame to be received and stored (at a
-      // pessimistic 20 MB/s), so that a multi-megabyte head is not sent twice for nothing.
-      const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.entry.frame.size() / 20000));
-      p.backoff = p.backoff.count() == 0 ? config.retry_initial + transfer
-                                         : std::min(p.backoff * 2, config.retry_max + transfer);
-      p.next_try = now + p.backoff;
-      if (!p.warned && since(p.first_try) > std::min(10.0, config.topology.federation.deadline_seconds)) {
-        p.warned = true;
-        say(who(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " +
-            std::to_string(p.entry.msg_id) + " for " + std::to_string(static_cast<int>(since(p.first_try))) +
-            " s; still trying");
-      }
-    }
-  }
-
-  bool all_sent() const {
-    for (const auto& p : outbox)
-      if (!p.entry.acked && !p.entry.failed) return false;
-    return true;
+    const SendTally sent = outbox->pump();
+    result.bytes_sent += sent.bytes;
+    result.messages_sent += sent.messages;
+    result.resends += sent.resends;
   }
 
   // --- the plan -------------------------------------------------------------------------------
@@ -793,7 +734,7 @@ struct Node::Impl {
     pump_sends();
     if (progress.finished() && !done) {
       if (done_at == Clock::time_point{}) done_at = Clock::now();
-      if (all_sent()) finish(NodeStatus::Finished);
+      if (outbox->settled()) finish(NodeStatus::Finished);
       else if (since(done_at) > config.ack_deadline_seconds) finish(NodeStatus::Incomplete);
     }
   }
@@ -847,13 +788,7 @@ struct Node::Impl {
     if (done) return closed(std::chrono::milliseconds(0));
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
     if (left.count() > 0) {
-      // Wake early for the next resend.
-      auto wait = left;
-      for (const auto& p : outbox)
-        if (!p.entry.acked && !p.entry.failed && p.tries > 0)
-          wait = std::min(wait, std::max(std::chrono::milliseconds(1),
-                                         std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - Clock::now())));
-      if (auto in = transport->receive(wait)) handle(*in);
+      if (auto in = transport->receive(outbox->until_next_resend(left))) handle(*in);  // wake for a resend
     }
     if (!advance_unless_stopped()) return true;
     return done && closed(std::chrono::milliseconds(0));
@@ -877,10 +812,8 @@ struct Node::Impl {
     done = true;
     say_rejections_left_out();
     closing_since = Clock::now();
-    for (const auto& p : outbox) {
-      if (p.entry.failed) add_once(result.refused_by, p.entry.to);
-      else if (!p.entry.acked) add_once(result.unacknowledged, p.entry.to);
-    }
+    for (NodeId id : outbox->refusers()) add_once(result.refused_by, id);
+    for (NodeId id : outbox->unacknowledged()) add_once(result.unacknowledged, id);
     finish_status = status;
     score();
     result.seconds_total = since(started);

@@ -1,0 +1,119 @@
+#include "node/outbox.h"
+
+#include "node/transport.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace fednode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void add_once(std::vector<NodeId>& ids, NodeId id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+}  // namespace
+
+Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who)
+    : store_(store), transport_(transport), timing_(timing), say_(std::move(say)), who_(std::move(who)) {}
+
+void Outbox::restore(std::vector<OutboxEntry> entries) {
+  for (auto& e : entries) {
+    Pending p;
+    p.entry = std::move(e);
+    pending_.push_back(std::move(p));
+  }
+}
+
+void Outbox::add(OutboxEntry e) {
+  store_.store_outgoing(e);
+  Pending p;
+  p.entry = std::move(e);
+  pending_.push_back(std::move(p));
+}
+
+void Outbox::acknowledged(NodeId from, uint64_t msg_id) {
+  for (auto& p : pending_)
+    if (p.entry.to == from && p.entry.msg_id == msg_id && !p.entry.acked) {
+      p.entry.acked = true;
+      store_.mark_acked(p.entry);
+      if (p.warned) say_(who_(from) + " acknowledged at last");
+    }
+}
+
+void Outbox::refused(NodeId from, uint64_t msg_id) {
+  for (auto& p : pending_)
+    if (p.entry.to == from && p.entry.msg_id == msg_id && p.open()) {
+      p.entry.failed = true;
+      store_.mark_failed(p.entry);
+    }
+}
+
+SendTally Outbox::pump() {
+  SendTally tally;
+  const auto now = Clock::now();
+  std::set<NodeId> busy;  // peers with an earlier frame still unsettled
+  for (auto& p : pending_) {
+    if (!p.open()) continue;
+    if (!busy.insert(p.entry.to).second) continue;
+    if (now < p.next_try) continue;
+    if (p.tries == 0) p.first_try = now;
+    if (transport_.send(p.entry.to, p.entry.frame)) {
+      tally.bytes += static_cast<int64_t>(p.entry.frame.size());
+      if (p.tries == 0) ++tally.messages;
+      else ++tally.resends;
+    }
+    ++p.tries;
+    schedule_retry(p, now);
+  }
+  return tally;
+}
+
+void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
+  // The first resend waits long enough for a large frame to be received and stored (at a
+  // pessimistic 20 MB/s), so that a multi-megabyte head is not sent twice for nothing.
+  const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.entry.frame.size() / 20000));
+  p.backoff = p.backoff.count() == 0 ? timing_.retry_initial + transfer
+                                     : std::min(p.backoff * 2, timing_.retry_max + transfer);
+  p.next_try = now + p.backoff;
+  if (!p.warned && since(p.first_try) > timing_.warn_after_seconds) {
+    p.warned = true;
+    say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
+         " for " + std::to_string(static_cast<int>(since(p.first_try))) + " s; still trying");
+  }
+}
+
+bool Outbox::settled() const {
+  return std::none_of(pending_.begin(), pending_.end(), [](const Pending& p) { return p.open(); });
+}
+
+std::chrono::milliseconds Outbox::until_next_resend(std::chrono::milliseconds cap) const {
+  auto wait = cap;
+  const auto now = Clock::now();
+  for (const auto& p : pending_)
+    if (p.open() && p.tries > 0)
+      wait = std::min(wait, std::max(std::chrono::milliseconds(1),
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - now)));
+  return wait;
+}
+
+std::vector<NodeId> Outbox::refusers() const {
+  std::vector<NodeId> ids;
+  for (const auto& p : pending_)
+    if (p.entry.failed) add_once(ids, p.entry.to);
+  return ids;
+}
+
+std::vector<NodeId> Outbox::unacknowledged() const {
+  std::vector<NodeId> ids;
+  for (const auto& p : pending_)
+    if (p.open()) add_once(ids, p.entry.to);
+  return ids;
+}
+
+}  // namespace fednode

@@ -1,0 +1,82 @@
+#pragma once
+// The frames a node has sealed and still has to deliver (docs/node.md, "Reliability").
+//
+// Each frame is on disk (StateStore) before its first send, and is sent again, with exponential
+// backoff, until the peer acknowledges or refuses it. Stop-and-wait per peer: a peer gets its next
+// frame only once the previous one is settled, so frames to one peer arrive in the order they were
+// queued (hello, knowledge, complete) even across resends and restarts.
+
+#include "node/state_store.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+class Transport;
+
+// NodeConfig's resend timing: the first resend after retry_initial, doubling up to retry_max.
+struct OutboxTiming {
+  std::chrono::milliseconds retry_initial;
+  std::chrono::milliseconds retry_max;
+  double warn_after_seconds;  // a frame unacknowledged this long is reported, once
+};
+
+// What one pump() handed to ZeroMQ.
+struct SendTally {
+  int64_t bytes = 0;
+  int64_t messages = 0;  // first sends
+  int64_t resends = 0;
+};
+
+class Outbox {
+ public:
+  using Say = std::function<void(const std::string&)>;
+  using Who = std::function<std::string(NodeId)>;
+
+  // `store` and `transport` must outlive the outbox; `say` reports slow peers, naming them by `who`.
+  Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who);
+
+  // The entries a restart found in the state directory (stored already), in send order.
+  void restore(std::vector<OutboxEntry> entries);
+  // Stores `e` durably, then queues it behind what its peer has not settled yet.
+  void add(OutboxEntry e);
+
+  void acknowledged(NodeId from, uint64_t msg_id);
+  void refused(NodeId from, uint64_t msg_id);
+
+  // Sends every peer's oldest unsettled frame whose next try is due.
+  SendTally pump();
+  // Every frame acknowledged or refused.
+  bool settled() const;
+  // How long until a resend is due, at least 1 ms; `cap` if none is due sooner.
+  std::chrono::milliseconds until_next_resend(std::chrono::milliseconds cap) const;
+
+  // Each peer that refused a frame, and each peer with a frame neither acknowledged nor refused,
+  // in send order.
+  std::vector<NodeId> refusers() const;
+  std::vector<NodeId> unacknowledged() const;
+
+ private:
+  struct Pending {
+    OutboxEntry entry;
+    std::chrono::steady_clock::time_point next_try{}, first_try{};
+    std::chrono::milliseconds backoff{0};
+    int tries = 0;
+    bool warned = false;
+    bool open() const { return !entry.acked && !entry.failed; }
+  };
+  void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
+
+  StateStore& store_;
+  Transport& transport_;
+  OutboxTiming timing_;
+  Say say_;
+  Who who_;
+  std::vector<Pending> pending_;  // by seq
+};
+
+}  // namespace fednode

@@ -1,0 +1,133 @@
+// The node's outbox over a real socket: one unsettled frame per peer at a time, in queue order;
+// resends until the peer answers; acknowledgements and refusals are stored, so a restart resends
+// only what is still open.
+#include "node/outbox.h"
+#include "crypto/secure_channel.h"
+#include "node/transport.h"
+
+#include "../common/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace fednode {
+namespace {
+
+using std::chrono::milliseconds;
+
+class OutboxTest : public ::testing::Test {
+ protected:
+  test::TempDir tmp_{"fednode_outbox"};
+  StateStore store_{tmp_ / "state", derive_run_id("outbox-test"), 1 << 20};
+  std::vector<std::string> said_;
+
+  Outbox make(Transport& transport) {
+    return Outbox(store_, transport, OutboxTiming{milliseconds(20), milliseconds(40), 3600.0},
+                  [this](const std::string& line) { said_.push_back(line); },
+                  [](NodeId id) { return "node " + std::to_string(id); });
+  }
+
+  // Queues a frame as the node does: the next seq is taken from the store, so add before the next.
+  OutboxEntry add(Outbox& outbox, NodeId to, const std::string& frame) {
+    OutboxEntry e;
+    e.seq = store_.next_seq();
+    e.to = to;
+    e.msg_id = store_.next_msg_id();
+    e.type = MessageType::Knowledge;
+    e.phase = 1;
+    e.frame = frame;
+    outbox.add(e);
+    return e;
+  }
+
+  // Pumps for a while (the DEALER connects in the background; resends fall due) and returns
+  // every frame `peer` received, in order.
+  static std::vector<std::string> frames(Outbox& outbox, Transport& peer, SendTally* tally = nullptr) {
+    std::vector<std::string> got;
+    for (int i = 0; i < 400 && got.size() < 3; ++i) {
+      const SendTally t = outbox.pump();
+      if (tally) {
+        tally->messages += t.messages;
+        tally->resends += t.resends;
+      }
+      if (auto in = peer.receive(milliseconds(10))) got.emplace_back(in->frame.view());
+    }
+    return got;
+  }
+};
+
+TEST_F(OutboxTest, APeerGetsItsNextFrameOnlyOnceThePreviousIsSettled) {
+  Transport self(0, "tcp://127.0.0.1:23641"), peer(1, "tcp://127.0.0.1:23642");
+  self.add_peer(1, "tcp://127.0.0.1:23642");
+  Outbox outbox = make(self);
+  // The first frame is large, so its resends wait longer (for the transfer) than the small
+  // frame behind it would: only stop-and-wait keeps that one back.
+  const std::string big(1 << 20, 'f');
+  const OutboxEntry first = add(outbox, 1, big), second = add(outbox, 1, "second");
+  const OutboxEntry third = add(outbox, 1, "third");
+
+  SendTally tally;
+  // Unanswered, the same frame comes again, never one queued behind it.
+  using Frames = std::vector<std::string>;
+  EXPECT_EQ(frames(outbox, peer, &tally), (Frames{big, big, big}));
+  EXPECT_EQ(tally.messages, 1);
+  EXPECT_GE(tally.resends, 2);
+  EXPECT_FALSE(outbox.settled());
+
+  outbox.acknowledged(1, first.msg_id);
+  EXPECT_EQ(frames(outbox, peer), (Frames{"second", "second", "second"}));
+  outbox.refused(1, second.msg_id);  // a refusal settles a frame too
+  EXPECT_EQ(frames(outbox, peer), (Frames{"third", "third", "third"}));
+  EXPECT_EQ(outbox.unacknowledged(), std::vector<NodeId>{1});
+  EXPECT_EQ(outbox.refusers(), std::vector<NodeId>{1});
+
+  outbox.acknowledged(1, third.msg_id);
+  EXPECT_TRUE(outbox.settled());
+  EXPECT_TRUE(outbox.unacknowledged().empty());
+  outbox.acknowledged(1, 999);  // an ack for nothing it sent changes nothing
+  EXPECT_TRUE(outbox.settled());
+}
+
+TEST_F(OutboxTest, WhatIsSettledIsStoredAndARestartResendsOnlyTheRest) {
+  Transport self(0, "tcp://127.0.0.1:23651"), peer(2, "tcp://127.0.0.1:23652");
+  self.add_peer(2, "tcp://127.0.0.1:23652");
+  {
+    Outbox outbox = make(self);
+    const OutboxEntry a = add(outbox, 2, "a"), b = add(outbox, 2, "b");
+    add(outbox, 2, "c");
+    outbox.acknowledged(2, a.msg_id);
+    outbox.refused(2, b.msg_id);
+  }
+  const auto stored = store_.outbox();
+  ASSERT_EQ(stored.size(), 3u);
+  EXPECT_TRUE(stored[0].acked);
+  EXPECT_TRUE(stored[1].failed);
+  EXPECT_FALSE(stored[2].acked || stored[2].failed);
+
+  Outbox restarted = make(self);
+  restarted.restore(stored);
+  EXPECT_FALSE(restarted.settled());
+  EXPECT_EQ(frames(restarted, peer), (std::vector<std::string>{"c", "c", "c"}));
+  EXPECT_EQ(restarted.refusers(), std::vector<NodeId>{2});
+}
+
+TEST_F(OutboxTest, APeerSilentPastTheWarningIsReportedOnce) {
+  Transport self(0, "tcp://127.0.0.1:23661");
+  self.add_peer(3, "tcp://127.0.0.1:23662");  // nobody there: sends queue up or fail, nothing answers
+  Outbox outbox(store_, self, OutboxTiming{milliseconds(1), milliseconds(2), 0.05},
+                [this](const std::string& line) { said_.push_back(line); },
+                [](NodeId id) { return "node " + std::to_string(id); });
+  add(outbox, 3, "x");
+  for (int i = 0; i < 40; ++i) {
+    outbox.pump();
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(said_.size(), 1u);
+  EXPECT_NE(said_[0].find("node 3 has not acknowledged"), std::string::npos) << said_[0];
+  // The node sleeps no longer than until that peer's next resend.
+  EXPECT_LE(outbox.until_next_resend(milliseconds(1000)), milliseconds(2));
+}
+
+}  // namespace
+}  // namespace fednode
