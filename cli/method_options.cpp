@@ -20,7 +20,7 @@ const std::set<std::string>& method_option_names() {
 }
 
 const std::set<std::string>& method_flag_names() {
-  static const std::set<std::string> names = {"dp", "head-raw-inputs"};
+  static const std::set<std::string> names = {"dp", "head-raw-inputs", "adapter-raw-inputs"};
   return names;
 }
 
@@ -35,7 +35,7 @@ void refuse_other_methods_options(const Args& a, const std::string& method) {
       {"fedcgs", {"lda-covariance", "shrinkage"}},
       {"fedtc", {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
                  "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
-                 "adapter-min-steps"}},
+                 "adapter-min-steps", "adapter-raw-inputs"}},
   };
   for (const auto& [owner, names] : owned)
     if (owner != method)
@@ -106,6 +106,7 @@ MethodOptions parse_method_options(const Args& a) {
   t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 8192));
   t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 8192));
   t.head.min_steps = static_cast<int>(a.integer("adapter-min-steps", t.head.min_steps, 0, 1 << 30));
+  if (a.flag("adapter-raw-inputs")) t.head.scale_inputs = false;
   t.head.threads = h.threads;
   return m;
 }
@@ -154,7 +155,9 @@ std::string method_options_help() {
     << "  --adapter-lr (" << num(t.head.lr) << ") --adapter-momentum (" << num(t.head.momentum)
     << ") --adapter-epochs (" << t.head.epochs << ") --adapter-batch-size (" << t.head.batch_size << ")\n"
     << "  --adapter-weight-decay (" << num(t.head.weight_decay) << ") --adapter-hidden1 (" << t.head.hidden1
-    << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n";
+    << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n"
+    << "  --adapter-raw-inputs              train on raw features (default: divided by their RMS value,\n"
+       "                                    folded into the first layer)\n";
   return h.str();
 }
 

@@ -46,6 +46,7 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) {
     w.key("batch_size").value(t.head.batch_size);
     w.key("weight_decay").value(t.head.weight_decay);
     w.key("min_steps").value(t.head.min_steps);
+    w.key("scale_inputs").value(t.head.scale_inputs);
     w.end_object();
     w.end_object();
   }

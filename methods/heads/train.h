@@ -42,6 +42,10 @@ struct AdapterTrainOptions {
   double weight_decay = 0.0;
   uint64_t seed = 0;
   int threads = 1;           // as LinearTrainOptions::threads
+  // Train on the features divided by their RMS value (one number for all), folded into the first
+  // layer afterwards. Features far from unit size (CLIP's unit-norm embeddings, values ~0.04)
+  // leave fc1's initial bias of ~1/sqrt(d) dominant, and the raw adapter then stays at chance.
+  bool scale_inputs = true;
 };
 
 // The number of epochs a training run on n samples makes: max(epochs, the epochs that

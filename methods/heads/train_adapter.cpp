@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace fednode {
@@ -111,7 +112,15 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
       net->parameters(),
       torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
 
-  const torch::Tensor X = to_tensor(train.X);
+  // One scale for every feature, not per-column standardisation: the adapter's geometry (ReLU,
+  // then L2 normalisation) stays the paper's, and only the size of the inputs stops mattering.
+  Standardizer scaling;
+  if (opt.scale_inputs) {
+    const double rms = std::sqrt(train.X.cast<double>().squaredNorm() / static_cast<double>(train.X.size()));
+    scaling.mean = VectorD::Zero(d);
+    scaling.scale = VectorD::Constant(d, rms > 0 && std::isfinite(rms) ? rms : 1.0);
+  }
+  const torch::Tensor X = to_tensor(opt.scale_inputs ? standardized(scaling, train.X) : train.X);
   const torch::Tensor y = torch::from_blob(const_cast<int32_t*>(train.y.data()), {n}, torch::kInt32)
                               .to(torch::kInt64);
   const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
@@ -126,7 +135,9 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
         return loss.item<double>();
       },
       on_epoch);
-  return std::make_unique<AdapterHead>(net->layers());
+  std::vector<AdapterHead::Layer> layers = net->layers();
+  if (opt.scale_inputs) fold_standardizer(scaling, layers[0].W, layers[0].b);  // fc1 is linear in x
+  return std::make_unique<AdapterHead>(std::move(layers));
 }
 
 MatrixF adapter_scores_torch(const AdapterHead& head, const MatrixF& X) {

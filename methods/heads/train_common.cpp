@@ -66,9 +66,27 @@ Standardizer fit_standardizer(const MatrixF& X) {
   for (Eigen::Index i = 0; i < n; ++i)
     sq += (X.row(i).cast<double>().transpose() - s.mean).array().square().matrix();
   s.scale = (sq / static_cast<double>(n)).array().sqrt().matrix();
+  // Constant: no spread beyond rounding, relative to the column's own size and to the widest
+  // column, never to an absolute size (features of 1e-30 are not all constant).
+  const double widest = d > 0 ? s.scale.maxCoeff() : 0.0;
   for (Eigen::Index j = 0; j < d; ++j)
-    if (!(s.scale(j) > 1e-12 * std::max(1.0, std::abs(s.mean(j))))) s.scale(j) = 1.0;
+    if (!(s.scale(j) > 1e-12 * std::max(std::abs(s.mean(j)), widest))) s.scale(j) = 1.0;
   return s;
+}
+
+void fold_standardizer(const Standardizer& s, MatrixF& W, VectorF& b) {
+  // W' ((x - mu) / s) + b'  =  (W' / s) x + (b' - (W' / s) mu), in double precision.
+  MatrixD Wd = W.cast<double>();
+  for (Eigen::Index j = 0; j < Wd.cols(); ++j) Wd.col(j) /= s.scale(j);
+  const VectorD bd = b.cast<double>() - Wd * s.mean;
+  W = Wd.cast<float>();
+  b = bd.cast<float>();
+}
+
+MatrixF standardized(const Standardizer& s, const MatrixF& X) {
+  const Eigen::RowVectorXd shift = s.mean.transpose();
+  const Eigen::RowVectorXd inv_scale = s.scale.cwiseInverse().transpose();
+  return ((X.cast<double>().rowwise() - shift).array().rowwise() * inv_scale.array()).matrix().cast<float>();
 }
 
 TorchThreadsGuard::TorchThreadsGuard(int threads) {

@@ -37,6 +37,10 @@ struct Standardizer {
   VectorD scale;
 };
 Standardizer fit_standardizer(const MatrixF& X);
+// Makes a layer trained on standardised inputs take raw ones: W <- W / s, b <- b - (W / s) mu.
+void fold_standardizer(const Standardizer& s, MatrixF& W, VectorF& b);
+// (X - mu) / s, row by row.
+MatrixF standardized(const Standardizer& s, const MatrixF& X);
 
 // Sets LibTorch's intra-op thread count for the lifetime of the guard and restores the previous
 // value afterwards, so that training one head does not change the caller's setting. When that

@@ -84,14 +84,7 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
 
   MatrixF W = to_matrix(linear->weight);
   VectorF b = to_matrix(linear->bias.reshape({1, C})).row(0).transpose();
-  if (opt.standardize) {
-    // scores = W' ((x - mu) / s) + b'  =  (W' / s) x + (b' - (W' / s) mu)
-    MatrixD Wd = W.cast<double>();
-    for (int j = 0; j < d; ++j) Wd.col(j) /= stdz.scale(j);
-    const VectorD bd = b.cast<double>() - Wd * stdz.mean;
-    W = Wd.cast<float>();
-    b = bd.cast<float>();
-  }
+  if (opt.standardize) fold_standardizer(stdz, W, b);
   return std::make_unique<LinearHead>("linear", std::move(W), std::move(b));
 }
 

@@ -187,6 +187,24 @@ TEST(LinearHeadTraining, StandardisationIsFoldedIntoWeights) {
   EXPECT_GE(folded->accuracy(raw), 0.99);
 }
 
+// Constant means no spread relative to the data, not below an absolute size: features of 1e-30
+// are as informative as features of 1.
+TEST(LinearHeadTraining, TinyFeaturesAreNotTakenForConstantOnes) {
+  const Features unit = blobs(3, 6, 40, 11);
+  Features tiny = unit;
+  tiny.X *= 1e-30f;
+  const Standardizer s = fit_standardizer(tiny.X);
+  for (Eigen::Index j = 0; j < s.scale.size(); ++j) EXPECT_LT(s.scale(j), 1e-28) << "column " << j;
+  const double expected = train_linear_head(unit, quick_linear())->accuracy(unit);
+  EXPECT_GE(expected, 0.99);
+  EXPECT_EQ(train_linear_head(tiny, quick_linear())->accuracy(tiny), expected);
+
+  Features constant = unit;
+  constant.X.setConstant(1e-30f);  // all constant: every column passes through
+  const Standardizer c = fit_standardizer(constant.X);
+  EXPECT_EQ(c.scale, VectorD::Ones(6));
+}
+
 TEST(LinearHeadTraining, RejectsBadInput) {
   Features empty;
   empty.num_classes = 3;
@@ -252,6 +270,24 @@ TEST(AdapterHeadTraining, LearnsSeparableProblemAndIsDeterministic) {
   auto other = quick_adapter();
   other.seed = 4;
   EXPECT_FALSE(same_bits(head->layers()[0].W, train_adapter_head(all.subset(tr), other)->layers()[0].W));
+}
+
+// The adapter's first layer starts with biases of about 1/sqrt(d); features far below that scale
+// (unit-norm embeddings, or these at 1e-2) used to leave it at chance. Divided by their RMS value
+// for training, the size of the features changes nothing, and the head still takes raw features.
+TEST(AdapterHeadTraining, TheScaleOfTheFeaturesDoesNotMatter) {
+  const Features all = blobs(4, 8, 50, 12);
+  std::vector<int64_t> tr, te;
+  for (int64_t i = 0; i < all.size(); ++i) (i % 5 == 4 ? te : tr).push_back(i);
+  const Features train = all.subset(tr), test = all.subset(te);
+  const double unit = train_adapter_head(train, quick_adapter())->accuracy(test);
+  EXPECT_GE(unit, 0.95);
+  for (float scale : {1e-2f, 1e-8f, 1e6f}) {
+    Features tr_s = train, te_s = test;
+    tr_s.X *= scale;
+    te_s.X *= scale;
+    EXPECT_NEAR(train_adapter_head(tr_s, quick_adapter())->accuracy(te_s), unit, 0.02) << "scale " << scale;
+  }
 }
 
 TEST(AdapterHeadTraining, EigenForwardMatchesTorchForward) {
