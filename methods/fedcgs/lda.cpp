@@ -82,9 +82,21 @@ std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedC
   diag.absent = absent_classes(stats);
   const double N = static_cast<double>(diag.samples);
 
+  // Equilibration: column j is scaled by a power of two e_j near 1 / sqrt(Sigma_jj) (by its RMS
+  // value if it does not vary), so that a feature of 1e30 next to features of 1 neither swamps
+  // the ridge below nor ruins the factorisation's conditioning. Sigma^-1 = E (E Sigma E)^-1 E,
+  // and powers of two keep every scaled entry, and the factor, exact.
+  const Eigen::VectorXd second_moment = stats.B.diagonal() / N;
+  Eigen::VectorXd e(d);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    const double varies = Sigma(j, j) > kConstantTolerance * second_moment(j) ? Sigma(j, j) : second_moment(j);
+    e(j) = varies > 0 && std::isfinite(varies) ? std::ldexp(1.0, -std::ilogb(varies) / 2) : 1.0;
+  }
+  Sigma = e.asDiagonal() * Sigma * e.asDiagonal();
+
   const double mean_variance = Sigma.trace() / static_cast<double>(d);
   // Cancellation in B - (means part) leaves rounding noise of order eps * E[f^2], not zero.
-  const double mean_square = stats.B.trace() / (N * static_cast<double>(d));
+  const double mean_square = e.cwiseAbs2().dot(second_moment) / static_cast<double>(d);
   if (!(mean_variance > kConstantTolerance * mean_square)) {
     // No feature varies at all: the Gaussians differ only in their means (and those only if the
     // classes differ), so a unit covariance is as good as any.
@@ -121,7 +133,7 @@ std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedC
   for (Eigen::Index j = 0; j < C; ++j)
     if (stats.N[static_cast<size_t>(j)] > 0)
       centred.row(j) = stats.A.row(j) / static_cast<double>(stats.N[static_cast<size_t>(j)]) - m;
-  const Eigen::MatrixXd W = llt.solve(centred.transpose()).transpose();  // C x d
+  const Eigen::MatrixXd W = (llt.solve(e.asDiagonal() * centred.transpose()).transpose()) * e.asDiagonal();  // C x d
 
   VectorF b(C);
   for (Eigen::Index j = 0; j < C; ++j) {

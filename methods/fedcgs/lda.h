@@ -25,8 +25,11 @@ MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options
 // What fitting found, for reports and logs.
 struct LdaDiagnostics {
   std::vector<int> absent;   // classes never predicted (bias = lowest finite float)
-  double ridge = 0.0;        // added to the covariance's diagonal because it was (near) singular
-  bool identity = false;     // every feature was constant: the covariance was replaced by I
+  // Both on the equilibrated covariance (each feature scaled by a power of two to a variance
+  // near 1): the ridge added to its diagonal because it was (near) singular, and whether it was
+  // replaced by I because no feature varied.
+  double ridge = 0.0;
+  bool identity = false;
   int64_t samples = 0;       // N
 };
 

@@ -458,6 +458,23 @@ TEST(FedCgsLda, SingularCovarianceGetsARidgeAndStaysAccurate) {
   for (int32_t p : prior_head->predict(flat.X)) EXPECT_EQ(p, majority);
 }
 
+// Features of wildly different sizes: one of 1e30 beside features of order 1 used to set the
+// ridge (relative to the average variance) to ~1e49 and leave the head at chance.
+TEST(FedCgsLda, TheSizeOfOneFeatureDoesNotMatter) {
+  const Features train = blobs(900, 6, 3, 5.0, 43), test = blobs(300, 6, 3, 5.0, 44);
+  const auto accuracy_at = [&](float size) {
+    Features tr = train, te = test;
+    tr.X.col(2) *= size;
+    te.X.col(2) *= size;
+    tr.X.col(4).setConstant(0.5f * size);  // and a constant feature of that size too
+    te.X.col(4).setConstant(0.5f * size);
+    return fit_lda_head(compute_stats(tr), FedCgsOptions{})->accuracy(te);
+  };
+  const double expected = accuracy_at(1.0f);
+  EXPECT_GT(expected, 0.97);
+  for (float size : {1e30f, 1e-30f}) EXPECT_NEAR(accuracy_at(size), expected, 0.01) << "size " << size;
+}
+
 TEST(FedCgsLda, NoSamplesIsAnError) {
   EXPECT_THROW(fit_lda_head(zero_stats(3, 4), FedCgsOptions{}), InputError);
   EXPECT_THROW(zero_stats(0, 4), InputError);
