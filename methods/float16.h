@@ -7,6 +7,10 @@
 
 namespace fednode {
 
+constexpr double kHalfMax = 65504.0;
+constexpr double kHalfSmallestNormal = 6.103515625e-05;          // 2^-14: full precision down to here
+constexpr double kHalfSmallestSubnormal = 5.9604644775390625e-08;  // 2^-24
+
 inline uint16_t float_to_half(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);

@@ -2,10 +2,12 @@
 
 #include "methods/fedpft/dp.h"
 #include "methods/fedpft/half.h"
+#include "methods/float16.h"
 #include "methods/gmm/gmm.h"
 #include "methods/rng.h"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 namespace fednode {
@@ -25,6 +27,41 @@ void check_local(const Features& local, const NodeContext& ctx) {
   if (local.num_classes != ctx.num_classes)
     throw InputError("local features have " + std::to_string(local.num_classes) +
                      " classes, the node expects " + std::to_string(ctx.num_classes));
+}
+
+// reg_covar is absolute (scikit-learn's meaning, and the paper's 1e-6 for features of order 1),
+// and float16 carries no variance below its smallest subnormal. On features whose spread is below
+// either floor, every variance would be mostly floor and the synthetic features noise around the
+// class means: refused, rather than a head at chance.
+void check_spread_above_floors(const Features& local, const FedPftOptions& o) {
+  const double reg_covar = o.gmm.reg_covar;
+  const double half_floor = o.half_precision ? kHalfSmallestSubnormal : 0.0;
+  if (!(std::max(reg_covar, half_floor) > 0)) return;
+  // Two passes (class means, then squared deviations), without copying the features.
+  const Eigen::Index n = local.X.rows();
+  MatrixD means = MatrixD::Zero(local.num_classes, local.dim());
+  const auto counts = local.class_counts();
+  for (Eigen::Index i = 0; i < n; ++i) means.row(local.y[static_cast<size_t>(i)]) += local.X.row(i).cast<double>();
+  for (int c = 0; c < local.num_classes; ++c)
+    if (counts[static_cast<size_t>(c)] > 0) means.row(c) /= static_cast<double>(counts[static_cast<size_t>(c)]);
+  double squares = 0;
+  for (Eigen::Index i = 0; i < n; ++i)
+    squares += (local.X.row(i).cast<double>() - means.row(local.y[static_cast<size_t>(i)])).squaredNorm();
+  const double spread = squares / (static_cast<double>(n) * static_cast<double>(local.dim()));
+  if (!(spread > 0)) return;
+  std::ostringstream msg;
+  msg << "fedpft: the local features vary within their classes by a variance of " << spread
+      << " per dimension on average, below ";
+  if (spread < reg_covar) {
+    msg << "reg_covar " << reg_covar << ", which every mixture's variances would then mostly be; scale the "
+        << "features up, or give a smaller --reg-covar (0 adds none)";
+    throw InputError(msg.str());
+  }
+  if (spread < half_floor) {
+    msg << "the smallest variance float16 carries (" << half_floor << "); scale the features up, or use the "
+        << "float32 transfer";
+    throw InputError(msg.str());
+  }
 }
 
 Knowledge empty_knowledge(const NodeContext& ctx) {
@@ -135,6 +172,7 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   validate_fedpft_options(o, "fedpft options");
   check_local(local, ctx);
   if (local.size() == 0) throw InputError("fedpft: this node has no local features to summarise");
+  if (!o.dp) check_spread_above_floors(local, o);  // DP floors variances on purpose
   Knowledge k = empty_knowledge(ctx);
   k.contributors = {ctx.node};
   auto& g = std::get<GmmKnowledge>(k.payload);

@@ -6,18 +6,33 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace fednode {
 
 namespace {
 
-constexpr double kHalfMax = 65504.0;
-constexpr double kHalfMinPositive = 5.9604644775390625e-08;  // 2^-24, the smallest subnormal
+// float16 keeps 11 significant bits (relative error 2^-12) down to kHalfSmallestNormal; below it
+// precision runs out. Means or variances that lose more than this, relative to their size (their
+// norm, so that a few tiny entries beside large ones do not count), are refused.
+constexpr double kMaxRelativeLoss = 1e-2;
+
+void check_loss(const MatrixD& exact, const MatrixD& rounded, const std::string& where, const char* what) {
+  const double size = exact.norm(), loss = (rounded - exact).norm();
+  if (!(loss > kMaxRelativeLoss * size)) return;
+  std::ostringstream msg;
+  msg << where << ": " << what << " of this size (largest " << exact.cwiseAbs().maxCoeff() << ") lose "
+      << 100.0 * loss / size << " % of their value as float16, whose full precision ends at " << kHalfSmallestNormal
+      << "; use the float32 transfer, or scale the features up";
+  throw InputError(msg.str());
+}
 
 double to_half(double v, const std::string& where, const char* what) {
-  if (!std::isfinite(v) || std::abs(v) > kHalfMax)
-    throw InputError(where + ": " + what + " " + std::to_string(v) +
-                     " cannot travel as float16 (largest is 65504); use the float32 transfer");
+  if (!std::isfinite(v) || std::abs(v) > kHalfMax) {
+    std::ostringstream msg;
+    msg << where << ": " << what << " " << v << " cannot travel as float16 (largest is 65504); use the float32 transfer";
+    throw InputError(msg.str());
+  }
   return static_cast<double>(round_to_half(static_cast<float>(v)));
 }
 
@@ -28,8 +43,11 @@ double half_at_least(double v) {
   return h;
 }
 
+// The least variance that travels: `floor`, rounded up to a positive float16.
+double least_variance(double floor) { return half_at_least(std::max(floor, kHalfSmallestSubnormal)); }
+
 double positive_variance(double v, double floor, const std::string& where) {
-  const double f = half_at_least(std::max(floor, kHalfMinPositive));
+  const double f = least_variance(floor);
   const double h = to_half(std::max(v, floor), where, "variance");
   return h >= f ? h : f;
 }
@@ -50,12 +68,14 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
   if (!(out.weights.sum() > 0)) throw InputError(where + ": every weight rounds to zero in float16");
   for (Eigen::Index k = 0; k < K; ++k)
     for (Eigen::Index j = 0; j < d; ++j) out.means(k, j) = to_half(g.means(k, j), where, "mean");
+  check_loss(g.means, out.means, where, "means");
   switch (g.type) {
     case CovarianceType::Diag:
     case CovarianceType::Spherical:
       for (Eigen::Index k = 0; k < out.covariances.rows(); ++k)
         for (Eigen::Index j = 0; j < out.covariances.cols(); ++j)
           out.covariances(k, j) = positive_variance(g.covariances(k, j), variance_floor, where);
+      check_loss(g.covariances.cwiseMax(least_variance(variance_floor)), out.covariances, where, "variances");
       break;
     case CovarianceType::Full:
       for (Eigen::Index k = 0; k < K; ++k) {
@@ -65,6 +85,7 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
           R(i, i) = positive_variance(S(i, i), variance_floor, where);
           for (Eigen::Index j = i + 1; j < d; ++j) R(i, j) = R(j, i) = to_half(S(i, j), where, "covariance");
         }
+        check_loss(S.diagonal().cwiseMax(least_variance(variance_floor)), R.diagonal(), where, "variances");
         // Rounding moves each entry by up to 2^-11 relative, which can break positive
         // definiteness of an ill-conditioned matrix: add a growing diagonal jitter.
         const double base = std::max(R.diagonal().mean() * std::ldexp(1.0, -10), variance_floor);

@@ -13,7 +13,8 @@ namespace fednode {
 // positive definiteness in the rounding gets the smallest growing diagonal jitter that restores
 // it (diagonal-only as the last resort), still in float16 values. Weights are kept as rounded
 // (their sum may differ from 1 by float16 rounding; sampling normalises them).
-// Throws InputError, naming `where`, if a value is beyond float16's range.
+// Throws InputError, naming `where`, if a value is beyond float16's range, or if the means or
+// variances are so small that float16 keeps less than 99 % of them (relative to their norm).
 GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_floor,
                                       const std::string& where);
 

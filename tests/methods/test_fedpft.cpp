@@ -7,6 +7,8 @@
 #include "methods/float16.h"
 #include "methods/gmm/gmm.h"
 
+#include "../common/expect_error.h"
+
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 #include <gtest/gtest.h>
@@ -158,6 +160,49 @@ TEST(FedPft, HalfRoundingRepairsLostPositiveDefiniteness) {
   GaussianMixture huge = tiny;
   huge.means(0, 1) = 1e6;
   EXPECT_THROW(round_mixture_to_half(huge, 1e-6, "test"), InputError);
+}
+
+// float16 keeps about three significant digits down to 6.1e-5 and ever fewer below: means of
+// 1e-8 would arrive as zeros and a head on them would sit at chance. Refused instead, naming the
+// way out; so is a value beyond float16's range, printed readably.
+TEST(FedPft, HalfTransferRefusesMeansItWouldLose) {
+  GaussianMixture g;
+  g.type = CovarianceType::Diag;
+  g.weights = VectorD::Ones(1);
+  g.means = MatrixD::Constant(1, 3, 0.25);
+  g.covariances = MatrixD::Constant(1, 3, 1e-2);
+  EXPECT_NO_THROW(round_mixture_to_half(g, 1e-6, "class 0"));
+  GaussianMixture small = g;
+  small.means *= 1e-3;  // 2.5e-4: still within float16's normal range
+  EXPECT_NO_THROW(round_mixture_to_half(small, 1e-6, "class 0"));
+  small.means = MatrixD::Constant(1, 3, 3e-8);
+  test::expect_input_error([&] { round_mixture_to_half(small, 1e-6, "class 2"); },
+                           {"class 2", "float16", "float32 transfer"});
+  GaussianMixture faint = g;
+  faint.covariances = MatrixD::Constant(1, 3, 2.2e-7);  // 3.7 subnormal steps: 8 % off
+  test::expect_input_error([&] { round_mixture_to_half(faint, 1e-9, "class 3"); }, {"class 3", "variances"});
+  EXPECT_NO_THROW(round_mixture_to_half(faint, 1e-6, "class 3"));  // floored: what was asked for
+  GaussianMixture huge = g;
+  huge.means(0, 0) = 1.5e30;
+  test::expect_input_error([&] { round_mixture_to_half(huge, 1e-6, "class 1"); }, {"class 1", "mean 1.5e+30 "});
+}
+
+// reg_covar is absolute: on features whose within-class spread lies below it, the mixtures would
+// be reg_covar and little else. Refused with the two ways out, which both work.
+TEST(FedPft, SummarizeRefusesFeaturesSpreadLessThanRegCovar) {
+  const Features unit = make_features(30, 5);
+  const Features tiny = make_features(30, 5, -1, 1e-5);  // within-class variance ~2e-10
+  FedPftOptions o = small_options();
+  EXPECT_NO_THROW(fedpft_summarize(unit, o, context(0)));
+  test::expect_input_error([&] { fedpft_summarize(tiny, o, context(0)); }, {"reg_covar", "--reg-covar"});
+  o.gmm.reg_covar = 1e-12;
+  // float16 would floor these variances at its smallest subnormal, 6e-8: refused as well.
+  test::expect_input_error([&] { fedpft_summarize(tiny, o, context(0)); }, {"float16", "float32 transfer"});
+  o.half_precision = false;
+  EXPECT_NO_THROW(fedpft_summarize(tiny, o, context(0)));
+  FedPftOptions dp = small_options();
+  dp.dp = true;  // DP floors its variances on purpose
+  EXPECT_NO_THROW(fedpft_summarize(tiny, dp, context(0)));
 }
 
 TEST(FedPft, SummarizeIsDeterministic) {
