@@ -144,7 +144,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     const auto index = topology.partition_index(self.id);
     config.local = expand_features(loaded.train.subset(partition.at(static_cast<size_t>(index))), loaded.expansion);
   }
-  if (loaded.test.size() > 0) config.test = expand_features(std::move(loaded.test), loaded.expansion);
+  config.test = expand_features(std::move(loaded.test), loaded.expansion);  // never empty (load_data)
   say("holds " + std::to_string(config.local.size()) + " samples");
 
   const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.key_dir_of(self.id);

@@ -102,6 +102,11 @@ LoadedData load_data(const DataSettings& s, bool quiet) {
     d.test = d.test.first(s.test_limit);
     d.description = s.train_features;
   }
+  // Every head is scored on the test set: an empty one would report an accuracy of 0.
+  if (d.test.size() == 0)
+    throw InputError(d.description + ": the test set holds no samples (" +
+                     (s.test_features.empty() ? std::string("--test-limit") : s.test_labels) +
+                     "), so no head could be scored");
   const int C = std::max(d.train.num_classes, d.test.num_classes);
   d.train.num_classes = d.test.num_classes = C;
   // Nodes exchange at most this many dimensions, and FedCGS's statistics grow with its square:

@@ -618,7 +618,7 @@ Features load_npy_dataset(const std::string& x_path, const std::string& y_path, 
                      " has " + std::to_string(f.y.size()) + " labels");
   if (num_classes == 0) {
     if (f.y.empty())
-      throw InputError(y_path + ": no labels, so the number of classes cannot be inferred");
+      throw InputError(y_path + ": holds no labels (no samples), so the number of classes cannot be inferred from it");
     const int64_t max_label = *std::max_element(f.y.begin(), f.y.end());
     if (max_label + 1 > kMaxInferredClasses)
       throw InputError(y_path + ": largest label " + std::to_string(max_label) +

@@ -230,6 +230,18 @@ TEST_F(Cli, OneStrayLargeLabelDoesNotMakeAMillionClasses) {
   EXPECT_NE(r.output.find("only 4 distinct labels occur"), std::string::npos) << r.output;
 }
 
+// Every head is scored on the test set; an empty one used to report accuracies of 0.
+TEST_F(Cli, AnEmptyTestSetIsRefused) {
+  write_npy_features((dir_ / "test_X.npy").string(), MatrixF(0, 6));
+  write_npy_labels((dir_ / "test_y.npy").string(), Labels{});
+  for (const std::string classes : {"", " --num-classes 3"}) {
+    const CliRun r = run_cli("simulate " + data_args() + classes + " --method fedcgs --no-baselines --quiet --report /dev/null");
+    EXPECT_EQ(r.code, 1) << classes;
+    EXPECT_NE(r.output.find("test_y.npy"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("no samples"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(Cli, BadValuesAreUsageErrors) {
   EXPECT_EQ(run_cli("simulate " + data_args() + " --nodes zero").code, 2);
   EXPECT_EQ(run_cli("simulate " + data_args() + " --method fedavg").code, 2);
