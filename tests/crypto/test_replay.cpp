@@ -6,6 +6,7 @@
 #include "../common/expect_error.h"
 
 #include <gtest/gtest.h>
+#include <sodium.h>
 
 #include <set>
 
@@ -83,6 +84,24 @@ TEST(CryptoReplay, CorruptStateIsRefused) {
   std::string version = state;
   version[4] = 9;
   refused(version, "format 9");
+
+  // Defects a valid checksum does not rule out (a state file written by another tool, or edited
+  // and re-summed): each entry at offset 11 + 140 i holds sender (4 bytes), top (8), bitmap.
+  auto resummed = [](std::string s) {
+    s.resize(s.size() - 16);
+    unsigned char sum[16];
+    crypto_generichash(sum, sizeof sum, reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr, 0);
+    return s + std::string(reinterpret_cast<const char*>(sum), sizeof sum);
+  };
+  ASSERT_EQ(state.size(), 11u + 2 * (12 + ReplayGuard::kWindow / 8) + 16);
+  EXPECT_NO_THROW(ReplayGuard::deserialize(resummed(state), "state/replay.bin"));
+  const size_t second = 11 + 12 + ReplayGuard::kWindow / 8;
+  std::string duplicate = state;
+  duplicate[second] = 1;  // sender 2 becomes a second sender 1
+  refused(resummed(duplicate), "strictly increasing");
+  std::string top_zero = state;
+  for (size_t i = 0; i < 8; ++i) top_zero[second + 4 + i] = 0;  // seen[0] stays set
+  refused(resummed(top_zero), "inconsistent");
 }
 
 }  // namespace

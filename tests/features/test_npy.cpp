@@ -193,6 +193,8 @@ TEST(Npy, RejectsBadLabels) {
   write_npy_labels(dir / "y.npy", {0, 1, 5, 1});
   expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y.npy", 3); },
                      {"y.npy", "label 5", "index 2", "(3)"});
+  write_npy_labels(dir / "y_edge.npy", {0, 1, 3, 1});  // labels run from 0 to num_classes - 1
+  expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y_edge.npy", 3); }, {"label 3", "index 2"});
   write_npy_labels(dir / "y3.npy", {0, 1, 1});
   expect_input_error([&] { load_npy_dataset(dir / "x.npy", dir / "y3.npy"); },
                      {"4 rows", "3 labels"});

@@ -93,6 +93,18 @@ TEST(Partition, IidIsBalanced) {
   EXPECT_EQ(one[0].size(), 103u);
 }
 
+TEST(Partition, IidShuffleIsUniform) {
+  // Fisher-Yates drawing below(i - 1) instead of below(i) never leaves an element in place:
+  // with two samples and two nodes row 0 would always go to node 1.
+  int row0_at_node0 = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const Partition p = make_partition({0, 1}, 2, opts(PartitionScheme::Iid, 2, seed));
+    row0_at_node0 += p[0][0] == 0;
+  }
+  EXPECT_GT(row0_at_node0, 60);
+  EXPECT_LT(row0_at_node0, 140);
+}
+
 TEST(Partition, DirichletHonoursMinSamplesAndSkews) {
   const Labels y = make_labels(2000, 10);
   auto o = opts(PartitionScheme::Dirichlet, 10, 7);
@@ -120,6 +132,15 @@ TEST(Partition, DirichletHonoursMinSamplesAndSkews) {
     for (int64_t c : row) total += c;
     EXPECT_NEAR(static_cast<double>(total), 200.0, 60.0);
   }
+}
+
+TEST(Partition, DirichletAcceptsNodesHoldingExactlyMinSamples) {
+  PartitionOptions o = opts(PartitionScheme::Dirichlet, 2);
+  o.min_samples = 2;
+  o.dirichlet_alpha = 100.0;
+  const Partition p = make_partition({0, 0, 1, 1}, 2, o);
+  EXPECT_EQ(p[0].size(), 2u);
+  EXPECT_EQ(p[1].size(), 2u);
 }
 
 TEST(Partition, DirichletTinyAlphaStillWorks) {

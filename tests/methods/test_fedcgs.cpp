@@ -121,6 +121,46 @@ TEST(FedCgsStats, RejectBadFeatures) {
   EXPECT_THROW(compute_stats(f), InputError);
 }
 
+TEST(FedCgsStats, ValidationAcceptsBoundaryCasesAndRefusesImpossibleOnes) {
+  // One class and a constant feature: A(1, 0)^2 = N * B(0, 0) exactly, Cauchy-Schwarz's
+  // equality, which genuine statistics reach (up to rounding).
+  Features f;
+  f.num_classes = 2;
+  f.X.resize(5, 2);
+  for (int i = 0; i < 5; ++i) {
+    f.X.row(i) << 0.7f, static_cast<float>(i);
+    f.y.push_back(1);
+  }
+  EXPECT_NO_THROW(validate_stats(compute_stats(f), 2, 2, "one class"));
+  // No samples, so Cauchy-Schwarz holds trivially: only the sign check refuses this diagonal.
+  StatsKnowledge negative = zero_stats(2, 2);
+  negative.B(0, 0) = -1.0;
+  EXPECT_THROW(validate_stats(negative, 2, 2, "negative"), InputError);
+  // The symmetry check works tile by tile: an asymmetry off the first tile of 64 columns.
+  StatsKnowledge wide = zero_stats(1, 128);
+  wide.N[0] = 10;
+  wide.B.diagonal().setOnes();
+  EXPECT_NO_THROW(validate_stats(wide, 1, 128, "wide"));
+  wide.B(100, 70) = 0.5;
+  try {
+    validate_stats(wide, 1, 128, "asymmetric");
+    ADD_FAILURE() << "an asymmetric B was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not symmetric at (100, 70)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FedCgsStats, AccumulatingRefusesCountsBeyondWhatADoubleHolds) {
+  StatsKnowledge into = zero_stats(1, 2), other = zero_stats(1, 2);
+  into.N[0] = int64_t{1} << 52;
+  other.N[0] = (int64_t{1} << 52) + 1;
+  EXPECT_THROW(accumulate_stats(into, other, "sum"), InputError);
+  EXPECT_EQ(into.N[0], int64_t{1} << 52);
+  other.N[0] = int64_t{1} << 52;  // exactly 2^53: still exact
+  accumulate_stats(into, other, "sum");
+  EXPECT_EQ(into.N[0], int64_t{1} << 53);
+}
+
 TEST(FedCgsStats, AnyPartitionAndSummationOrderGivesTheSameStatistics) {
   const Features all = blobs(600, 6, 4, 4.0, 4);
   const StatsKnowledge whole = compute_stats(all);

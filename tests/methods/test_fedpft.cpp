@@ -149,6 +149,9 @@ TEST(FedPft, HalfRoundingRepairsLostPositiveDefiniteness) {
   EXPECT_TRUE(is_half_exact(h));
   EXPECT_EQ(Eigen::LLT<MatrixD>(h.covariances).info(), Eigen::Success);
   EXPECT_TRUE(h.covariances.isApprox(h.covariances.transpose()));
+  // Repaired by a jitter on the diagonal, not by dropping the correlations.
+  EXPECT_GT(h.covariances(0, 1), 0.99);
+  EXPECT_GT(h.covariances(1, 2), 0.99);
 
   GaussianMixture tiny = g;
   tiny.type = CovarianceType::Diag;
@@ -156,6 +159,11 @@ TEST(FedPft, HalfRoundingRepairsLostPositiveDefiniteness) {
   const GaussianMixture th = round_mixture_to_half(tiny, 1e-6, "test");
   EXPECT_TRUE((th.covariances.array() >= 1e-6).all());
   EXPECT_TRUE(is_half_exact(th));
+  // The float16 nearest this floor (17 * 2^-24 = 1.013e-6) lies below it: the floor is rounded
+  // up, never down.
+  const GaussianMixture up = round_mixture_to_half(tiny, 1.04e-6, "test");
+  EXPECT_TRUE((up.covariances.array() >= 1.04e-6).all()) << up.covariances;
+  EXPECT_TRUE(is_half_exact(up));
 
   GaussianMixture huge = tiny;
   huge.means(0, 1) = 1e6;
@@ -269,6 +277,19 @@ TEST(FedPft, SingleSourceClassIsForwardedUnchanged) {
   EXPECT_FALSE(same_mixture(gmm(m).classes[0].mixture, gmm(a).classes[0].mixture));
 }
 
+TEST(FedPft, ForwardedClassIsRoundedToHalfPrecision) {
+  // A node that forwards a float32 piece's class as it is would send values float16 cannot
+  // carry, or the encoder would round them without the positive-definiteness repair.
+  FedPftOptions o = small_options();
+  o.half_precision = false;
+  const Knowledge a = fedpft_summarize(make_features(30, 43), o, context(1));
+  ASSERT_FALSE(is_half_exact(gmm(a).classes[0].mixture));
+  o.half_precision = true;
+  const Knowledge m = fedpft_merge({a}, nullptr, o, context(5));
+  ASSERT_EQ(gmm(m).classes.size(), gmm(a).classes.size());
+  for (const auto& cm : gmm(m).classes) EXPECT_TRUE(is_half_exact(cm.mixture)) << "class " << cm.label;
+}
+
 TEST(FedPft, MergeWithoutReceivedKnowledgeIsTheLocalSummary) {
   const FedPftOptions o = small_options();
   const Features local = make_features(20, 51);
@@ -347,6 +368,8 @@ TEST(FedPft, EveryNodeAndClassDrawsFromItsOwnStream) {
   EXPECT_NE(fedpft_sampling_seed(context(2), {1}, 0), fedpft_sampling_seed(context(2), {1}, 1));
   EXPECT_NE(fedpft_sampling_seed(context(2), {1}, 0), fedpft_sampling_seed(context(3), {1}, 0));
   EXPECT_NE(fedpft_sampling_seed(context(2), {1}, 0), fedpft_sampling_seed(context(2), {1, 4}, 0));
+  // Pieces of the same size from different nodes draw differently too.
+  EXPECT_NE(fedpft_sampling_seed(context(2), {1}, 0), fedpft_sampling_seed(context(2), {4}, 0));
   EXPECT_EQ(fedpft_sampling_seed(context(2), {1, 4}, 0), fedpft_sampling_seed(context(2), {4, 1}, 0));
   // Same node, same piece: same draws.
   EXPECT_EQ(at2.X, fedpft_training_set({k}, nullptr, o, context(2)).X);
@@ -418,13 +441,61 @@ TEST(DpFedPft, SigmaFollowsTheorem41) {
 }
 
 TEST(DpFedPft, ClipsRowsToTheUnitBall) {
-  MatrixD X(3, 2);
-  X << 3, 4, 0.3, 0.4, 0, 0;
-  EXPECT_EQ(clip_rows_to_unit_norm(X), 1);
+  MatrixD X(4, 2);
+  X << 3, 4, 0.3, 0.4, 0, 0, 0.9, 0.9;  // the last just outside the ball (norm 1.27)
+  EXPECT_EQ(clip_rows_to_unit_norm(X), 2);
   EXPECT_NEAR(X.row(0).norm(), 1.0, 1e-15);
   EXPECT_NEAR(X(0, 0), 0.6, 1e-15);
   EXPECT_EQ(X(1, 0), 0.3);
   EXPECT_EQ(X.row(2).norm(), 0.0);
+  EXPECT_NEAR(X.row(3).norm(), 1.0, 1e-15);
+}
+
+// Rows of norm below one with correlated coordinates.
+MatrixF correlated_rows(int n, uint64_t seed) {
+  Rng rng(seed);
+  MatrixF X(n, 2);
+  for (int i = 0; i < n; ++i) {
+    const double z1 = rng.normal(), z2 = rng.normal();
+    X(i, 0) = static_cast<float>(0.3 * z1);
+    X(i, 1) = static_cast<float>(0.3 * (0.8 * z1 + 0.6 * z2));
+  }
+  return X;
+}
+
+MatrixD clipped_covariance(const MatrixF& Xf) {
+  MatrixD X = Xf.cast<double>();
+  clip_rows_to_unit_norm(X);
+  const MatrixD c = X.rowwise() - X.colwise().mean();
+  return c.transpose() * c / static_cast<double>(X.rows());
+}
+
+TEST(DpFedPft, WithNegligibleNoiseTheCovarianceIsTheOneOverNCovariance) {
+  // Theorem 4.1's sensitivity is that of the 1/n covariance; another normalisation would
+  // release a statistic the noise was not calibrated for.
+  const MatrixF X = correlated_rows(2000, 121);
+  Rng noise(122);
+  const GaussianMixture g = dp_gaussian(X, 1e8, 1e-5, 1e-9, noise);  // sigma ~ 1.6e-10
+  EXPECT_LT((g.covariances - clipped_covariance(X)).cwiseAbs().maxCoeff(), 1e-8);
+}
+
+TEST(DpFedPft, NoiseReachesTheOffDiagonalSymmetrically) {
+  const MatrixF X = correlated_rows(20000, 123);
+  Rng noise(124);
+  const GaussianMixture g = dp_gaussian(X, 1.0, 1e-5, 1e-6, noise);  // sigma ~ 1.6e-3 << eigenvalues
+  EXPECT_GT(std::abs(g.covariances(0, 1) - clipped_covariance(X)(0, 1)), 1e-7);
+  EXPECT_DOUBLE_EQ(g.covariances(0, 1), g.covariances(1, 0));
+}
+
+TEST(DpFedPft, ZeroRegCovarStillFloorsTheEigenvalues) {
+  // reg_covar = 0 means "add none" to EM's variances; DP's projection still needs a positive
+  // eigenvalue floor.
+  FedPftOptions o = small_options();
+  o.dp = true;
+  o.gmm.reg_covar = 0;
+  const Knowledge k = fedpft_summarize(make_features(50, 125, -1, 0.05), o, context(4));
+  for (const auto& cm : gmm(k).classes)
+    EXPECT_EQ(Eigen::LLT<MatrixD>(cm.mixture.covariances).info(), Eigen::Success);
 }
 
 TEST(DpFedPft, NoiseHasTheTheoremsScaleAndResultIsPositiveDefinite) {

@@ -69,6 +69,9 @@ TEST(FedTcPrototypes, KeptCountFollowsAlpha) {
   EXPECT_EQ(kept_count(1, 0.99), 1);   // a lone sample is kept, not the whole class dropped
   EXPECT_EQ(kept_count(7, 1.0), 7);
   EXPECT_EQ(kept_count(10, 0.25), 2);
+  // 0.29 * 100 is 28.999999999999996 in binary: the product is floored with a little slack.
+  EXPECT_EQ(kept_count(100, 0.29), 29);
+  EXPECT_EQ(kept_count(100, 0.57), 57);
   EXPECT_EQ(kept_count(0, 0.5), 0);
   EXPECT_THROW(kept_count(10, 0.0), InputError);
   EXPECT_THROW(kept_count(10, 1.5), InputError);
@@ -92,6 +95,10 @@ TEST(FedTcPrototypes, FilterRanksByCosineNotDistance) {
   Z << 1, 0.1f,  1, -0.1f,  1, 0,  100, 0,  0, 0.5f;
   const auto kept = filter_outliers(Z, 0.8);
   EXPECT_EQ(kept, (std::vector<int64_t>{0, 1, 2, 3}));
+  // A very short row along the mean is kept too, whereas a long one at 45 degrees is the
+  // outlier: a dot product would rank them the other way round.
+  Z << 1, 0.05f,  1, -0.05f,  1, 0,  0.01f, 0,  1, 1;
+  EXPECT_EQ(filter_outliers(Z, 0.8), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
 TEST(FedTcPrototypes, BatchMeansCoverEveryKeptSampleOnce) {
@@ -151,6 +158,31 @@ TEST(FedTcMethod, SummarizeFiltersAndBatches) {
     const MatrixF& a = protos(k).classes[i].prototypes;
     EXPECT_EQ(std::memcmp(a.data(), protos(again).classes[i].prototypes.data(), a.size() * 4), 0);
     EXPECT_NE(std::memcmp(a.data(), protos(other).classes[i].prototypes.data(), a.size() * 4), 0);
+  }
+
+  // Outliers listed first in their class: still the kept rows are batched, not the first ones.
+  // One batch of all kept rows makes the prototype their mean.
+  const int per_class = 98, outliers = 2;
+  Rng rng(6);
+  Features front;
+  front.num_classes = 2;
+  front.X.resize(2 * (per_class + outliers), d);
+  for (int c = 0, row = 0; c < 2; ++c)
+    for (int i = 0; i < per_class + outliers; ++i, ++row) {
+      const float sign = i < outliers ? -10.0f : 1.0f;
+      for (int j = 0; j < d; ++j)
+        front.X(row, j) = sign * (1.0f + ((j % 2) == c ? 4.0f : 0.0f)) + static_cast<float>(0.3 * rng.normal());
+      front.y.push_back(c);
+    }
+  FedTcOptions one_batch;
+  one_batch.keep_ratio = 0.98;
+  one_batch.batch_size = per_class;
+  const Knowledge fk = make_fedtc(one_batch)->summarize(front, context(1, 2, d));
+  for (const auto& c : protos(fk).classes) {
+    ASSERT_EQ(c.prototypes.rows(), 1);
+    const VectorD inliers =
+        front.rows_of_class(c.label).bottomRows(per_class).cast<double>().colwise().mean().transpose();
+    EXPECT_TRUE(c.prototypes.row(0).transpose().cast<double>().isApprox(inliers, 1e-5)) << "class " << c.label;
   }
 }
 

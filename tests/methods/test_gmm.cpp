@@ -287,6 +287,16 @@ TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   EXPECT_TRUE(simd_scores.isApprox(blas_scores, 1e-12));
   for (size_t i = 0; i < blas_info.trace.size(); ++i)
     EXPECT_NEAR(simd_info.trace[i], blas_info.trace[i], 1e-10 * std::abs(blas_info.trace[i]));
+
+  // Beyond 128 columns the vector E-step works in slices and carries its partial sums from one
+  // slice to the next: d = 137 crosses a slice boundary.
+  const GaussianMixture wide = known_mixture(type, 3, 137, 0.3, 134);
+  Rng wide_rng(135);
+  const MatrixF W = sample_gmm(wide, 301, wide_rng);
+  gmm_detail::set_simd_kernels_enabled(false);
+  const VectorD wide_blas = score_samples(wide, W);
+  gmm_detail::set_simd_kernels_enabled(true);
+  EXPECT_TRUE(score_samples(wide, W).isApprox(wide_blas, 1e-12));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCovarianceTypes, GmmTypes, ::testing::ValuesIn(kTypes),
@@ -303,6 +313,84 @@ TEST(Gmm, SameSeedSameMixtureDifferentSeedDifferentDraws) {
                 sc = sample_gmm(truth, 100, c);
   EXPECT_EQ(sa, sb);
   EXPECT_NE(sa, sc);
+}
+
+TEST(Gmm, SamplesDoNotRepeatAcrossChunks) {
+  // Large draws are split into chunks of rows sampled in parallel; each chunk needs its own
+  // stream, or a big synthetic set would hold the same features over and over.
+  const GaussianMixture g = known_mixture(CovarianceType::Diag, 1, 2, 0.5, 83);
+  Rng rng(84);
+  const MatrixF X = sample_gmm(g, 5000, rng);
+  EXPECT_NE(X.row(0), X.row(2048));
+  EXPECT_NE(X.row(100), X.row(2048 + 100));
+}
+
+TEST(Gmm, ScoreOfAFarPointIsExact) {
+  // Every component's log-density is below -745, where exp underflows to zero: only a
+  // log-sum-exp that subtracts the row's maximum keeps the score finite and exact.
+  GaussianMixture g;
+  g.type = CovarianceType::Diag;
+  g.weights = VectorD::Constant(2, 0.5);
+  g.means = MatrixD::Zero(2, 2);
+  g.means(1, 0) = 1.0;
+  g.covariances = MatrixD::Ones(2, 2);
+  MatrixF X(1, 2);
+  X << 100.0f, 0.0f;
+  const double s = score_samples(g, X)[0];
+  ASSERT_TRUE(std::isfinite(s));
+  const double l0 = std::log(0.5) - std::log(2 * M_PI) - 0.5 * 100.0 * 100.0;
+  const double l1 = std::log(0.5) - std::log(2 * M_PI) - 0.5 * 99.0 * 99.0;
+  const double m = std::max(l0, l1);
+  EXPECT_NEAR(s, m + std::log(std::exp(l0 - m) + std::exp(l1 - m)), 1e-9 * std::abs(s));
+}
+
+TEST(Gmm, OneFullEmStepMatchesTheTextbookFormulas) {
+  Rng rng(85);
+  const int n = 400, d = 3, K = 2;
+  MatrixF X(n, d);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < d; ++j) X(i, j) = static_cast<float>(rng.normal() + (i % 2) * 3.0 + 0.3 * j);
+  GaussianMixture init;
+  init.type = CovarianceType::Full;
+  init.weights = VectorD::Constant(K, 0.5);
+  init.means = MatrixD::Zero(K, d);
+  init.means.row(1).setConstant(1.0);  // far from the second cluster: the means move a lot
+  init.covariances = MatrixD::Zero(K * d, d);
+  for (int k = 0; k < K; ++k) init.covariances.block(k * d, 0, d, d) = 2.0 * MatrixD::Identity(d, d);
+  GmmOptions o = options_for(CovarianceType::Full, K);
+  o.max_iter = 1;
+  o.tol = 0;
+  o.reg_covar = 1e-6;
+  const GaussianMixture g = fit_gmm_from(X, init, o);
+  ASSERT_EQ(g.components(), K);
+  MatrixD R(n, K);  // responsibilities under init
+  for (int i = 0; i < n; ++i) {
+    VectorD l(K);
+    for (int k = 0; k < K; ++k) {
+      const MatrixD S = component_covariance(init, k);
+      const Eigen::LLT<MatrixD> llt(S);
+      const VectorD t = X.row(i).cast<double>().transpose() - init.means.row(k).transpose();
+      const double logdet = 2 * MatrixD(llt.matrixL()).diagonal().array().log().sum();
+      l[k] = std::log(init.weights[k]) - 0.5 * (d * std::log(2 * M_PI) + logdet + t.dot(llt.solve(t)));
+    }
+    const VectorD e = (l.array() - l.maxCoeff()).exp();
+    R.row(i) = (e / e.sum()).transpose();
+  }
+  for (int k = 0; k < K; ++k) {
+    const double nk = R.col(k).sum();
+    VectorD mu = VectorD::Zero(d);
+    for (int i = 0; i < n; ++i) mu += R(i, k) * X.row(i).cast<double>().transpose();
+    mu /= nk;
+    MatrixD C = MatrixD::Zero(d, d);
+    for (int i = 0; i < n; ++i) {
+      const VectorD t = X.row(i).cast<double>().transpose() - mu;
+      C += R(i, k) * t * t.transpose();
+    }
+    C = C / nk + 1e-6 * MatrixD::Identity(d, d);
+    EXPECT_NEAR(g.weights[k], nk / n, 1e-10);
+    EXPECT_LT((g.means.row(k).transpose() - mu).norm(), 1e-8);
+    EXPECT_LT((component_covariance(g, k) - C).norm(), 1e-8 * C.norm());
+  }
 }
 
 TEST(Gmm, MoreInitialisationsNeverEndLower) {
@@ -373,6 +461,20 @@ TEST(Gmm, KMeansFindsSeparatedClustersAndCountsDistinctPoints) {
   EXPECT_EQ(kmeans(dup, 8, r2, true).centers.rows(), 4);
 }
 
+TEST(Gmm, KMeansStopsOnceCentresMoveLessThanTol) {
+  // Overlapping points: Lloyd keeps relabelling a few of them for many iterations, so only the
+  // tolerance on the centres' shift can end the run early.
+  MatrixF X(300, 2);
+  Rng rng(114);
+  for (Eigen::Index i = 0; i < X.rows(); ++i)
+    for (Eigen::Index j = 0; j < 2; ++j) X(i, j) = static_cast<float>(rng.normal());
+  Rng exact_rng(115), loose_rng(115);
+  const KMeansResult exact = kmeans(X, 6, exact_rng, true, 300, 0.0);
+  const KMeansResult loose = kmeans(X, 6, loose_rng, true, 300, 1e6);
+  EXPECT_GT(exact.iterations, 2);
+  EXPECT_EQ(loose.iterations, 1);
+}
+
 TEST(Gmm, RejectsBadInput) {
   MatrixF X = MatrixF::Ones(10, 2);
   X(0, 0) = 1.0f;
@@ -403,6 +505,9 @@ TEST(Gmm, RejectsBadInput) {
   GaussianMixture broken = g;
   broken.covariances(0, 0) = -1;
   EXPECT_THROW(sample_gmm(broken, 5, rng), InputError);
+  GaussianMixture unnormalised = known_mixture(CovarianceType::Diag, 2, 2, 1.0, 7);
+  unnormalised.weights << 0.75, 0.75;
+  EXPECT_THROW(unnormalised.validate("weights"), InputError);
 }
 
 TEST(Gmm, WorkerPoolRunsEveryChunkOnceRethrowsAndNests) {
@@ -446,6 +551,17 @@ TEST(Gmm, RobustCholeskyRegularisesIndefiniteMatrices) {
   EXPECT_EQ(robust_cholesky(indefinite, L), 1);
   EXPECT_TRUE(L.allFinite());
   EXPECT_TRUE((L.diagonal().array() > 0).all());
+  // Regularised by a growing diagonal jitter first, which keeps the correlation...
+  EXPECT_NEAR((L * L.transpose())(0, 1), 2.0, 1e-9);
+
+  // ...and only when no jitter helps (here NaN correlations) by the diagonal alone, whose
+  // positive entries are kept as they are.
+  MatrixD broken(2, 2);
+  broken << 4, std::nan(""), std::nan(""), 9;
+  EXPECT_EQ(robust_cholesky(broken, L), 1);
+  EXPECT_NEAR(L(0, 0), 2.0, 1e-12);
+  EXPECT_NEAR(L(1, 1), 3.0, 1e-12);
+  EXPECT_EQ(L(1, 0), 0.0);
 }
 
 TEST(Gmm, FullCovarianceOnDegenerateSubspaceStaysFinite) {

@@ -335,6 +335,19 @@ TEST(Head, PerClassAccuracyCounts) {
   EXPECT_DOUBLE_EQ(pc[1].value(), 1.0 / 3.0);
   EXPECT_DOUBLE_EQ(head.accuracy(test), 0.5);
 
+  // A test set may know more classes than the head was trained on: those are counted, never
+  // predicted.
+  Features wider = test;
+  wider.num_classes = 5;
+  wider.X.conservativeResize(7, 3);
+  wider.X.row(6) << 1, 0, 0;
+  wider.y.push_back(4);
+  const auto pw = head.per_class_accuracy(wider);
+  ASSERT_EQ(pw.size(), 5u);
+  EXPECT_EQ(pw[4].total, 1);
+  EXPECT_EQ(pw[4].correct, 0);
+  EXPECT_EQ(pw[3].total, 0);
+
   Features bad = test;
   bad.y[2] = 7;
   EXPECT_THROW(head.per_class_accuracy(bad), InputError);
@@ -366,6 +379,20 @@ std::unique_ptr<AdapterHead> small_adapter() {
     pytorch_default_init(rng, layers[i].W, layers[i].b);
   }
   return std::make_unique<AdapterHead>(std::move(layers));
+}
+
+TEST(AdapterHead, ScoresStayFiniteWhenAHiddenLayerIsAllZero) {
+  // ReLU can zero a whole hidden layer; normalising it must divide by torch's epsilon, not by 0.
+  std::vector<AdapterHead::Layer> layers(3);
+  layers[0].W = MatrixF::Ones(4, 3);
+  layers[0].b = VectorF::Constant(4, -100.0f);  // every pre-activation negative
+  layers[1].W = MatrixF::Ones(5, 4);
+  layers[1].b = VectorF::Constant(5, 1.0f);
+  layers[2].W = MatrixF::Ones(2, 5);
+  layers[2].b = VectorF::Zero(2);
+  const AdapterHead head(std::move(layers));
+  const MatrixF s = head.scores(MatrixF::Ones(2, 3));
+  EXPECT_TRUE(s.allFinite()) << s;
 }
 
 TEST(HeadFile, RoundTripsLinearLdaAndAdapter) {

@@ -1,6 +1,7 @@
 // Every way a message can be wrong yields a ProtocolError with its own code and a message that
 // names the field. Messages are written by hand from docs/protocol.md (value.h), so these tests
 // also check that the spec and the library agree byte for byte.
+#include "protocol/msgpack_io.h"
 #include "samples.h"
 #include "spec_values.h"
 
@@ -333,6 +334,10 @@ TEST(ProtocolErrors, EnvelopeHeader) {
   v = header();
   v["to"] = uint64_t{1} << 32;
   expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.to");
+  // Truncated to 32 bits, this sender would pass for node 5.
+  v = header();
+  v["from"] = (uint64_t{1} << 32) + 5;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.from");
   v = header();
   v["run"] = Bin{std::string(15, 'x')};
   expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "16 bytes");
@@ -382,6 +387,14 @@ TEST(ProtocolLimits, ClaimsAreRefusedBeforeAllocation) {
   few.max_items = 100;
   Array nils(200);
   expect_code(ProtocolErrorCode::TooLarge, [&] { decode(MessageType::Ack, pack(nils), few); }, "max_items");
+  // The limits are inclusive: an array and 99 values make 100 items, 8 nested arrays depth 8.
+  EXPECT_NO_THROW(wire::Document(pack(Array(99)), few, "items"));
+  expect_code(ProtocolErrorCode::TooLarge, [&] { wire::Document(pack(Array(100)), few, "items"); }, "max_items");
+  const Limits defaults;
+  ASSERT_EQ(defaults.max_depth, 8u);
+  EXPECT_NO_THROW(wire::Document(std::string(8, '\x91') + '\xc0', defaults, "depth"));
+  expect_code(ProtocolErrorCode::TooLarge,
+              [&] { wire::Document(std::string(9, '\x91') + '\xc0', defaults, "depth"); }, "max_depth");
 
   Limits small;
   small.max_message_bytes = 1024;
@@ -407,6 +420,12 @@ TEST(ProtocolLimits, Validate) {
   l = Limits{};
   l.max_message_bytes = uint64_t{1} << 33;
   EXPECT_THROW(l.validate(), InputError);
+  // Sample counts are summed across pieces; up to 2^40 each, the sums stay exact.
+  l = Limits{};
+  l.max_samples = uint64_t{1} << 40;
+  EXPECT_NO_THROW(l.validate());
+  l.max_samples = (uint64_t{1} << 40) + 1;
+  EXPECT_THROW(l.validate(), InputError);
 }
 
 TEST(ProtocolEncoder, RefusesWhatPeersWouldReject) {
@@ -422,6 +441,10 @@ TEST(ProtocolEncoder, RefusesWhatPeersWouldReject) {
   EXPECT_NO_THROW(encode_payload(k, {Precision::Float32}));
   expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(k, {Precision::Float16}); }, "underflows");
   m.covariances(1, 2) = 1;
+  Knowledge full = test::sample_gmm(1, CovarianceType::Full);
+  std::get<GmmKnowledge>(full.payload).classes[0].mixture.covariances(0, 0) = 1e-9;  // a variance
+  EXPECT_NO_THROW(encode_payload(full, {Precision::Float32}));
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(full, {Precision::Float16}); }, "underflows");
   m.means.conservativeResize(m.means.rows(), m.means.cols() - 1);
   expect_code(ProtocolErrorCode::DimensionMismatch, [&] { encode_payload(k); }, "means");
 
