@@ -4,15 +4,16 @@
 //   --head linear (FedPFT's head, the centralised and local-only baselines): standardised inputs,
 //     nn.Linear, softmax cross-entropy, Adam lr 1e-4; 30 epochs by default.
 //   --head adapter (FedTC's server): FC(d,1024)-ReLU-normalize-FC(1024,512)-ReLU-normalize-FC(512,C),
-//     SGD lr 1e-3 momentum 0.9; 10 epochs by default (a step is ~100x a linear step's work).
+//     inputs divided by their RMS value, SGD lr 1e-3 momentum 0.9; 10 epochs by default (a step
+//     is ~100x a linear step's work).
 //
 //   bench_head [--head linear|adapter] [--n 20000] [--n-test 5000] [--d 1280] [--classes 10]
 //              [--epochs E] [--batch-size 64] [--threads 2] [--reps 3] [--seed 1]
 //              [--python /usr/bin/python3] [--script bench/ref_torch_head.py]
 //
 // fednode is timed around train_linear_head() / train_adapter_head() as the methods call them
-// (standardiser fit, tensor copies, weights copied back out included); PyTorch around its
-// training loop alone (data loaded and standardised before the clock starts): the comparison
+// (standardiser or RMS scale, tensor copies, weights copied back out included); PyTorch around its
+// training loop alone (data loaded and scaled before the clock starts): the comparison
 // favours the reference.
 // The features imitate a backbone's: a 10-class latent mixture in 32 dimensions through a random
 // linear map, noise and a ReLU, so that the classes overlap and the accuracies mean something.
@@ -113,7 +114,7 @@ int bench_main(int argc, char** argv) {
     const Features train = backbone_like(n, d, classes, static_cast<uint64_t>(seed), 1);
     const Features test = backbone_like(n_test, d, classes, static_cast<uint64_t>(seed), 2);
     // The defaults the methods use (linear: Adam lr 1e-4, standardised; adapter: SGD lr 1e-3,
-    // momentum 0.9), for exactly `epochs` passes, as the reference makes.
+    // momentum 0.9, RMS-scaled), for exactly `epochs` passes, as the reference makes.
     LinearTrainOptions linear_opt;
     AdapterTrainOptions adapter_opt;
     linear_opt.epochs = adapter_opt.epochs = epochs;

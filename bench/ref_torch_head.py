@@ -3,7 +3,8 @@
 --head linear: nn.Linear(d, C) on standardised features (per-column mean and population standard
 deviation of the training set, computed once up front, in the reference's favour), Adam.
 --head adapter: FedTC's adapter, FC(d, 1024) - ReLU - normalize, FC(1024, 512) - ReLU - normalize,
-FC(512, C), on raw features, SGD with momentum 0.9.
+FC(512, C), on the features divided by their RMS value (one number, as fednode's scale_inputs; also
+computed once up front), SGD with momentum 0.9.
 Both: softmax cross-entropy, the given lr, batches of --batch-size rows drawn from a fresh
 permutation every epoch, the batch loss read back every step (fednode reports the epoch's mean
 loss as well).
@@ -54,12 +55,14 @@ def main():
     C = int(max(y.max(), yt.max())) + 1
     mean = X.double().mean(0)
     std = X.double().std(0, unbiased=False)
-    std[std <= 1e-12 * torch.clamp(mean.abs(), min=1.0)] = 1.0
+    std[std <= 1e-12 * torch.clamp(mean.abs(), min=std.max().item())] = 1.0
     if a.head == "linear":
         Xs = ((X.double() - mean) / std).float()
         Xts = ((Xt.double() - mean) / std).float()
     else:
-        Xs, Xts = X, Xt
+        rms = X.double().pow(2).mean().sqrt().item()
+        rms = rms if rms > 0 else 1.0
+        Xs, Xts = (X.double() / rms).float(), (Xt.double() / rms).float()
     print("ready", flush=True)
 
     runs = 0
