@@ -654,6 +654,9 @@ struct Node::Impl {
   void phase2() {
     if (plan.head_from) {
       if (hub_head) {
+        if (config.local.size() > 0 && !hub_head->contributors.count(config.id))
+          say("the head from " + who(*plan.head_from) + " covers " + contributors_text(hub_head->contributors) +
+              ", not this node's own data (its hub gave up on it)");
         set_head(hub_head->head, hub_head->contributors);
       } else {
         // The hub never answered: a head on the node's own data is better than none.
@@ -668,10 +671,21 @@ struct Node::Impl {
       for (const auto& p : pieces)
         if (p.kind == PlanMessage::Complete) complete = &p;
       if (complete) {
-        say("refitting the head on the complete knowledge " + contributors_text(complete->knowledge.contributors));
+        // Partial when a node upstream gave up on someone: then what this node already holds
+        // (its phase-1 inputs) still counts, combined with it, rather than being thrown away.
+        const Contributors& covers = complete->knowledge.contributors;
+        const bool partial = !std::includes(covers.begin(), covers.end(), result.contributors.begin(),
+                                            result.contributors.end());
+        say("refitting the head on the complete knowledge " + contributors_text(covers) +
+            (partial ? ", with the knowledge this node holds, since it covers less than " +
+                           contributors_text(result.contributors)
+                     : std::string()));
+        std::vector<Knowledge> inputs;
+        if (partial) inputs = knowledge_in_order({pieces.begin(), pieces.end()});  // the Knowledge pieces
+        inputs.push_back(complete->knowledge);
         std::optional<Refit> r;
         try {
-          r = refit_head(*method, {complete->knowledge}, config.local, ctx);
+          r = refit_head(*method, inputs, config.local, ctx);
         } catch (const InputError& e) {
           discard(*complete, e.what());  // the head of phase 1 stays
         }
@@ -794,12 +808,19 @@ struct Node::Impl {
     return done && closed(std::chrono::milliseconds(0));
   }
 
+  bool covers_plan() const {
+    return std::includes(result.contributors.begin(), result.contributors.end(),
+                         result.expected_contributors.begin(), result.expected_contributors.end());
+  }
+
   // The result's status, head and accuracy from what the node holds now.
   void score() {
     // A node whose knowledge or head a peer refused has not done its part of the plan, even if
     // its own head is fine.
+    // Nor has one whose head leaves out data the plan meant it to cover (a peer upstream gave up
+    // on someone, and what reached this node is partial), even if nobody was missing here.
     const bool short_of_plan = !result.missing.empty() || !result.refused_by.empty() ||
-                               !result.discarded_from.empty() || !head;
+                               !result.discarded_from.empty() || !head || !covers_plan();
     result.status = finish_status == NodeStatus::Finished && short_of_plan ? NodeStatus::Incomplete : finish_status;
     result.head = head;
     if (head && config.test) {
@@ -822,6 +843,7 @@ struct Node::Impl {
     msg << to_string(result.status);
     if (result.accuracy >= 0) msg << ": accuracy " << std::fixed << std::setprecision(4) << result.accuracy;
     msg << " with contributors " << contributors_text(result.contributors);
+    if (head && !covers_plan()) msg << ", short of the plan's " << contributors_text(result.expected_contributors);
     say(msg.str());
   }
 };

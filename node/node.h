@@ -63,6 +63,9 @@ struct NodeConfig {
   NodeCallbacks callbacks;
 };
 
+// Finished: the plan done and the head covers its expected contributors. Incomplete: a sender
+// missed its deadline, a peer refused or never acknowledged a send, a piece was discarded, or the
+// head covers less than the plan meant (someone was given up on along the way; docs/node.md).
 enum class NodeStatus { Running, Finished, Incomplete, Stopped };
 const char* to_string(NodeStatus s);
 

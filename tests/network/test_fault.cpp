@@ -1,8 +1,12 @@
 // Faults with real processes. Crash safety: a middle node of a chain killed with SIGKILL and
 // started again with the same command continues the run; nobody's data is lost or counted
 // twice. Signals stop a node cleanly, also inside a long head fit. Deadlines: a star leaf waits
-// out its hub's own wait, and missing senders stay named across a restart.
+// out its hub's own wait, missing senders stay named across a restart, and a ring node keeps
+// what it holds when the complete knowledge that comes back is partial.
 #include "federation.h"
+
+#include "crypto/secure_channel.h"
+#include "node/state_store.h"
 
 #include <gtest/gtest.h>
 
@@ -135,7 +139,8 @@ TEST(Fault, MissingSendersStayMissingAcrossARestart) {
 // that waited only one deadline for that head gave up as the head was coming (found with a leaf
 // whose knowledge the hub refused). Leaf 1 starts first and leaf 2 never does: the hub, started
 // 1.5 s later, waits its 3 s for leaf 2, then sends leaf 1 the head, about 4.5 s after leaf 1
-// began waiting; leaf 1 waits two deadlines and takes it.
+// began waiting; leaf 1 waits two deadlines and takes it. That head lacks leaf 2's data, which
+// the plan meant it to cover, so leaf 1 ends incomplete (exit 3), though it missed nobody.
 TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   const auto dir = test_dir("fault");
   Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23330, {},
@@ -152,13 +157,54 @@ TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   wait_for_log(f.state_dir(leaf) / "node.log", "takes the head of");
   ::usleep(1500 * 1000);
   const pid_t hub_pid = spawn_node(f, hub);
-  EXPECT_EQ(wait_exit(leaf_pid, 60), 0) << read_text(f.state_dir(leaf) / "node.log");
+  EXPECT_EQ(wait_exit(leaf_pid, 60), 3) << read_text(f.state_dir(leaf) / "node.log");
   const NodeOutcome got = read_result(f.state_dir(leaf));
-  EXPECT_EQ(got.status, "finished");
+  EXPECT_EQ(got.status, "incomplete");
+  EXPECT_EQ(int_list(field(read_text(f.state_dir(leaf) / "result.json"), "missing")), std::vector<long>{});
   EXPECT_EQ(got.contributors, (std::vector<long>{static_cast<long>(std::min(hub, leaf)),
                                                  static_cast<long>(std::max(hub, leaf))}));
   ::kill(hub_pid, SIGKILL);  // it would wait a minute for the absent leaf's acknowledgement
   ::waitpid(hub_pid, nullptr, 0);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A ring node whose successor never comes: the last node gives up on it and passes on a
+// "complete" knowledge that holds only its own data. The node after the gap used to refit its
+// head on that alone and lose what it already held (knowledge of the first node and its own);
+// it now combines the two, and says that its head falls short of the plan.
+TEST(Fault, APartialCompleteKnowledgeDoesNotReplaceWhatANodeHolds) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Ring, 4, "fedcgs", 23870, {},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}});
+  set_deadline(f, 2.0);
+  const auto sends_to = [&](NodeId to) {
+    for (NodeId id : f.topology.ids()) {
+      const auto fwd = plan_for(f.topology, id).forward_to;
+      if (std::find(fwd.begin(), fwd.end(), to) != fwd.end()) return id;
+    }
+    ADD_FAILURE() << "nobody forwards to " << to;
+    return to;
+  };
+  NodeId last = 0;
+  for (NodeId id : f.topology.ids())
+    if (plan_for(f.topology, id).forward_to.empty()) last = id;
+  const NodeId absent = sends_to(last), middle = sends_to(absent), first = sends_to(middle);
+
+  std::vector<pid_t> pids;
+  for (NodeId id : {first, middle, last}) pids.push_back(spawn_node(f, id));
+  const fs::path log = f.state_dir(middle) / "node.log";
+  EXPECT_TRUE(wait_for_log(log, "with the knowledge this node holds")) << read_text(log);
+  // The head is stored before the phase is marked done; then the node only waits for the absent
+  // node's acknowledgement, which never comes.
+  for (int i = 0; i < 200 && !fs::exists(f.state_dir(middle) / "phase2"); ++i) ::usleep(50 * 1000);
+  for (pid_t pid : pids) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  Contributors held;
+  StateStore store(f.state_dir(middle).string(), derive_run_id(run_name(f.topology)), 1 << 30);
+  ASSERT_TRUE(store.load_head(&held));
+  EXPECT_EQ(held, (Contributors{first, middle, last})) << read_text(log);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
