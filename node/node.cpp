@@ -29,6 +29,13 @@ constexpr int kFramesPerStep = 256;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// 5, 0.001 or 2.5: a deadline as the topology gave it, not rounded to whole seconds.
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
 std::optional<PlanMessage> routing_kind(MessageType t) {
   switch (t) {
     case MessageType::Knowledge: return PlanMessage::Knowledge;
@@ -718,8 +725,7 @@ struct Node::Impl {
   void report_missing(double deadline) {
     for (NodeId m : progress.missing())
       if (add_once(result.missing, m))
-        say(who(m) + " missed the deadline of " + std::to_string(static_cast<int64_t>(deadline)) +
-            " s; going on without it");
+        say(who(m) + " missed the deadline of " + seconds_text(deadline) + " s; going on without it");
   }
 
   void advance() {

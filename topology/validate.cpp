@@ -12,6 +12,13 @@
 namespace fednode {
 namespace {
 
+// Every digit of a double, so that a value just past a bound does not print as the bound.
+std::string exact_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 using topo::Digraph;
 
 class Checker {
@@ -96,7 +103,7 @@ class Checker {
     if (!(f.deadline_seconds > 0) || f.deadline_seconds > kMaxDeadlineSeconds)
       fail(f.line_of("deadline_seconds"),
            "[federation] deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
-                       "], got " + std::to_string(f.deadline_seconds));
+                       "], got " + exact_text(f.deadline_seconds));
     // A topology built in memory may hold any value the enum's storage allows.
     if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
       fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");
