@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -52,7 +53,17 @@ struct Transport::Impl {
     auto it = peers.find(peer);
     if (it == peers.end()) throw InputError("transport: no address for node " + std::to_string(peer));
     if (!it->second.dealer) {
-      auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+      std::unique_ptr<zmq::socket_t> s;
+      try {
+        s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EMFILE && e.num() != ENFILE) throw;
+        // Each peer's socket takes file descriptors (its mailbox, its connection): a hub of a
+        // few hundred leaves can reach the usual limit of 1024.
+        throw InputError("cannot open a socket for node " + std::to_string(peer) + ": " + e.what() + " (" +
+                         std::to_string(peers.size()) + " peers, about 3 file descriptors each; raise the " +
+                         "limit on open files, e.g. ulimit -n)");
+      }
       apply_socket_options(*s, options);
       // No ZMQ_IMMEDIATE: with it, libzmq discards what a peer sent on a connection that then
       // closes before this node read it (a leaf's last ack, as it exits), which left a 32-node
