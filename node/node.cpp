@@ -2,6 +2,7 @@
 
 #include "crypto/secure_channel.h"
 #include "node/configuration_record.h"
+#include "node/elapsed.h"
 #include "node/json.h"
 #include "node/outbox.h"
 #include "node/phases.h"
@@ -27,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kFramesPerStep = 256;
 
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // 5, 0.001 or 2.5: a deadline as the topology gave it, not rounded to whole seconds.
 std::string seconds_text(double s) {
@@ -157,7 +157,7 @@ struct Node::Impl {
   int64_t rejections_unsaid = 0;
 
   void say_rejection(const std::string& msg) {
-    if (since(rejection_window) >= kRejectionWindow) {
+    if (seconds_since(rejection_window) >= kRejectionWindow) {
       say_rejections_left_out();
       rejection_window = Clock::now();
       rejections_said = 0;
@@ -729,7 +729,7 @@ struct Node::Impl {
   }
 
   void advance() {
-    const double waited = since(stage_started);
+    const double waited = seconds_since(stage_started);
     if (progress.stage() == PlanProgress::Stage::Gather) {
       if (!progress.ready_to_merge() && waited > plan.deadline_seconds) {
         progress.deadline_passed();
@@ -741,12 +741,12 @@ struct Node::Impl {
       }
     }
     if (progress.stage() == PlanProgress::Stage::Return) {
-      if (!progress.ready_to_complete() && since(stage_started) > plan.return_deadline_seconds) {
+      if (!progress.ready_to_complete() && seconds_since(stage_started) > plan.return_deadline_seconds) {
         progress.deadline_passed();
         report_missing(plan.return_deadline_seconds);
       }
       if (progress.ready_to_complete()) {
-        result.seconds_waiting += since(stage_started);
+        result.seconds_waiting += seconds_since(stage_started);
         phase2();
       }
     }
@@ -755,7 +755,7 @@ struct Node::Impl {
     if (progress.finished() && !done) {
       if (done_at == Clock::time_point{}) done_at = Clock::now();
       if (outbox->settled()) finish(NodeStatus::Finished);
-      else if (since(done_at) > config.ack_deadline_seconds) finish(NodeStatus::Incomplete);
+      else if (seconds_since(done_at) > config.ack_deadline_seconds) finish(NodeStatus::Incomplete);
     }
   }
 
@@ -765,8 +765,8 @@ struct Node::Impl {
     const auto until = Clock::now() + budget;
     do {
       if (auto in = transport->receive(std::chrono::milliseconds(20))) handle(*in);
-      const double open_for = since(closing_since);
-      if (open_for >= 10.0 || (open_for >= kClosingGrace && since(last_frame) >= kClosingQuiet)) {
+      const double open_for = seconds_since(closing_since);
+      if (open_for >= 10.0 || (open_for >= kClosingGrace && seconds_since(last_frame) >= kClosingQuiet)) {
         // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
         say_rejections_left_out();
         store->write_text("result.json", result_json(result, config.topology, config.run_name));
@@ -843,7 +843,7 @@ struct Node::Impl {
     for (NodeId id : outbox->unacknowledged()) add_once(result.unacknowledged, id);
     finish_status = status;
     score();
-    result.seconds_total = since(started);
+    result.seconds_total = seconds_since(started);
     store->write_text("result.json", result_json(result, config.topology, config.run_name));
     std::ostringstream msg;
     msg << to_string(result.status);

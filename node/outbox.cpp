@@ -1,5 +1,6 @@
 #include "node/outbox.h"
 
+#include "node/elapsed.h"
 #include "node/transport.h"
 
 #include <algorithm>
@@ -7,17 +8,8 @@
 #include <utility>
 
 namespace fednode {
-namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-void add_once(std::vector<NodeId>& ids, NodeId id) {
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-}
-
-}  // namespace
 
 Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who)
     : store_(store), transport_(transport), timing_(timing), say_(std::move(say)), who_(std::move(who)) {}
@@ -81,10 +73,10 @@ void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
   p.backoff = p.backoff.count() == 0 ? timing_.retry_initial + transfer
                                      : std::min(p.backoff * 2, timing_.retry_max + transfer);
   p.next_try = now + p.backoff;
-  if (!p.warned && since(p.first_try) > timing_.warn_after_seconds) {
+  if (!p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
     p.warned = true;
     say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
-         " for " + std::to_string(static_cast<int>(since(p.first_try))) + " s; still trying");
+         " for " + std::to_string(static_cast<int>(seconds_since(p.first_try))) + " s; still trying");
   }
 }
 
@@ -105,14 +97,14 @@ std::chrono::milliseconds Outbox::until_next_resend(std::chrono::milliseconds ca
 std::vector<NodeId> Outbox::refusers() const {
   std::vector<NodeId> ids;
   for (const auto& p : pending_)
-    if (p.entry.failed) add_once(ids, p.entry.to);
+    if (p.entry.failed) ids.push_back(p.entry.to);
   return ids;
 }
 
 std::vector<NodeId> Outbox::unacknowledged() const {
   std::vector<NodeId> ids;
   for (const auto& p : pending_)
-    if (p.open()) add_once(ids, p.entry.to);
+    if (p.open()) ids.push_back(p.entry.to);
   return ids;
 }
 

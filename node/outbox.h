@@ -55,8 +55,8 @@ class Outbox {
   // How long until a resend is due, at least 1 ms; `cap` if none is due sooner.
   std::chrono::milliseconds until_next_resend(std::chrono::milliseconds cap) const;
 
-  // Each peer that refused a frame, and each peer with a frame neither acknowledged nor refused,
-  // in send order.
+  // The peer of each refused frame, and of each frame neither acknowledged nor refused, in send
+  // order (a peer appears once per such frame).
   std::vector<NodeId> refusers() const;
   std::vector<NodeId> unacknowledged() const;
 

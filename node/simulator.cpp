@@ -2,6 +2,7 @@
 
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/rng.h"
+#include "node/elapsed.h"
 #include "node/json.h"
 #include "node/options_json.h"
 #include "node/phases.h"
@@ -20,7 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 bool half_precision_transfer(const MethodOptions& m) {
   return m.method == "fedpft" && m.fedpft.half_precision;
@@ -152,7 +152,7 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
           heads[i] = std::shared_ptr<const Head>(std::move(out.head));
           finish_node(i, *heads[i], out.head_contributors, 0);
         }
-        report.nodes[i].seconds += since(t0);
+        report.nodes[i].seconds += seconds_since(t0);
         for (NodeId to : plan.forward_to)
           for (const auto& k : out.outgoing) deliver(i, to, PlanMessage::Knowledge, k);
         for (NodeId to : plan.feedback_to)
@@ -195,7 +195,7 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
           heads[i] = std::shared_ptr<const Head>(std::move(r.head));
           finish_node(i, *heads[i], r.contributors, 0);
         }
-        report.nodes[i].seconds += since(t0);
+        report.nodes[i].seconds += seconds_since(t0);
         phase2_done[i] = progressed = true;
         // Relays in graph mode pass pieces on unchanged, so inboxes hold many copies of the
         // same knowledge: a finished node's go as soon as it is done.
@@ -223,7 +223,7 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
     }
     report.has_baselines = true;
   }
-  report.wall_seconds = since(t_start);
+  report.wall_seconds = seconds_since(t_start);
   return report;
 }
 
