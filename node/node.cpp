@@ -93,6 +93,8 @@ struct Node::Impl {
 
   std::vector<Piece> pieces;
   std::optional<HeadMessage> hub_head;
+  Clock::time_point hub_head_arrived{};
+  bool said_waiting_for_refit = false;
   std::unique_ptr<Outbox> outbox;
   std::shared_ptr<const Head> head;
   std::optional<Knowledge> phase1_outgoing;  // what phase 1 merged (the ring's last node's complete)
@@ -349,6 +351,7 @@ struct Node::Impl {
     }
     if (phase1) progress_after_phase1();
     if (phase2 && progress.stage() == PlanProgress::Stage::Return) progress.completed();
+    if (progress.finished() && head && held_knowledge_adds_to_head()) refit_pending = true;
   }
 
   void progress_after_phase1() {
@@ -480,7 +483,12 @@ struct Node::Impl {
   // A second copy of something already held (the sender redid a phase after a crash and sealed
   // it anew): acknowledged, not stored or used again.
   bool already_have(const EnvelopeHeader& h, const Payload& p) const {
-    if (h.type == MessageType::Head) return hub_head.has_value();
+    if (h.type == MessageType::Head) {
+      // A head covering more than the one held is the hub's refit on knowledge that came late.
+      const Contributors& covers = std::get<HeadMessage>(p).contributors;
+      return hub_head && std::includes(hub_head->contributors.begin(), hub_head->contributors.end(), covers.begin(),
+                                       covers.end());
+    }
     const auto& k = std::get<Knowledge>(p);
     const auto kind = *routing_kind(h.type);
     for (const auto& piece : pieces)
@@ -491,9 +499,12 @@ struct Node::Impl {
   void accept(const EnvelopeHeader& h, Payload payload, bool fresh) {
     const auto kind = *routing_kind(h.type);
     if (h.type == MessageType::Head) {
+      const bool refreshed = hub_head.has_value();
       hub_head = std::get<HeadMessage>(std::move(payload));
+      hub_head_arrived = Clock::now();
       progress.received(h.from, kind);
-      say("received the head from " + who(h.from) + " (contributors " + contributors_text(hub_head->contributors) + ")");
+      say(std::string(refreshed ? "received a refitted head from " : "received the head from ") + who(h.from) +
+          " (contributors " + contributors_text(hub_head->contributors) + ")");
       if (fresh && progress.stage() == PlanProgress::Stage::Done) adopt_late_head(h.from);
       return;
     }
@@ -644,18 +655,41 @@ struct Node::Impl {
     for (NodeId to : plan.feedback_to)
       for (const auto& k : out.outgoing) queue_knowledge(to, k, MessageType::Knowledge, 1);
     if (out.complete) queue_knowledge(*plan.complete_to, out.outgoing[*out.complete], MessageType::Complete, 1);
-    if (!plan.send_head_to.empty() && head) {
-      HeadMessage hm;
-      hm.head = head;
-      hm.contributors = result.contributors;
-      hm.backbone_fingerprint = config.backbone_fingerprint;
-      const int64_t bytes = head_bytes(*head);
-      for (NodeId to : plan.send_head_to) queue(to, MessageType::Head, 1, Payload(hm), bytes);
-    }
+    if (head) send_head(head, result.contributors, 1);
     store->set_marker("phase1");
     progress.merged();
     stage_started = Clock::now();
     if (head) say("phase 1 done: head fitted on " + contributors_text(result.contributors));
+  }
+
+  // A star hub's head to its leaves: in phase 1, and offered again (kOfferPhase) whenever knowledge
+  // that came late makes the hub refit it, since a leaf still running takes a head that covers more.
+  void send_head(const std::shared_ptr<const Head>& h, const Contributors& contributors, int phase) {
+    if (plan.send_head_to.empty()) return;
+    HeadMessage hm;
+    hm.head = h;
+    hm.contributors = contributors;
+    hm.backbone_fingerprint = config.backbone_fingerprint;
+    const int64_t bytes = head_bytes(*h);
+    for (NodeId to : plan.send_head_to) queue(to, MessageType::Head, phase, Payload(hm), bytes);
+    if (phase == kOfferPhase) say("offering the refitted head to " + contributors_text(Contributors(plan.send_head_to.begin(), plan.send_head_to.end())));
+  }
+
+  // A leaf whose hub's head leaves out the leaf's own data (the hub gave up on it before its
+  // knowledge came) waits up to a deadline for the refit the hub makes when that knowledge does
+  // come, unless the hub refused it.
+  bool waiting_for_refit() {
+    if (!plan.head_from || !hub_head || config.local.size() == 0 || hub_head->contributors.count(config.id))
+      return false;
+    const auto refusers = outbox->refusers();
+    if (std::find(refusers.begin(), refusers.end(), *plan.head_from) != refusers.end()) return false;
+    const bool waiting = seconds_since(hub_head_arrived) <= plan.deadline_seconds;
+    if (waiting && !said_waiting_for_refit) {
+      said_waiting_for_refit = true;
+      say("the head from " + who(*plan.head_from) + " leaves out this node's data; waiting up to " +
+          seconds_text(plan.deadline_seconds) + " s for the hub to refit it with that data");
+    }
+    return waiting;
   }
 
   void phase2() {
@@ -688,7 +722,7 @@ struct Node::Impl {
                            contributors_text(result.contributors)
                      : std::string()));
         std::vector<Knowledge> inputs;
-        if (partial) inputs = knowledge_in_order({pieces.begin(), pieces.end()});  // the Knowledge pieces
+        if (partial) inputs = knowledge_in_order(pieces);  // the Knowledge pieces
         inputs.push_back(complete->knowledge);
         std::optional<Refit> r;
         try {
@@ -711,7 +745,7 @@ struct Node::Impl {
   // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
   void refit() {
     refit_pending = false;
-    const std::vector<Knowledge> knowledge = knowledge_in_order({pieces.begin(), pieces.end()});
+    const std::vector<Knowledge> knowledge = knowledge_in_order(pieces);
     const Selection sel = select_for_combination(knowledge, &config.local, ctx, config.method.method);
     if (sel.contributors == result.contributors) return;
     say("refitting the head with knowledge that came after phase 1: " + contributors_text(sel.contributors));
@@ -719,7 +753,21 @@ struct Node::Impl {
       return refit_head(*method, knowledge_in_order(held), config.local, ctx);
     });
     result.seconds_head += r.seconds;
-    set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors);
+    std::shared_ptr<const Head> refitted(std::move(r.head));
+    // Offered before it is saved: a node killed in between refits again on its restart (see
+    // restore) and offers the same head twice, which a leaf takes once; the other order could
+    // leave a saved head that no leaf is ever offered.
+    send_head(refitted, r.contributors, kOfferPhase);
+    set_head(refitted, r.contributors);
+  }
+
+  // Knowledge stored after the last head was fitted (the node was killed before it refitted)
+  // makes a restarted node refit.
+  bool held_knowledge_adds_to_head() const {
+    const std::vector<Knowledge> knowledge = knowledge_in_order(pieces);
+    const Contributors covers = select_for_combination(knowledge, &config.local, ctx, config.method.method).contributors;
+    return covers != result.contributors && std::includes(covers.begin(), covers.end(), result.contributors.begin(),
+                                                          result.contributors.end());
   }
 
   void report_missing(double deadline) {
@@ -745,7 +793,7 @@ struct Node::Impl {
         progress.deadline_passed();
         report_missing(plan.return_deadline_seconds);
       }
-      if (progress.ready_to_complete()) {
+      if (progress.ready_to_complete() && !waiting_for_refit()) {
         result.seconds_waiting += seconds_since(stage_started);
         phase2();
       }
@@ -765,6 +813,15 @@ struct Node::Impl {
     const auto until = Clock::now() + budget;
     do {
       if (auto in = transport->receive(std::chrono::milliseconds(20))) handle(*in);
+      if (refit_pending) {
+        // Knowledge that came while closing (a star leaf's, after its hub's head reached
+        // everyone) is used, not only stored: back to the plan, which refits, offers the new
+        // head and finishes again.
+        say("knowledge came while closing; refitting before finishing");
+        done = false;
+        done_at = {};  // what the refit sends gets its own time to be acknowledged
+        return false;
+      }
       const double open_for = seconds_since(closing_since);
       if (open_for >= 10.0 || (open_for >= kClosingGrace && seconds_since(last_frame) >= kClosingQuiet)) {
         // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
@@ -839,6 +896,9 @@ struct Node::Impl {
     done = true;
     say_rejections_left_out();
     closing_since = Clock::now();
+    // From the outbox as it stands (a node that reopened to refit may finish twice).
+    result.refused_by.clear();
+    result.unacknowledged.clear();
     for (NodeId id : outbox->refusers()) add_once(result.refused_by, id);
     for (NodeId id : outbox->unacknowledged()) add_once(result.unacknowledged, id);
     finish_status = status;

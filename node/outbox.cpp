@@ -4,6 +4,7 @@
 #include "node/transport.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -73,6 +74,13 @@ void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
   p.backoff = p.backoff.count() == 0 ? timing_.retry_initial + transfer
                                      : std::min(p.backoff * 2, timing_.retry_max + transfer);
   p.next_try = now + p.backoff;
+  if (p.entry.phase == kOfferPhase && seconds_since(p.first_try) > timing_.warn_after_seconds) {
+    p.given_up = true;
+    say_(who_(p.entry.to) + " did not take " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
+         " within " + std::to_string(static_cast<int>(std::ceil(seconds_since(p.first_try)))) +
+         " s (it has most likely finished and closed); no longer offering it");
+    return;
+  }
   if (!p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
     p.warned = true;
     say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
@@ -104,7 +112,7 @@ std::vector<NodeId> Outbox::refusers() const {
 std::vector<NodeId> Outbox::unacknowledged() const {
   std::vector<NodeId> ids;
   for (const auto& p : pending_)
-    if (p.open()) ids.push_back(p.entry.to);
+    if (p.open() && p.entry.phase != kOfferPhase) ids.push_back(p.entry.to);
   return ids;
 }
 

@@ -4,7 +4,8 @@
 // Each frame is on disk (StateStore) before its first send, and is sent again, with exponential
 // backoff, until the peer acknowledges or refuses it. Stop-and-wait per peer: a peer gets its next
 // frame only once the previous one is settled, so frames to one peer arrive in the order they were
-// queued (hello, knowledge, complete) even across resends and restarts.
+// queued (hello, knowledge, complete) even across resends and restarts. An offer (kOfferPhase)
+// unacknowledged for warn_after_seconds after its first send is given up on, with one line.
 
 #include "node/state_store.h"
 
@@ -22,7 +23,7 @@ class Transport;
 struct OutboxTiming {
   std::chrono::milliseconds retry_initial;
   std::chrono::milliseconds retry_max;
-  double warn_after_seconds;  // a frame unacknowledged this long is reported, once
+  double warn_after_seconds;  // a frame unacknowledged this long is reported, once; an offer, given up
 };
 
 // What one pump() handed to ZeroMQ.
@@ -50,13 +51,14 @@ class Outbox {
 
   // Sends every peer's oldest unsettled frame whose next try is due.
   SendTally pump();
-  // Every frame acknowledged or refused.
+  // Every frame acknowledged or refused, or an offer given up on.
   bool settled() const;
   // How long until a resend is due, at least 1 ms; `cap` if none is due sooner.
   std::chrono::milliseconds until_next_resend(std::chrono::milliseconds cap) const;
 
-  // The peer of each refused frame, and of each frame neither acknowledged nor refused, in send
-  // order (a peer appears once per such frame).
+  // The peer of each refused frame, and of each frame neither acknowledged nor refused (offers
+  // aside: a peer that did not take one has not failed the plan), in send order (a peer appears
+  // once per such frame).
   std::vector<NodeId> refusers() const;
   std::vector<NodeId> unacknowledged() const;
 
@@ -67,7 +69,8 @@ class Outbox {
     std::chrono::milliseconds backoff{0};
     int tries = 0;
     bool warned = false;
-    bool open() const { return !entry.acked && !entry.failed; }
+    bool given_up = false;  // an offer nobody took
+    bool open() const { return !entry.acked && !entry.failed && !given_up; }
   };
   void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
 

@@ -7,32 +7,30 @@
 
 namespace fednode {
 
-void sort_inputs(std::vector<ReceivedPiece>& pieces) {
-  std::stable_sort(pieces.begin(), pieces.end(), [](const ReceivedPiece& a, const ReceivedPiece& b) {
-    return a.from != b.from ? a.from < b.from : a.seq < b.seq;
-  });
+namespace {
+bool input_order(const ReceivedPiece& a, const ReceivedPiece& b) {
+  return a.from != b.from ? a.from < b.from : a.seq < b.seq;
 }
+}  // namespace
 
-std::vector<Knowledge> knowledge_in_order(const std::vector<ReceivedPiece>& pieces) {
-  std::vector<ReceivedPiece> sorted;
-  for (const auto& p : pieces)
-    if (p.kind == PlanMessage::Knowledge) sorted.push_back(p);
-  sort_inputs(sorted);
-  std::vector<Knowledge> knowledge;
-  for (auto& p : sorted) knowledge.push_back(std::move(p.knowledge));
-  return knowledge;
+void sort_inputs(std::vector<ReceivedPiece>& pieces) { std::stable_sort(pieces.begin(), pieces.end(), input_order); }
+
+void sort_inputs(std::vector<const ReceivedPiece*>& pieces) {
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const ReceivedPiece* a, const ReceivedPiece* b) { return input_order(*a, *b); });
 }
 
 PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
                        const Features& local, const NodeContext& ctx) {
-  std::vector<ReceivedPiece> sorted;
+  std::vector<const ReceivedPiece*> order;
   for (const auto& p : received)
     if (p.kind == PlanMessage::Knowledge &&
         std::find(plan.wait_for.begin(), plan.wait_for.end(), p.from) != plan.wait_for.end())
-      sorted.push_back(p);
-  sort_inputs(sorted);
+      order.push_back(&p);
+  sort_inputs(order);
   std::vector<Knowledge> in;
-  for (auto& p : sorted) in.push_back(std::move(p.knowledge));
+  in.reserve(order.size());
+  for (const ReceivedPiece* p : order) in.push_back(p->knowledge);
 
   const bool ring_last = plan.complete_to && !plan.complete_from;
   const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;

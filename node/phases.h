@@ -22,8 +22,21 @@ struct ReceivedPiece {
   Knowledge knowledge;
 };
 void sort_inputs(std::vector<ReceivedPiece>& pieces);
+void sort_inputs(std::vector<const ReceivedPiece*>& pieces);
+
 // Every Knowledge piece (not Complete) in that order: what a refit after phase 1 combines.
-std::vector<Knowledge> knowledge_in_order(const std::vector<ReceivedPiece>& pieces);
+// `Piece` is ReceivedPiece or derived from it; each knowledge is copied once, into the result.
+template <class Piece>
+std::vector<Knowledge> knowledge_in_order(const std::vector<Piece>& pieces) {
+  std::vector<const ReceivedPiece*> order;
+  for (const ReceivedPiece& p : pieces)
+    if (p.kind == PlanMessage::Knowledge) order.push_back(&p);
+  sort_inputs(order);
+  std::vector<Knowledge> knowledge;
+  knowledge.reserve(order.size());
+  for (const ReceivedPiece* p : order) knowledge.push_back(p->knowledge);
+  return knowledge;
+}
 
 struct PhaseOne {
   std::vector<Knowledge> outgoing;  // to every forward_to and feedback_to node, in this order

@@ -34,12 +34,17 @@ struct StoredMessage {
   std::string plaintext;  // the payload as it arrived (decoded again on restart)
 };
 
+// A frame the peer may no longer be there to take (a star hub's head refitted on knowledge that
+// came late: a leaf that finished already has closed). Node and Outbox give it up after a while
+// instead of holding the node back or counting the peer as unacknowledged.
+constexpr int kOfferPhase = 3;
+
 struct OutboxEntry {
   uint64_t seq = 0;       // send order over all peers
   NodeId to = 0;
   uint64_t msg_id = 0;
   MessageType type = MessageType::Knowledge;
-  int phase = 0;          // 0 hello, 1 and 2 the plan's phases
+  int phase = 0;          // 0 hello, 1 and 2 the plan's phases, kOfferPhase an offer
   std::string frame;      // sealed, sent as it is (a resend is the same frame)
   bool acked = false;
   bool failed = false;    // the peer refused it; not sent again
