@@ -461,6 +461,36 @@ TEST(Gmm, KMeansFindsSeparatedClustersAndCountsDistinctPoints) {
   EXPECT_EQ(kmeans(dup, 8, r2, true).centers.rows(), 4);
 }
 
+// Eleven points on a line in two groups, five clusters: k-means++ puts three seeds among the
+// seven left-hand points, and after the first Lloyd step the centres on either side of the
+// middle one of those have moved closer to its four points than it is, so its cluster is empty
+// (found by searching seeded random data sets for this case). The empty cluster must take over the point
+// farthest from its centre, as scikit-learn does; dividing its zero sum by its zero count would
+// give a NaN centre instead.
+TEST(Gmm, KMeansRefillsAClusterThatLloydEmptied) {
+  const float values[] = {-4.52303219f, -4.89315176f, -4.94117928f, 5.33072758f, -4.34432793f, -4.16896915f,
+                          5.7114048f,   -4.87465239f, -4.90108681f, 5.26075745f, 5.80104494f};
+  MatrixF X(11, 1);
+  for (int i = 0; i < 11; ++i) X(i, 0) = values[i];
+  Rng rng(1);
+  const KMeansResult km = kmeans(X, 5, rng, true);
+  ASSERT_EQ(km.centers.rows(), 5);
+  std::vector<int> members(5, 0);
+  std::vector<double> sums(5, 0.0);
+  for (int i = 0; i < 11; ++i) {
+    ASSERT_GE(km.labels[i], 0);
+    ASSERT_LT(km.labels[i], 5);
+    ++members[static_cast<size_t>(km.labels[i])];
+    sums[static_cast<size_t>(km.labels[i])] += values[i];
+  }
+  for (int k = 0; k < 5; ++k) {
+    ASSERT_TRUE(std::isfinite(km.centers(k, 0))) << "cluster " << k;
+    EXPECT_GT(members[static_cast<size_t>(k)], 0) << "cluster " << k;
+    EXPECT_NEAR(km.centers(k, 0), sums[static_cast<size_t>(k)] / members[static_cast<size_t>(k)], 1e-5)
+        << "cluster " << k << " is not the mean of its points";
+  }
+}
+
 TEST(Gmm, KMeansStopsOnceCentresMoveLessThanTol) {
   // Overlapping points: Lloyd keeps relabelling a few of them for many iterations, so only the
   // tolerance on the centres' shift can end the run early.
