@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,8 @@ const char* kHelp =
     "  --threads N        compute threads per node (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; default 1)\n"
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --quiet            no progress lines; only the table\n"
-    "Exit status: 0 when every node finished, 1 otherwise, 2 for a usage error.\n";
+    "Exit status: 0 when every node's result.json says finished (also one run again by hand\n"
+    "after its process here was stopped), 1 otherwise, 2 for a usage error.\n";
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }
@@ -197,7 +199,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
+  // A result.json is this launch's (the old ones were removed at the start). It is the node's
+  // own word, and a node whose process was stopped and then run again by hand finished all the
+  // same, though the process launched here exited otherwise.
   bool all_finished = true;
+  std::vector<std::string> notes;
   char line[512];
   // Status wide enough for "no result (exit 137)".
   std::snprintf(line, sizeof line, "%-10s %-20s %-16s %9s %12s %12s\n", "node", "status", "contributors", "accuracy",
@@ -209,7 +215,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
     text << in.rdbuf();
     const std::string r = text.str();
     std::string st = in ? json_field(r, "status") : "no result (exit " + std::to_string(c.exit_code) + ")";
-    if (st != "finished" || c.exit_code != 0) all_finished = false;
+    if (st != "finished") all_finished = false;
+    else if (c.exit_code != 0)
+      notes.push_back("node " + c.label + ": the process launched here exited " + std::to_string(c.exit_code) +
+                      ", but its result says finished (written by a later run of that node, or before the process "
+                      "was stopped)");
     std::string contributors = in ? compact_ids(json_field(r, "contributors")) : "-";
     std::string acc = in ? json_field(r, "accuracy") : "-";
     if (in && !acc.empty() && acc != "null") {
@@ -222,6 +232,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
                   in ? json_field(r, "bytes_received").c_str() : "-");
     std::cout << line;
   }
+  for (const auto& n : notes) std::cout << n << "\n";
   std::cout << (all_finished ? "every node finished\n" : "NOT every node finished: see the node.log files\n");
   return all_finished ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 // started again with the same command continues the run; nobody's data is lost or counted
 // twice. Signals stop a node cleanly, also inside a long head fit. Deadlines: a star leaf waits
 // out its hub's own wait, missing senders stay named across a restart, and a ring node keeps
-// what it holds when the complete knowledge that comes back is partial.
+// what it holds when the complete knowledge that comes back is partial. `fednode launch` counts
+// a node it started, killed and then run again by hand, as finished.
 #include "federation.h"
 
 #include "crypto/secure_channel.h"
@@ -10,10 +11,34 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <fstream>
+#include <future>
 #include <random>
 
 namespace fednode::testing_network {
 namespace {
+
+// The pid of the `fednode run --topology FILE --id ID` process, or -1.
+pid_t find_run_process(const fs::path& file, NodeId id) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> args;
+    for (size_t at = 0; at < cmdline.size();) {
+      const size_t end = cmdline.find('\0', at);
+      args.push_back(cmdline.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    const std::vector<std::string> want = {"run", "--topology", file.string(), "--id", std::to_string(id)};
+    if (args.size() == want.size() + 1 && std::equal(want.begin(), want.end(), args.begin() + 1))
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
 
 OptionMap fault_data() {
   return {{"dataset", "fashion-mnist"}, {"train-limit", "3000"}, {"test-limit", "1000"},
@@ -205,6 +230,33 @@ TEST(Fault, APartialCompleteKnowledgeDoesNotReplaceWhatANodeHolds) {
   StateStore store(f.state_dir(middle).string(), derive_run_id(run_name(f.topology)), 1 << 30);
   ASSERT_TRUE(store.load_head(&held));
   EXPECT_EQ(held, (Contributors{first, middle, last})) << read_text(log);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A leaf that `fednode launch` started is killed and run again by hand: the launched process
+// exited 137, but the node finished, and the launcher says both and exits 0.
+TEST(Fault, LaunchCountsANodeRunAgainByHandAsFinished) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23880, {},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "1000"}, {"test-limit", "200"}});
+  const NodeId hub = *f.topology.federation.hub;
+  const NodeId leaf = hub == 0 ? 1 : 0;
+  auto launch = std::async(std::launch::async, [&] { return run_cli("launch " + f.file.string() + " --quiet --timeout 120"); });
+  const fs::path log = f.state_dir(leaf) / "node.log";
+  ASSERT_TRUE(wait_for_log(log, "takes the head of")) << read_text(log);
+  pid_t launched = -1;
+  for (int i = 0; i < 100 && launched < 0; ++i, ::usleep(50 * 1000)) launched = find_run_process(f.file, leaf);
+  ASSERT_GT(launched, 0);
+  ASSERT_EQ(::kill(launched, SIGKILL), 0);
+  const size_t before = read_text(log).size();
+  const pid_t by_hand = spawn_node(f, leaf);
+  ASSERT_TRUE(wait_for_log(log, "continuing from the state directory", before)) << read_text(log);
+  EXPECT_EQ(wait_exit(by_hand, 120), 0) << read_text(log);
+  const CliRun out = launch.get();
+  EXPECT_EQ(out.code, 0) << out.output;
+  EXPECT_NE(out.output.find("the process launched here exited 137, but its result says finished"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("every node finished"), std::string::npos) << out.output;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
