@@ -318,7 +318,11 @@ struct Node::Impl {
     const bool phase2 = store->has_marker("phase2");
     if (!phase1) store->drop_outgoing(1);  // redone from the inputs, deterministically
     if (!phase2) store->drop_outgoing(2);
-    outbox->restore(store->outbox());
+    const auto kept = store->outbox();
+    // What the phases done before the restart queued, counted as the whole run's: a phase is
+    // redone only after its frames were dropped, so nothing is counted twice.
+    for (const auto& e : kept) result.knowledge_bytes_sent += e.counted_bytes;
+    outbox->restore(kept);
     for (const auto& m : inbox) {
       EnvelopeHeader h;
       h.type = m.type;
@@ -560,6 +564,7 @@ struct Node::Impl {
     e.phase = phase;
     e.msg_id = store->next_msg_id();
     e.frame = seal(e.msg_id);
+    e.counted_bytes = counted_bytes;
     // A receiver's transport drops a larger frame (ZMQ_MAXMSGSIZE) without telling anyone, and the
     // resends would be dropped too: say so here, where the cause is known, instead.
     if (e.frame.size() > config.limits.max_message_bytes)
@@ -570,7 +575,7 @@ struct Node::Impl {
                        "raise the limit at every node (Limits::max_message_bytes in an embedding application's "
                        "NodeConfig; fednode run uses the default)");
     outbox->add(std::move(e));
-    result.knowledge_bytes_sent += counted_bytes;
+    result.knowledge_bytes_sent += counted_bytes;  // queued, so sent: the outbox keeps trying
   }
 
   void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {

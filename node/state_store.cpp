@@ -26,6 +26,7 @@ namespace {
 constexpr uint64_t kIdBlock = 256;
 constexpr size_t kChecksumBytes = 16;
 constexpr uint8_t kRecordVersion = 1;
+constexpr uint8_t kOutboxRecordVersion = 2;  // 2: with the payload's counted bytes
 
 void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
 void put_le(std::string& s, uint64_t v, int bytes) {
@@ -48,13 +49,15 @@ std::string seal_record(std::string body) {
 // file, and the checksum is verified first, so a damaged file gives one clear error.
 class RecordReader {
  public:
-  RecordReader(const std::string& bytes, const std::string& where, const char magic[4]) : where_(where) {
+  RecordReader(const std::string& bytes, const std::string& where, const char magic[4],
+               uint8_t version = kRecordVersion)
+      : where_(where) {
     if (bytes.size() < 4 + 1 + kChecksumBytes || bytes.compare(0, 4, magic, 4) != 0)
       fail("not a fednode state record");
     body_ = std::string_view(bytes).substr(0, bytes.size() - kChecksumBytes);
     if (checksum(body_) != bytes.substr(bytes.size() - kChecksumBytes)) fail("checksum mismatch (damaged file)");
     pos_ = 4;
-    if (u8() != kRecordVersion) fail("unknown record version");
+    if (u8() != version) fail("unknown record version (written by another version of fednode?)");
   }
   uint8_t u8() { return static_cast<uint8_t>(take(1)[0]); }
   uint64_t le(int bytes) {
@@ -214,12 +217,13 @@ std::string StateStore::outbox_name(const OutboxEntry& e) const { return "outbox
 
 void StateStore::store_outgoing(const OutboxEntry& e) {
   std::string body = "FNOB";
-  put_u8(body, kRecordVersion);
+  put_u8(body, kOutboxRecordVersion);
   put_u8(body, static_cast<uint8_t>(e.type));
   put_u8(body, static_cast<uint8_t>(e.phase));
   put_le(body, e.to, 4);
   put_le(body, e.msg_id, 8);
   put_le(body, e.seq, 8);
+  put_le(body, static_cast<uint64_t>(e.counted_bytes), 8);
   body += e.frame;
   write_file_durably(path(outbox_name(e) + ".frame"), seal_record(std::move(body)));
 }
@@ -232,13 +236,15 @@ std::vector<OutboxEntry> StateStore::outbox() const {
   for (const auto& name : files_with_suffix(path("outbox"), ".frame")) {
     const std::string where = path("outbox/" + name);
     const std::string bytes = read_file_bounded(where, max_file_bytes_);
-    RecordReader r(bytes, where, "FNOB");
+    RecordReader r(bytes, where, "FNOB", kOutboxRecordVersion);
     OutboxEntry e;
     e.type = message_type(r.u8(), r);
     e.phase = r.u8();
     e.to = static_cast<NodeId>(r.le(4));
     e.msg_id = r.le(8);
     e.seq = r.le(8);
+    e.counted_bytes = static_cast<int64_t>(r.le(8));
+    if (e.counted_bytes < 0) r.fail("negative byte count");
     e.frame = r.rest();
     const std::string stem = path(outbox_name(e));
     if (stem + ".frame" != where) r.fail("sequence number does not match the file name");

@@ -46,6 +46,7 @@ struct OutboxEntry {
   MessageType type = MessageType::Knowledge;
   int phase = 0;          // 0 hello, 1 and 2 the plan's phases, kOfferPhase an offer
   std::string frame;      // sealed, sent as it is (a resend is the same frame)
+  int64_t counted_bytes = 0;  // the payload as `fednode simulate` counts it (knowledge_bytes_sent)
   bool acked = false;
   bool failed = false;    // the peer refused it; not sent again
 };

@@ -73,6 +73,7 @@ struct NodeOutcome {
   double accuracy = -1;
   std::vector<long> contributors;
   long frames_rejected = 0, restarts = 0, duplicates = 0;
+  long knowledge_bytes = -1;  // result.json's knowledge_bytes_sent, a report's bytes_sent
 };
 
 inline NodeOutcome read_result(const fs::path& state_dir) {
@@ -88,10 +89,12 @@ inline NodeOutcome read_result(const fs::path& state_dir) {
   if (!rs.empty()) o.restarts = std::stol(rs);
   const std::string dup = field(j, "duplicates");
   if (!dup.empty()) o.duplicates = std::stol(dup);
+  const std::string kb = field(j, "knowledge_bytes_sent");
+  if (!kb.empty()) o.knowledge_bytes = std::stol(kb);
   return o;
 }
 
-// Per node of a `fednode simulate` report: accuracy and contributors, in node order.
+// Per node of a `fednode simulate` report: accuracy, contributors and bytes sent, in node order.
 inline std::vector<NodeOutcome> read_report(const fs::path& report) {
   const std::string j = read_text(report);
   std::vector<NodeOutcome> nodes;
@@ -101,6 +104,7 @@ inline std::vector<NodeOutcome> read_report(const fs::path& report) {
     NodeOutcome o;
     o.accuracy = std::stod(field(j, "accuracy", at));
     o.contributors = int_list(field(j, "contributors", at));
+    o.knowledge_bytes = std::stol(field(j, "bytes_sent", at));
     nodes.push_back(o);
   }
   return nodes;
@@ -244,6 +248,8 @@ inline void expect_every_node_equals_simulate(const Federation& f) {
     EXPECT_EQ(got.contributors, std::vector<long>(plan_expected.begin(), plan_expected.end())) << "node " << id;
     EXPECT_EQ(got.contributors, expected[id].contributors) << "node " << id;
     EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
+    // Over the whole run, restarts included.
+    EXPECT_EQ(got.knowledge_bytes, expected[id].knowledge_bytes) << "node " << id;
   }
 }
 

@@ -36,6 +36,7 @@ TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
     e.type = MessageType::Head;
     e.phase = 1;
     e.frame = std::string("frame\0bytes", 11);
+    e.counted_bytes = 123456789012;
     s.store_outgoing(e);
     s.mark_acked(e);
   }
@@ -49,6 +50,8 @@ TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].to, 4u);
   EXPECT_EQ(out[0].frame, std::string("frame\0bytes", 11));
+  EXPECT_EQ(out[0].counted_bytes, 123456789012);
+  EXPECT_EQ(out[0].phase, 1);
   EXPECT_TRUE(out[0].acked);
   EXPECT_EQ(s.next_seq(), 2u);
   s.drop_outgoing(1);
