@@ -544,7 +544,6 @@ struct Node::Impl {
     }
     say("taking the head from " + who(from) + ", which came after the deadline");
     set_head(hub_head->head, hub_head->contributors);
-    result.missing.erase(std::remove(result.missing.begin(), result.missing.end(), from), result.missing.end());
     if (!done) return;
     score();  // finished already: the result is written again when the node closes
     say("now " + std::string(to_string(result.status)) + " with contributors " + contributors_text(result.contributors));
@@ -808,7 +807,9 @@ struct Node::Impl {
     if (progress.finished() && !done) {
       if (done_at == Clock::time_point{}) done_at = Clock::now();
       if (outbox->settled()) finish(NodeStatus::Finished);
-      else if (seconds_since(done_at) > config.ack_deadline_seconds) finish(NodeStatus::Incomplete);
+      // Offers still open then do not make the node incomplete; frames its plan sends do.
+      else if (seconds_since(done_at) > config.ack_deadline_seconds)
+        finish(outbox->unacknowledged().empty() ? NodeStatus::Finished : NodeStatus::Incomplete);
     }
   }
 
@@ -883,6 +884,13 @@ struct Node::Impl {
 
   // The result's status, head and accuracy from what the node holds now.
   void score() {
+    // Missing: given up on at a deadline and never delivered. A sender whose message came late
+    // (and was used: merged into a refit, or a hub's head taken) is not, so a node restarted
+    // later, which knows only what it holds, says the same.
+    const std::vector<NodeId> never = progress.missing();
+    result.missing.erase(std::remove_if(result.missing.begin(), result.missing.end(),
+                                        [&](NodeId m) { return !std::binary_search(never.begin(), never.end(), m); }),
+                         result.missing.end());
     // A node whose knowledge or head a peer refused has not done its part of the plan, even if
     // its own head is fine.
     // Nor has one whose head leaves out data the plan meant it to cover (a peer upstream gave up
@@ -915,6 +923,15 @@ struct Node::Impl {
     if (result.accuracy >= 0) msg << ": accuracy " << std::fixed << std::setprecision(4) << result.accuracy;
     msg << " with contributors " << contributors_text(result.contributors);
     if (head && !covers_plan()) msg << ", short of the plan's " << contributors_text(result.expected_contributors);
+    if (!head) msg << ", without a head";
+    // Whatever made the node incomplete, named where the reader looks first.
+    const auto list = [&](const char* what, const std::vector<NodeId>& ids) {
+      if (!ids.empty()) msg << "; " << what << " " << contributors_text(Contributors(ids.begin(), ids.end()));
+    };
+    list("missing", result.missing);
+    list("refused by", result.refused_by);
+    list("discarded knowledge from", result.discarded_from);
+    list("unacknowledged by", result.unacknowledged);
     say(msg.str());
   }
 };

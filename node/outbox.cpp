@@ -4,7 +4,7 @@
 #include "node/transport.h"
 
 #include <algorithm>
-#include <cmath>
+#include <sstream>
 #include <set>
 #include <utility>
 
@@ -17,6 +17,8 @@ Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say
 
 void Outbox::restore(std::vector<OutboxEntry> entries) {
   for (auto& e : entries) {
+    // A node killed between storing an offer and noting the older one replaced.
+    if (e.phase == kOfferPhase && !e.acked && !e.failed && !e.given_up) supersede_offers_to(e.to);
     Pending p;
     p.entry = std::move(e);
     pending_.push_back(std::move(p));
@@ -25,9 +27,25 @@ void Outbox::restore(std::vector<OutboxEntry> entries) {
 
 void Outbox::add(OutboxEntry e) {
   store_.store_outgoing(e);
+  // Stored first: a kill between the two leaves both open, and restore() settles that.
+  if (e.phase == kOfferPhase) supersede_offers_to(e.to);
   Pending p;
   p.entry = std::move(e);
   pending_.push_back(std::move(p));
+}
+
+void Outbox::supersede_offers_to(NodeId to) {
+  for (auto& p : pending_)
+    if (p.offer() && p.entry.to == to && p.open()) give_up(p);
+}
+
+void Outbox::give_up(Pending& p) {
+  p.entry.given_up = true;
+  store_.mark_given_up(p.entry);
+}
+
+bool Outbox::offer_expired(const Pending& p) const {
+  return p.offer() && p.tries > 0 && seconds_since(p.first_try) > timing_.warn_after_seconds;
 }
 
 void Outbox::acknowledged(NodeId from, uint64_t msg_id) {
@@ -53,6 +71,14 @@ SendTally Outbox::pump() {
   std::set<NodeId> busy;  // peers with an earlier frame still unsettled
   for (auto& p : pending_) {
     if (!p.open()) continue;
+    if (offer_expired(p)) {
+      std::ostringstream limit;
+      limit << timing_.warn_after_seconds;
+      say_(who_(p.entry.to) + " did not take " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
+           " in the " + limit.str() + " s it was offered for (it has most likely closed); no longer offering it");
+      give_up(p);
+      continue;
+    }
     if (!busy.insert(p.entry.to).second) continue;
     if (now < p.next_try) continue;
     if (p.tries == 0) p.first_try = now;
@@ -74,14 +100,7 @@ void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
   p.backoff = p.backoff.count() == 0 ? timing_.retry_initial + transfer
                                      : std::min(p.backoff * 2, timing_.retry_max + transfer);
   p.next_try = now + p.backoff;
-  if (p.entry.phase == kOfferPhase && seconds_since(p.first_try) > timing_.warn_after_seconds) {
-    p.given_up = true;
-    say_(who_(p.entry.to) + " did not take " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
-         " within " + std::to_string(static_cast<int>(std::ceil(seconds_since(p.first_try)))) +
-         " s (it has most likely finished and closed); no longer offering it");
-    return;
-  }
-  if (!p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
+  if (!p.offer() && !p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
     p.warned = true;
     say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
          " for " + std::to_string(static_cast<int>(seconds_since(p.first_try))) + " s; still trying");
@@ -95,10 +114,17 @@ bool Outbox::settled() const {
 std::chrono::milliseconds Outbox::until_next_resend(std::chrono::milliseconds cap) const {
   auto wait = cap;
   const auto now = Clock::now();
+  const auto until = [&](Clock::time_point t) {
+    return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(t - now));
+  };
   for (const auto& p : pending_)
-    if (p.open() && p.tries > 0)
-      wait = std::min(wait, std::max(std::chrono::milliseconds(1),
-                                     std::chrono::duration_cast<std::chrono::milliseconds>(p.next_try - now)));
+    if (p.open() && p.tries > 0) {
+      wait = std::min(wait, until(p.next_try));
+      // An offer is given up on time, not at its next resend.
+      if (p.offer())
+        wait = std::min(wait, until(p.first_try + std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::duration<double>(timing_.warn_after_seconds))));
+    }
   return wait;
 }
 

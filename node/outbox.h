@@ -5,7 +5,8 @@
 // backoff, until the peer acknowledges or refuses it. Stop-and-wait per peer: a peer gets its next
 // frame only once the previous one is settled, so frames to one peer arrive in the order they were
 // queued (hello, knowledge, complete) even across resends and restarts. An offer (kOfferPhase)
-// unacknowledged for warn_after_seconds after its first send is given up on, with one line.
+// unacknowledged for warn_after_seconds after its first send is given up on, with one line, and
+// a newer offer to the same peer replaces an older one still open; both are noted on disk.
 
 #include "node/state_store.h"
 
@@ -69,10 +70,14 @@ class Outbox {
     std::chrono::milliseconds backoff{0};
     int tries = 0;
     bool warned = false;
-    bool given_up = false;  // an offer nobody took
-    bool open() const { return !entry.acked && !entry.failed && !given_up; }
+    bool open() const { return !entry.acked && !entry.failed && !entry.given_up; }
+    bool offer() const { return entry.phase == kOfferPhase; }
   };
   void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
+  void give_up(Pending& p);
+  // Gives up the open offers to `to` (a newer one replaces them).
+  void supersede_offers_to(NodeId to);
+  bool offer_expired(const Pending& p) const;
 
   StateStore& store_;
   Transport& transport_;

@@ -230,6 +230,7 @@ void StateStore::store_outgoing(const OutboxEntry& e) {
 
 void StateStore::mark_acked(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".acked"), ""); }
 void StateStore::mark_failed(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".failed"), ""); }
+void StateStore::mark_given_up(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".given_up"), ""); }
 
 std::vector<OutboxEntry> StateStore::outbox() const {
   std::vector<OutboxEntry> out;
@@ -250,6 +251,7 @@ std::vector<OutboxEntry> StateStore::outbox() const {
     if (stem + ".frame" != where) r.fail("sequence number does not match the file name");
     e.acked = fs::exists(stem + ".acked");
     e.failed = fs::exists(stem + ".failed");
+    e.given_up = fs::exists(stem + ".given_up");
     out.push_back(std::move(e));
   }
   return out;
@@ -258,7 +260,7 @@ std::vector<OutboxEntry> StateStore::outbox() const {
 void StateStore::drop_outgoing(int phase) {
   for (const auto& e : outbox())
     if (e.phase == phase)
-      for (const char* suffix : {".frame", ".acked", ".failed"}) fs::remove(path(outbox_name(e) + suffix));
+      for (const char* suffix : {".frame", ".acked", ".failed", ".given_up"}) fs::remove(path(outbox_name(e) + suffix));
 }
 
 uint64_t StateStore::next_seq() const {

@@ -49,6 +49,7 @@ struct OutboxEntry {
   int64_t counted_bytes = 0;  // the payload as `fednode simulate` counts it (knowledge_bytes_sent)
   bool acked = false;
   bool failed = false;    // the peer refused it; not sent again
+  bool given_up = false;  // an offer nobody took in time, or one that a newer offer replaced
 };
 
 class StateStore {
@@ -79,6 +80,7 @@ class StateStore {
   void store_outgoing(const OutboxEntry& e);
   void mark_acked(const OutboxEntry& e);
   void mark_failed(const OutboxEntry& e);
+  void mark_given_up(const OutboxEntry& e);
   std::vector<OutboxEntry> outbox() const;  // by seq
   void drop_outgoing(int phase);            // a phase redone after a crash sends afresh
   uint64_t next_seq() const;

@@ -71,6 +71,11 @@ struct Transport::Impl {
       // is down waits in the queue; a high-water mark of 1 keeps resends from stacking copies
       // of a large frame there (a resend finds the queue full and is simply tried again later).
       s->set(zmq::sockopt::sndhwm, 1);
+      // A peer's socket carries only the outbox's frames, each on disk until acknowledged: one
+      // still queued when the node closes is an offer nobody took, a resend of a frame already
+      // acknowledged, or one the peer never answered. None is worth keeping the process for
+      // (answers go out through the listening socket, which keeps linger_ms).
+      s->set(zmq::sockopt::linger, 0);
       if (options.curve.keys) options.curve.keys->make_client(s->handle(), options.curve.peers.at(peer));
       try {
         s->connect(it->second.address);

@@ -46,7 +46,7 @@ struct TransportOptions {
   uint64_t max_message_bytes = uint64_t{256} << 20;  // larger frames drop their connection
   int heartbeat_ivl_ms = 1000;
   int heartbeat_timeout_ms = 10000;
-  int linger_ms = 2000;  // on close: how long unsent frames (a last ack) may still go out
+  int linger_ms = 2000;  // on close: how long unsent answers (a last ack) may still go out
   // Complete frames libzmq may queue per connection before it stops reading that connection
   // (TCP then holds the sender back; nothing is lost). A peer has at most one unacknowledged
   // frame in flight (stop-and-wait), so a few suffice; libzmq's default of 1000 let one

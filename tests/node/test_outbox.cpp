@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 namespace fednode {
@@ -29,13 +30,13 @@ class OutboxTest : public ::testing::Test {
   }
 
   // Queues a frame as the node does: the next seq is taken from the store, so add before the next.
-  OutboxEntry add(Outbox& outbox, NodeId to, const std::string& frame) {
+  OutboxEntry add(Outbox& outbox, NodeId to, const std::string& frame, int phase = 1) {
     OutboxEntry e;
     e.seq = store_.next_seq();
     e.to = to;
     e.msg_id = store_.next_msg_id();
-    e.type = MessageType::Knowledge;
-    e.phase = 1;
+    e.type = phase == kOfferPhase ? MessageType::Head : MessageType::Knowledge;
+    e.phase = phase;
     e.frame = frame;
     outbox.add(e);
     return e;
@@ -127,6 +128,78 @@ TEST_F(OutboxTest, APeerSilentPastTheWarningIsReportedOnce) {
   EXPECT_NE(said_[0].find("node 3 has not acknowledged"), std::string::npos) << said_[0];
   // The node sleeps no longer than until that peer's next resend.
   EXPECT_LE(outbox.until_next_resend(milliseconds(1000)), milliseconds(2));
+}
+
+// Offers (a hub's refitted head) go to leaves that may have closed: one nobody takes is given up
+// once its time is over, however far apart its resends are, without counting as unacknowledged;
+// a newer offer to the same peer replaces an older one; both stay so across a restart.
+TEST_F(OutboxTest, OffersAreGivenUpInTimeAndReplacedByNewerOnes) {
+  Transport self(0, "tcp://127.0.0.1:23671"), peer(4, "tcp://127.0.0.1:23672");  // it never answers
+  self.add_peer(4, "tcp://127.0.0.1:23672");
+  self.add_peer(5, "tcp://127.0.0.1:23673");  // nobody there
+  const auto timing = OutboxTiming{milliseconds(1000), milliseconds(1000), 0.1};  // resends 1 s apart
+  const auto say = [this](const std::string& line) { said_.push_back(line); };
+  const auto who = [](NodeId id) { return "node " + std::to_string(id); };
+  {
+    Outbox outbox(store_, self, timing, say, who);
+    add(outbox, 4, "head-a", kOfferPhase);
+    std::optional<Incoming> in;
+    for (int i = 0; i < 100 && !in; ++i) {
+      outbox.pump();  // sent once; the next resend is a second away
+      in = peer.receive(milliseconds(10));
+    }
+    ASSERT_TRUE(in);
+    EXPECT_EQ(in->frame.view(), "head-a");
+    const OutboxEntry new_offer = add(outbox, 4, "head-b", kOfferPhase);
+    add(outbox, 5, "head-b", kOfferPhase);
+    EXPECT_FALSE(outbox.settled());
+    // The newer offer goes out at once: the older one no longer holds the peer's queue.
+    outbox.pump();
+    in = peer.receive(milliseconds(500));
+    ASSERT_TRUE(in);
+    EXPECT_EQ(in->frame.view(), "head-b");
+    const auto started = std::chrono::steady_clock::now();
+    while (!outbox.settled() && std::chrono::steady_clock::now() - started < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(outbox.until_next_resend(milliseconds(1000)));
+      outbox.pump();
+    }
+    EXPECT_TRUE(outbox.settled());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(800)) << "not at the next resend, 1 s on";
+    EXPECT_TRUE(outbox.unacknowledged().empty());
+    EXPECT_TRUE(outbox.refusers().empty());
+    ASSERT_EQ(said_.size(), 2u);  // one line per offer that ran out, none for the replaced one
+    EXPECT_NE(said_[0].find("did not take head " + std::to_string(new_offer.msg_id) +
+                            " in the 0.1 s it was offered for"),
+              std::string::npos)
+        << said_[0];
+  }
+  const auto stored = store_.outbox();
+  ASSERT_EQ(stored.size(), 3u);
+  for (const auto& e : stored) EXPECT_TRUE(e.given_up) << "offer " << e.msg_id;
+  Outbox restarted(store_, self, timing, say, who);
+  restarted.restore(stored);
+  EXPECT_TRUE(restarted.settled()) << "a restart does not offer again what was given up";
+  EXPECT_EQ(restarted.pump().messages, 0);
+}
+
+// A node killed between storing a new offer and noting the old one replaced: the restart settles it.
+TEST_F(OutboxTest, ARestartKeepsOnlyTheNewestOpenOfferPerPeer) {
+  Transport self(0, "tcp://127.0.0.1:23681"), peer(6, "tcp://127.0.0.1:23682");
+  self.add_peer(6, "tcp://127.0.0.1:23682");
+  for (const char* frame : {"head-a", "head-b"}) {
+    OutboxEntry e;
+    e.seq = store_.next_seq();
+    e.to = 6;
+    e.msg_id = store_.next_msg_id();
+    e.type = MessageType::Head;
+    e.phase = kOfferPhase;
+    e.frame = frame;
+    store_.store_outgoing(e);  // as Outbox::add stores it, before it replaces anything
+  }
+  Outbox restarted = make(self);
+  restarted.restore(store_.outbox());
+  EXPECT_EQ(frames(restarted, peer), (std::vector<std::string>{"head-b", "head-b", "head-b"}));
+  EXPECT_TRUE(store_.outbox()[0].given_up);
 }
 
 }  // namespace
