@@ -676,7 +676,9 @@ struct Node::Impl {
     hm.backbone_fingerprint = config.backbone_fingerprint;
     const int64_t bytes = head_bytes(*h);
     for (NodeId to : plan.send_head_to) queue(to, MessageType::Head, phase, Payload(hm), bytes);
-    if (phase == kOfferPhase) say("offering the refitted head to " + contributors_text(Contributors(plan.send_head_to.begin(), plan.send_head_to.end())));
+    if (phase == kOfferPhase)
+      say("offering the refitted head to " +
+          contributors_text(Contributors(plan.send_head_to.begin(), plan.send_head_to.end())));
   }
 
   // A leaf whose hub's head leaves out the leaf's own data (the hub gave up on it before its
@@ -769,7 +771,8 @@ struct Node::Impl {
   // makes a restarted node refit.
   bool held_knowledge_adds_to_head() const {
     const std::vector<Knowledge> knowledge = knowledge_in_order(pieces);
-    const Contributors covers = select_for_combination(knowledge, &config.local, ctx, config.method.method).contributors;
+    const Contributors covers =
+        select_for_combination(knowledge, &config.local, ctx, config.method.method).contributors;
     return covers != result.contributors && std::includes(covers.begin(), covers.end(), result.contributors.begin(),
                                                           result.contributors.end());
   }

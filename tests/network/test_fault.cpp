@@ -241,7 +241,8 @@ TEST(Fault, LaunchCountsANodeRunAgainByHandAsFinished) {
                                  {{"dataset", "fashion-mnist"}, {"train-limit", "1000"}, {"test-limit", "200"}});
   const NodeId hub = *f.topology.federation.hub;
   const NodeId leaf = hub == 0 ? 1 : 0;
-  auto launch = std::async(std::launch::async, [&] { return run_cli("launch " + f.file.string() + " --quiet --timeout 120"); });
+  auto launch = std::async(std::launch::async,
+                           [&] { return run_cli("launch " + f.file.string() + " --quiet --timeout 120"); });
   const fs::path log = f.state_dir(leaf) / "node.log";
   ASSERT_TRUE(wait_for_log(log, "takes the head of")) << read_text(log);
   pid_t launched = -1;
