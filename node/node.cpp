@@ -917,6 +917,7 @@ struct Node::Impl {
     result.unacknowledged.clear();
     for (NodeId id : outbox->refusers()) add_once(result.refused_by, id);
     for (NodeId id : outbox->unacknowledged()) add_once(result.unacknowledged, id);
+    if (status != NodeStatus::Stopped) outbox->give_up_offers();  // a stopped node offers on when continued
     finish_status = status;
     score();
     result.seconds_total = seconds_since(started);

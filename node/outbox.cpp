@@ -42,6 +42,14 @@ void Outbox::supersede_offers_to(NodeId to) {
 void Outbox::give_up(Pending& p) {
   p.entry.given_up = true;
   store_.mark_given_up(p.entry);
+  // Sent and never taken, it may still wait in the peer's one-frame queue, and a peer that
+  // comes back (run again) would get it first: an older head, ahead of the newer offer.
+  if (p.tries > 0) transport_.drop_queued(p.entry.to);
+}
+
+void Outbox::give_up_offers() {
+  for (auto& p : pending_)
+    if (p.offer() && p.open()) give_up(p);
 }
 
 bool Outbox::offer_expired(const Pending& p) const {

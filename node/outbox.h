@@ -47,6 +47,9 @@ class Outbox {
   // Stores `e` durably, then queues it behind what its peer has not settled yet.
   void add(OutboxEntry e);
 
+  // The node is done: offers still open are given up (and so not made again by a rerun).
+  void give_up_offers();
+
   void acknowledged(NodeId from, uint64_t msg_id);
   void refused(NodeId from, uint64_t msg_id);
 

@@ -223,6 +223,11 @@ bool Transport::send(NodeId peer, const std::string& frame) {
   return s.send(m, zmq::send_flags::dontwait).has_value();
 }
 
+void Transport::drop_queued(NodeId peer) {
+  const auto it = impl_->peers.find(peer);
+  if (it != impl_->peers.end()) it->second.dealer.reset();  // linger 0: the queue goes with it
+}
+
 bool Transport::reply(const Incoming& in, const std::string& frame) {
   try {
     if (in.via_dealer) return send(*in.via_dealer, frame);

@@ -105,6 +105,10 @@ class Transport {
   // frame for it is still waiting, e.g. while it is down; the caller retries later);
   // InputError for a peer never added.
   bool send(NodeId peer, const std::string& frame);
+  // Drops whatever is still queued for `peer` (its socket is closed; the next send opens a new
+  // one, which also connects at once instead of after libzmq's reconnect backoff). For a frame
+  // the caller no longer wants delivered: a stale one would otherwise go out ahead of the next.
+  void drop_queued(NodeId peer);
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 

@@ -205,6 +205,18 @@ TEST(LateHead, KnowledgeThatComesWhileTheHubClosesIsStillUsed) {
   auto late_node = s.make(s.late);
   expect_the_late_leaf_gets_the_refit(s, hub_node, late_node, false);
   EXPECT_TRUE(s.said(s.hub, "knowledge came while closing; refitting")) << s.all_logs();
+  // The hub stopped waiting (its ack deadline) while its offer to the early leaf was still open:
+  // that offer is noted as given up, so running the hub's command again does not make it again.
+  const fs::path outbox = s.star.f.state_dir(s.hub) / "outbox";
+  int frames = 0;
+  for (const auto& e : fs::directory_iterator(outbox)) {
+    if (e.path().extension() != ".frame") continue;
+    ++frames;
+    fs::path stem = e.path();
+    stem.replace_extension();
+    EXPECT_TRUE(fs::exists(stem.string() + ".acked") || fs::exists(stem.string() + ".given_up")) << e.path();
+  }
+  EXPECT_GT(frames, 0);
   if (!::testing::Test::HasFailure()) fs::remove_all(s.star.f.dir);
 }
 

@@ -182,6 +182,22 @@ TEST_F(OutboxTest, OffersAreGivenUpInTimeAndReplacedByNewerOnes) {
   EXPECT_EQ(restarted.pump().messages, 0);
 }
 
+// An offer sent to a peer that is down waits in that peer's queue; replaced by a newer one, it
+// must not be what the peer gets when it comes back.
+TEST_F(OutboxTest, AReplacedOfferIsNotDeliveredWhenThePeerComesBack) {
+  Transport self(0, "tcp://127.0.0.1:23691");
+  self.add_peer(7, "tcp://127.0.0.1:23692");
+  Outbox outbox = make(self);
+  add(outbox, 7, "head-old", kOfferPhase);
+  for (int i = 0; i < 5; ++i) {
+    outbox.pump();  // queued for a peer that is not there
+    std::this_thread::sleep_for(milliseconds(30));
+  }
+  add(outbox, 7, "head-new", kOfferPhase);
+  Transport peer(7, "tcp://127.0.0.1:23692");  // the peer comes back
+  EXPECT_EQ(frames(outbox, peer), (std::vector<std::string>{"head-new", "head-new", "head-new"}));
+}
+
 // A node killed between storing a new offer and noting the old one replaced: the restart settles it.
 TEST_F(OutboxTest, ARestartKeepsOnlyTheNewestOpenOfferPerPeer) {
   Transport self(0, "tcp://127.0.0.1:23681"), peer(6, "tcp://127.0.0.1:23682");
