@@ -751,10 +751,9 @@ struct Node::Impl {
   // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
   void refit() {
     refit_pending = false;
-    const std::vector<Knowledge> knowledge = knowledge_in_order(pieces);
-    const Selection sel = select_for_combination(knowledge, &config.local, ctx, config.method.method);
-    if (sel.contributors == result.contributors) return;
-    say("refitting the head with knowledge that came after phase 1: " + contributors_text(sel.contributors));
+    const Contributors covers = held_contributors();
+    if (covers == result.contributors) return;
+    say("refitting the head with knowledge that came after phase 1: " + contributors_text(covers));
     Refit r = with_admission("refitting", [&](const std::vector<ReceivedPiece>& held) {
       return refit_head(*method, knowledge_in_order(held), config.local, ctx);
     });
@@ -767,12 +766,15 @@ struct Node::Impl {
     set_head(refitted, r.contributors);
   }
 
+  // Whose data a head on the Knowledge pieces held and the local data would cover.
+  Contributors held_contributors() const {
+    return select_for_combination(knowledge_in_order(pieces), &config.local, ctx, config.method.method).contributors;
+  }
+
   // Knowledge stored after the last head was fitted (the node was killed before it refitted)
   // makes a restarted node refit.
   bool held_knowledge_adds_to_head() const {
-    const std::vector<Knowledge> knowledge = knowledge_in_order(pieces);
-    const Contributors covers =
-        select_for_combination(knowledge, &config.local, ctx, config.method.method).contributors;
+    const Contributors covers = held_contributors();
     return covers != result.contributors && std::includes(covers.begin(), covers.end(), result.contributors.begin(),
                                                           result.contributors.end());
   }
