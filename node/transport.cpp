@@ -204,8 +204,11 @@ void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
   s.set(zmq::sockopt::heartbeat_ivl, options.heartbeat_ivl_ms);
   s.set(zmq::sockopt::heartbeat_timeout, options.heartbeat_timeout_ms);
   s.set(zmq::sockopt::heartbeat_ttl, options.heartbeat_timeout_ms);
+  // A peer that is down is redialled every 0.1 s, backing off to 0.5 s: a finished node run
+  // again listens for about a second, and with libzmq's backoff up to 2 s a hub's redial fell
+  // between its starts and missed it (it never took the refitted head the hub was offering).
   s.set(zmq::sockopt::reconnect_ivl, 100);
-  s.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  s.set(zmq::sockopt::reconnect_ivl_max, 500);
 }
 
 ReceivedFrame::ReceivedFrame() = default;
