@@ -17,10 +17,10 @@ Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say
 
 void Outbox::restore(std::vector<OutboxEntry> entries) {
   for (auto& e : entries) {
-    // A node killed between storing an offer and noting the older one replaced.
-    if (e.phase == kOfferPhase && !e.acked && !e.failed && !e.given_up) supersede_offers_to(e.to);
     Pending p;
     p.entry = std::move(e);
+    // A node killed between storing an offer and noting the older one replaced.
+    if (p.offer() && p.open()) give_up_open_offers(p.entry.to);
     pending_.push_back(std::move(p));
   }
 }
@@ -28,15 +28,15 @@ void Outbox::restore(std::vector<OutboxEntry> entries) {
 void Outbox::add(OutboxEntry e) {
   store_.store_outgoing(e);
   // Stored first: a kill between the two leaves both open, and restore() settles that.
-  if (e.phase == kOfferPhase) supersede_offers_to(e.to);
+  if (e.phase == kOfferPhase) give_up_open_offers(e.to);
   Pending p;
   p.entry = std::move(e);
   pending_.push_back(std::move(p));
 }
 
-void Outbox::supersede_offers_to(NodeId to) {
+void Outbox::give_up_open_offers(std::optional<NodeId> to) {
   for (auto& p : pending_)
-    if (p.offer() && p.entry.to == to && p.open()) give_up(p);
+    if (p.offer() && p.open() && (!to || p.entry.to == *to)) give_up(p);
 }
 
 void Outbox::give_up(Pending& p) {
@@ -47,10 +47,7 @@ void Outbox::give_up(Pending& p) {
   if (p.tries > 0) transport_.drop_queued(p.entry.to);
 }
 
-void Outbox::give_up_offers() {
-  for (auto& p : pending_)
-    if (p.offer() && p.open()) give_up(p);
-}
+void Outbox::give_up_offers() { give_up_open_offers(std::nullopt); }
 
 bool Outbox::offer_expired(const Pending& p) const {
   return p.offer() && p.tries > 0 && seconds_since(p.first_try) > timing_.warn_after_seconds;
@@ -146,7 +143,7 @@ std::vector<NodeId> Outbox::refusers() const {
 std::vector<NodeId> Outbox::unacknowledged() const {
   std::vector<NodeId> ids;
   for (const auto& p : pending_)
-    if (p.open() && p.entry.phase != kOfferPhase) ids.push_back(p.entry.to);
+    if (p.open() && !p.offer()) ids.push_back(p.entry.to);
   return ids;
 }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,8 @@ class Outbox {
   };
   void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
   void give_up(Pending& p);
-  // Gives up the open offers to `to` (a newer one replaces them).
-  void supersede_offers_to(NodeId to);
+  // Gives up the open offers to `to` (a newer one replaces them), or to everyone.
+  void give_up_open_offers(std::optional<NodeId> to);
   bool offer_expired(const Pending& p) const;
 
   StateStore& store_;
