@@ -2,6 +2,10 @@
 
 namespace fednode {
 
+const char* to_string(FedPftOptions::SampleCorrelation c) {
+  return c == FedPftOptions::SampleCorrelation::Local ? "local" : "none";
+}
+
 Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,
                                  const NodeContext& ctx, const std::string& method) {
   for (size_t i = 0; i < received.size(); ++i)

@@ -46,8 +46,15 @@ struct FedPftOptions {
   // (real local rows are repeated as often, so class proportions are unchanged). More draws
   // show the head the mixture rather than one small sample of it; docs/methods/fedpft.md.
   int synthetic_multiplier = 1;
+  // How the dimensions of a synthetic feature drawn from a diagonal or spherical component vary
+  // together: not at all, as the paper draws them (None), or with the receiving node's own pooled
+  // within-class correlation (Local; methods/fedpft/correlation.h). Nothing sent changes; full
+  // covariances always carry their own.
+  enum class SampleCorrelation { None, Local };
+  SampleCorrelation sample_correlation = SampleCorrelation::None;
   LinearTrainOptions head;
 };
+const char* to_string(FedPftOptions::SampleCorrelation c);  // "none" | "local"
 
 enum class LdaCovariance { Total, Within };
 

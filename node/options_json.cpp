@@ -20,6 +20,7 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) {
     w.key("init").value(p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++");
     w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
     w.key("synthetic_multiplier").value(p.synthetic_multiplier);
+    w.key("sample_correlation").value(to_string(p.sample_correlation));
     w.key("dp").value(p.dp);
     if (p.dp) {
       w.key("dp_epsilon").value(p.dp_epsilon);

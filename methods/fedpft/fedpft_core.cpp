@@ -1,5 +1,6 @@
 #include "methods/fedpft/fedpft_core.h"
 
+#include "methods/fedpft/correlation.h"
 #include "methods/fedpft/dp.h"
 #include "methods/fedpft/half.h"
 #include "methods/float16.h"
@@ -124,6 +125,30 @@ void check_synthetic_size(double rows, int dim, const std::string& where) {
                      " exceed the limit of 2^31 synthetic values");
 }
 
+// The correlation the head's synthetic features are drawn with: none unless asked for, there is
+// a diagonal or spherical mixture to draw from, and this node holds features to estimate it from
+// (its own, whether or not they are already among the pieces' contributors).
+WithinClassCorrelation correlation_to_draw_with(const Selection& sel, const Features* local,
+                                                const FedPftOptions& o, const NodeContext& ctx) {
+  if (o.sample_correlation != FedPftOptions::SampleCorrelation::Local || !local || local->size() == 0) return {};
+  const bool any_uncorrelated = std::any_of(sel.pieces.begin(), sel.pieces.end(), [](const Knowledge* piece) {
+    const auto& classes = std::get<GmmKnowledge>(piece->payload).classes;
+    return std::any_of(classes.begin(), classes.end(),
+                       [](const ClassMixture& c) { return c.mixture.type != CovarianceType::Full; });
+  });
+  if (!any_uncorrelated) return {};
+  WithinClassCorrelation c = within_class_correlation(*local);
+  if (ctx.progress) {
+    if (c.factor.size() == 0)
+      ctx.progress("fedpft: no local class holds two samples, so synthetic features are drawn without correlation");
+    else
+      ctx.progress("fedpft: synthetic features drawn with the within-class correlation of " +
+                   std::to_string(c.residuals) + " local samples (Ledoit-Wolf shrinkage " +
+                   std::to_string(c.shrinkage) + ")");
+  }
+  return c;
+}
+
 }  // namespace
 
 void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
@@ -238,11 +263,13 @@ Features fedpft_training_set(const std::vector<Knowledge>& received, const Featu
   out.num_classes = ctx.num_classes;
   out.X.resize(static_cast<Eigen::Index>(total), ctx.dim);
   out.y.reserve(static_cast<size_t>(total));
+  const WithinClassCorrelation correlation = correlation_to_draw_with(sel, local, o, ctx);
   Eigen::Index row = 0;
   for (const Knowledge* piece : sel.pieces)
     for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes) {
       Rng rng(fedpft_sampling_seed(ctx, piece->contributors, cm.label));
-      const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng);
+      const bool correlate = correlation.factor.size() > 0 && cm.mixture.type != CovarianceType::Full;
+      const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng, correlate ? &correlation.factor : nullptr);
       out.X.middleRows(row, samples.rows()) = samples;
       out.y.insert(out.y.end(), static_cast<size_t>(samples.rows()), cm.label);
       row += samples.rows();

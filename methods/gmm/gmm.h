@@ -68,7 +68,11 @@ double mean_log_likelihood(const GaussianMixture& g, const MatrixF& X);
 // n draws from the mixture: component counts by a multinomial draw over the (normalised)
 // weights, then Gaussian draws per component (full covariances through their Cholesky factor).
 // Rows come grouped by component. Deterministic for a given Rng state, whatever the thread count.
-MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng);
+// With `correlation` (the lower Cholesky factor L of a d x d correlation matrix R, unit diagonal),
+// a diagonal or spherical component draws mu + sigma * (L z) instead of mu + sigma * z: the same
+// means and variances, with correlation R between the dimensions. Refused for full covariances,
+// which carry their own.
+MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, const MatrixD* correlation = nullptr);
 
 // k-means on the rows of X. Centers are in the coordinates of X.
 struct KMeansResult {

@@ -27,10 +27,18 @@ struct Task {
 };
 }  // namespace
 
-MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
+MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, const MatrixD* correlation) {
   g.validate("mixture to sample from");
   const Index d = g.dim();
   const int K = g.components();
+  if (correlation) {
+    if (g.type == CovarianceType::Full)
+      throw InputError("a correlation to draw with applies to diagonal and spherical mixtures; a full "
+                       "covariance carries its own");
+    if (correlation->rows() != d || correlation->cols() != d)
+      throw InputError("correlation factor is " + std::to_string(correlation->rows()) + "x" +
+                       std::to_string(correlation->cols()) + ", the mixture's dimension is " + std::to_string(d));
+  }
   if (n < 0) throw InputError("cannot draw a negative number of samples (" + std::to_string(n) + ")");
   if (static_cast<double>(n) * static_cast<double>(d) > kMaxSampleScalars)
     throw InputError("drawing " + std::to_string(n) + " samples of dimension " + std::to_string(d) +
@@ -74,8 +82,9 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
 
   BlasSingleThread single;  // the passes call BLAS from several threads at once
   // Normal draws dominate: about 30 operations each.
+  const bool multiplies = g.type == CovarianceType::Full || correlation;
   const double flops = 30.0 * static_cast<double>(n) * static_cast<double>(d) *
-                       (g.type == CovarianceType::Full ? 1.0 + static_cast<double>(d) / 15.0 : 1.0);
+                       (multiplies ? 1.0 + static_cast<double>(d) / 15.0 : 1.0);
   for_each_chunk(tasks.size(), flops > gmm_detail::kParallelFlops, [&](size_t t) {
     const Task& task = tasks[t];
     const int k = task.component;
@@ -83,6 +92,9 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng) {
     MatrixD Z(task.rows, d);
     for (Index i = 0; i < task.rows; ++i)
       for (Index j = 0; j < d; ++j) Z(i, j) = r.normal();
+    if (correlation)  // every row z becomes L z: Z = Z L^T, L lower triangular
+      cblas_dtrmm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, static_cast<int>(task.rows),
+                  static_cast<int>(d), 1.0, correlation->data(), static_cast<int>(d), Z.data(), static_cast<int>(d));
     switch (g.type) {
       case CovarianceType::Diag:
         for (Index i = 0; i < task.rows; ++i)
