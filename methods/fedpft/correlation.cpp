@@ -85,16 +85,13 @@ WithinClassCorrelation within_class_correlation(const Features& local) {
     out.shrinkage = spread > 0 ? std::max(0.0, noise) / spread : 1.0;
     MatrixD shrunk = (1 - out.shrinkage) * S;
     shrunk.diagonal().array() += out.shrinkage * mu;
-    // S has a unit diagonal up to rounding, and so has the shrunk matrix; make it exact, so that
-    // every synthetic dimension has exactly the variance the mixture gives it.
-    const VectorD scale = shrunk.diagonal().cwiseSqrt().cwiseInverse();
-    shrunk = scale.asDiagonal() * shrunk * scale.asDiagonal();
     for (Eigen::Index a = 0; a < p; ++a)
       for (Eigen::Index b = 0; b < p; ++b) R(varying[static_cast<size_t>(a)], varying[static_cast<size_t>(b)]) = shrunk(a, b);
   }
   robust_cholesky(R, out.factor);
-  // Had R needed regularising, its diagonal grew: scale each row of L back to unit length, so
-  // that L L^T keeps a unit diagonal whatever happened.
+  // S has a unit diagonal only up to rounding, and had R needed regularising its diagonal grew:
+  // scaling each row of L to unit length is scaling R to a unit diagonal (D L (D L)^T = D R D),
+  // so every synthetic dimension keeps exactly the variance the mixture gives it.
   for (Eigen::Index j = 0; j < d; ++j) out.factor.row(j) /= out.factor.row(j).norm();
   return out;
 }

@@ -116,6 +116,11 @@ TEST(SampleCorrelation, ShrinkageIsLedoitWolfAndGrowsWhenResidualsAreFewAgainstT
   Z = Z * sd.cwiseInverse().asDiagonal();
   EXPECT_NEAR(c.shrinkage, textbook_ledoit_wolf(Z), 1e-9);
   EXPECT_GT(c.shrinkage, 0.05);
+  // And the factor is that of the shrunk matrix: off the diagonal, (1 - weight) times S.
+  const MatrixD S = Z.transpose() * Z / 30.0;
+  const MatrixD shrunk = c.factor * c.factor.transpose();
+  for (int a = 0; a < 40; ++a)
+    for (int b = 0; b < a; ++b) ASSERT_NEAR(shrunk(a, b), (1 - c.shrinkage) * S(a, b), 1e-9) << a << "," << b;
   // A hundred times the rows pin the correlation down: far less shrinkage, R(0, 1) near 0.5.
   const WithinClassCorrelation many = within_class_correlation(one_factor_features(3000, 6));
   EXPECT_LT(many.shrinkage, c.shrinkage / 10);
@@ -134,6 +139,27 @@ TEST(SampleCorrelation, NothingToEstimateWithoutAClassOfTwoRows) {
   const WithinClassCorrelation c = within_class_correlation(f);
   EXPECT_EQ(c.factor.size(), 0);
   EXPECT_EQ(c.residuals, 0);
+}
+
+TEST(SampleCorrelation, ASingularEstimateIsRegularisedAndKeepsAUnitDiagonal) {
+  // One class of two rows: the residuals are r and -r, so S = r r^T has rank 1, Ledoit-Wolf sees
+  // no spread between the residuals (weight 0), and the Cholesky factor needs a jitter.
+  Features f;
+  f.num_classes = 2;
+  f.X.resize(3, 3);
+  f.X << 1, 2, 3,  //
+      3, 1, 4,     //
+      9, 9, 9;
+  f.y = {0, 0, 1};
+  const WithinClassCorrelation c = within_class_correlation(f);
+  EXPECT_EQ(c.residuals, 2);
+  EXPECT_EQ(c.shrinkage, 0.0);
+  ASSERT_TRUE(c.factor.allFinite());
+  const MatrixD R = c.factor * c.factor.transpose();
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(R(j, j), 1.0, 1e-12) << j;
+  // r = (-1, 0.5, -0.5) standardised is (-1, 1, -1): perfectly (anti-)correlated dimensions.
+  EXPECT_NEAR(R(0, 1), -1.0, 1e-4);
+  EXPECT_NEAR(R(0, 2), 1.0, 1e-4);
 }
 
 class CorrelatedSampling : public ::testing::TestWithParam<CovarianceType> {};
