@@ -79,8 +79,11 @@ SendTally Outbox::pump() {
     if (offer_expired(p)) {
       std::ostringstream limit;
       limit << timing_.warn_after_seconds;
-      say_(who_(p.entry.to) + " did not take " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
-           " in the " + limit.str() + " s it was offered for (it has most likely closed); no longer offering it");
+      // Not "did not take": a peer that took an earlier copy and closed before its acknowledgement
+      // got through (or before this node was restarted) never answers either.
+      say_(who_(p.entry.to) + " did not acknowledge " + to_string(p.entry.type) + " " +
+           std::to_string(p.entry.msg_id) + " in the " + limit.str() +
+           " s it was offered for (it has most likely closed); no longer offering it");
       give_up(p);
       continue;
     }

@@ -132,7 +132,7 @@ void expect_the_late_leaf_gets_the_refit(LateLeafStar& s, std::unique_ptr<Node>&
   EXPECT_TRUE(hub.unacknowledged.empty()) << "an offer nobody took is not an unacknowledged send";
   EXPECT_TRUE(s.said(s.hub, "offering the refitted head to {")) << s.all_logs();
   // Unless the hub stopped waiting for acknowledgements first.
-  if (hub_gives_up_offers) EXPECT_TRUE(s.said(s.hub, "did not take head")) << s.all_logs();
+  if (hub_gives_up_offers) EXPECT_TRUE(s.said(s.hub, "did not acknowledge head")) << s.all_logs();
   const NodeOutcome written = read_result(s.star.f.state_dir(s.late));
   EXPECT_EQ(written.status, "finished");
   EXPECT_EQ(written.contributors, (std::vector<long>{0, 1, 2}));

@@ -168,7 +168,7 @@ TEST_F(OutboxTest, OffersAreGivenUpInTimeAndReplacedByNewerOnes) {
     EXPECT_TRUE(outbox.unacknowledged().empty());
     EXPECT_TRUE(outbox.refusers().empty());
     ASSERT_EQ(said_.size(), 2u);  // one line per offer that ran out, none for the replaced one
-    EXPECT_NE(said_[0].find("did not take head " + std::to_string(new_offer.msg_id) +
+    EXPECT_NE(said_[0].find("did not acknowledge head " + std::to_string(new_offer.msg_id) +
                             " in the 0.1 s it was offered for"),
               std::string::npos)
         << said_[0];
