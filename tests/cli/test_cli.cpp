@@ -259,7 +259,11 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"},
            {"--partition iid --dirichlet-alpha 0.3", "--dirichlet-alpha is a parameter of --partition dirichlet"},
            {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},
-           {"--nodes 1025", "--nodes must be in [1, 1024]"}}) {
+           {"--nodes 1025", "--nodes must be in [1, 1024]"},
+           {"--sample-correlation all", "--sample-correlation must be none or local, got 'all'"},
+           {"--method fedcgs --sample-correlation local", "--sample-correlation is a fedpft option"},
+           {"--covariance full --sample-correlation local", "full covariances carry their own"},
+           {"--dp --sample-correlation local", "DP-FedPFT's full Gaussians carry their own"}}) {
     const CliRun r = run_cli("simulate " + data_args() + " " + args + " --quiet");
     EXPECT_EQ(r.code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;
