@@ -30,11 +30,14 @@ const char* kHelp =
     "Exit status: 0 finished, 3 finished incomplete (a peer missed a deadline), 130 stopped by a\n"
     "signal, 1 error, 2 usage.\n";
 
-volatile std::sig_atomic_t g_stop_requested = 0;
+// Lock-free, so a signal handler may set it; extraction (minutes at large inputs) reads it
+// between batches, the loop below between steps.
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 // The running node, so that a signal reaches it inside a long merge or head fit as well.
 std::atomic<Node*> g_node{nullptr};
 void on_signal(int) {
-  g_stop_requested = 1;
+  g_stop_requested.store(true);
   if (Node* node = g_node.load()) node->request_stop();
 }
 
@@ -132,7 +135,13 @@ int cmd_run(const std::vector<std::string>& argv) {
   config.callbacks.progress = say;
 
   say("loading data");
-  LoadedData loaded = from_file([&] { return load_data(parsed, quiet); });
+  LoadedData loaded;
+  try {
+    loaded = from_file([&] { return load_data(parsed, quiet, &g_stop_requested); });
+  } catch (const Interrupted&) {
+    say("stopped while extracting features; nothing was cached or stored, the same command starts again");
+    return 130;
+  }
   config.backbone_fingerprint = loaded.fingerprint;
   if (whole) {
     config.local = expand_features(std::move(loaded.train), loaded.expansion);

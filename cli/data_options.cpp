@@ -68,7 +68,7 @@ DataSettings parse_data_settings(const Args& a, bool need_source) {
   return d;
 }
 
-LoadedData load_data(const DataSettings& s, bool quiet) {
+LoadedData load_data(const DataSettings& s, bool quiet, const std::atomic<bool>* stop) {
   LoadedData d;
   d.fingerprint = s.fingerprint;
   if (!s.dataset.empty() && !s.backbone.empty()) {
@@ -78,6 +78,7 @@ LoadedData load_data(const DataSettings& s, bool quiet) {
     x.input_size = s.input_size;
     x.threads = s.threads_extract;
     x.progress = !quiet;
+    x.stop = stop;
     x.split = "train";
     x.limit = s.train_limit;
     BatchAllocations batch_buffers;
@@ -125,7 +126,9 @@ LoadedData load_data(const DataSettings& s, bool quiet) {
   return d;
 }
 
-LoadedData load_data(const Args& a, bool quiet) { return load_data(parse_data_settings(a), quiet); }
+LoadedData load_data(const Args& a, bool quiet, const std::atomic<bool>* stop) {
+  return load_data(parse_data_settings(a), quiet, stop);
+}
 
 PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed) {
   PartitionOptions p;

@@ -8,6 +8,7 @@
 #include "features/partition.h"
 #include "methods/types.h"
 
+#include <atomic>
 #include <set>
 #include <string>
 
@@ -43,9 +44,10 @@ struct DataSettings {
 DataSettings parse_data_settings(const Args& a, bool need_source = true);
 
 // Reads --dataset (optionally through --backbone) or the four .npy files, applies the limits,
-// gives both splits the same class count, and reads the expansion. Throws UsageError/InputError.
-LoadedData load_data(const DataSettings& settings, bool quiet);
-LoadedData load_data(const Args& a, bool quiet);
+// gives both splits the same class count, and reads the expansion. Throws UsageError/InputError,
+// and Interrupted when `stop` becomes true during a backbone's extraction.
+LoadedData load_data(const DataSettings& settings, bool quiet, const std::atomic<bool>* stop = nullptr);
+LoadedData load_data(const Args& a, bool quiet, const std::atomic<bool>* stop = nullptr);
 
 // The partition scheme and its parameters for `nodes` nodes drawn from `seed`.
 PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed);

@@ -6,6 +6,7 @@
 #include "features/preprocess.h"
 #include "methods/types.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +41,9 @@ struct RunOptions {
   int batch_size = 64;
   bool progress = true;          // progress line on stderr
   std::string label = "extract";
+  // When set and true, extract() throws Interrupted before its next batch: extraction can take
+  // minutes, and a node asked to stop (a signal) should not finish it first.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class Backbone {

@@ -173,6 +173,7 @@ Extracted extract_features(const ExtractOptions& o) {
   run.batch_size = o.batch_size;
   run.progress = o.progress;
   run.label = "extract " + plan.description;
+  run.stop = o.stop;
 
   Features& f = result.features;
   f.num_classes = static_cast<int>(plan.class_names.size());

@@ -5,6 +5,7 @@
 
 #include "methods/types.h"
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct ExtractOptions {
   bool progress = true;          // progress line on stderr
   bool freeze = true;            // BackboneOptions::freeze
   bool optimize = false;         // BackboneOptions::optimize
+  const std::atomic<bool>* stop = nullptr;  // RunOptions::stop; nothing is cached when it fires
 };
 
 struct Extracted {

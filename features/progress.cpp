@@ -38,8 +38,10 @@ void Progress::draw(bool final) {
   const double elapsed = seconds();
   const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0;
   if (final) {
-    std::fprintf(stderr, "%s%s: %lld %s in %.1f s (%.1f %s/s)\n", tty_ ? "\r\033[K" : "", label_.c_str(),
-                 static_cast<long long>(done_), unit_.c_str(), elapsed, rate, unit_.c_str());
+    // Cut short (an error or a stop unwound the loop): say how far it got, not just a count.
+    const std::string of = done_ < total_ ? " of " + std::to_string(total_) : "";
+    std::fprintf(stderr, "%s%s: %lld%s %s in %.1f s (%.1f %s/s)\n", tty_ ? "\r\033[K" : "", label_.c_str(),
+                 static_cast<long long>(done_), of.c_str(), unit_.c_str(), elapsed, rate, unit_.c_str());
     return;
   }
   const double left = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0.0;

@@ -20,11 +20,6 @@
 
 namespace fednode {
 
-// Thrown at an interruption point once NodeContext::stop is set; not an error.
-struct Interrupted : std::runtime_error {
-  Interrupted() : std::runtime_error("interrupted: asked to stop") {}
-};
-
 struct GmmOptions {
   int components = 10;                         // K
   CovarianceType covariance = CovarianceType::Diag;

@@ -47,6 +47,12 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown at an interruption point once a stop flag is set (NodeContext::stop, RunOptions::stop):
+// the caller asked for it, so it is not an error.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted: asked to stop") {}
+};
+
 // Throws InputError unless `path` is a regular file (or a link to one), saying what it is
 // instead: missing, a directory, or another kind of file. `what` names the file's role
 // ("backbone model file"). An unreadable file is left to the caller's open, which says why.

@@ -18,6 +18,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <filesystem>
@@ -374,6 +375,27 @@ TEST(FeatureCacheStore, RoundTripsAndReportsDamage) {
   problem.clear();
   EXPECT_FALSE(cache.load(key, &problem).has_value());
   EXPECT_NE(problem.find("meta.txt missing"), std::string::npos) << problem;
+}
+
+TEST(FeatureCacheExtract, AStopFlagEndsExtractionAndCachesNothing) {
+  const TempDir dir_tmp("fednode_backbone_stop");
+  ExtractOptions o;
+  o.dataset = "fashion-mnist";
+  o.limit = 8;
+  o.input_size = 64;
+  o.threads = 1;
+  o.cache_dir = dir_tmp.str();
+  o.progress = false;
+  std::atomic<bool> stop{true};
+  o.stop = &stop;
+  EXPECT_THROW(extract_features(o), Interrupted);
+  for (const auto& entry : fs::recursive_directory_iterator(dir_tmp.path()))
+    EXPECT_FALSE(entry.is_regular_file()) << entry.path();
+  stop = false;
+  const Extracted e = extract_features(o);
+  EXPECT_FALSE(e.from_cache);
+  EXPECT_EQ(e.features.size(), 8);
+  EXPECT_TRUE(fs::is_regular_file(e.cache_entry + "/X.npy"));
 }
 
 TEST(FeatureCacheExtract, SecondRunLoadsAndDamagedEntriesAreRecomputed) {

@@ -132,6 +132,35 @@ TEST(Fault, SigtermStopsALongHeadFitAtItsNextEpoch) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A signal reaches a node while its backbone extracts features too: the extraction stops at its
+// next batch (exit 130), caches nothing, and no node state is written.
+TEST(Fault, SigtermStopsFeatureExtractionAtItsNextBatch) {
+  const auto dir = test_dir("fault");
+  // All 60 000 training images at 224 px: minutes of extraction on two cores, never cached.
+  const Federation f = make_federation(dir, TopologyMode::Linear, 1, "fedcgs", 23370, {},
+                                       {{"dataset", "fashion-mnist"}, {"backbone", "default"}, {"input-size", "224"}});
+  const fs::path cache = dir / "cache";
+  const char* saved = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const pid_t pid = spawn_node(f, 0);
+  if (saved) ::setenv("XDG_CACHE_HOME", saved_value.c_str(), 1);
+  else ::unsetenv("XDG_CACHE_HOME");
+  const fs::path log = f.state_dir(0) / "node.log";
+  ASSERT_TRUE(wait_for_log(log, "loading data")) << read_text(log);
+  ::usleep(1500 * 1000);  // into the backbone's load or its first batches
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(pid, 30), 130) << "extracting 60 000 images at 224 px would take minutes\n" << read_text(log);
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find("stopped while extracting features"), std::string::npos) << text;
+  EXPECT_EQ(text.find("holds"), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(f.state_dir(0) / "result.json"));
+  if (fs::exists(cache))
+    for (const auto& entry : fs::recursive_directory_iterator(cache))
+      EXPECT_NE(entry.path().extension(), ".npy") << entry.path();
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // A node restarted after phase 1 still names the senders phase 1 went on without.
 TEST(Fault, MissingSendersStayMissingAcrossARestart) {
   const auto dir = test_dir("fault");
