@@ -83,10 +83,10 @@ WithinClassCorrelation within_class_correlation(const Features& local) {
     const double spread = (S - mu * MatrixD::Identity(p, p)).squaredNorm();
     const double noise = std::min(fourth_moment / (m * m) - S.squaredNorm() / m, spread);
     out.shrinkage = spread > 0 ? std::max(0.0, noise) / spread : 1.0;
-    MatrixD shrunk = (1 - out.shrinkage) * S;
-    shrunk.diagonal().array() += out.shrinkage * mu;
+    S *= 1 - out.shrinkage;  // in place: at d in the thousands each p x p copy is tens of MB
+    S.diagonal().array() += out.shrinkage * mu;
     for (Eigen::Index a = 0; a < p; ++a)
-      for (Eigen::Index b = 0; b < p; ++b) R(varying[static_cast<size_t>(a)], varying[static_cast<size_t>(b)]) = shrunk(a, b);
+      for (Eigen::Index b = 0; b < p; ++b) R(varying[static_cast<size_t>(a)], varying[static_cast<size_t>(b)]) = S(a, b);
   }
   robust_cholesky(R, out.factor);
   // S has a unit diagonal only up to rounding, and had R needed regularising its diagonal grew:
