@@ -8,6 +8,7 @@
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <new>
 #include <stdexcept>
@@ -79,6 +80,33 @@ inline bool wants_help(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
   return false;
+}
+
+// Raw little-endian float64 values, the format the Python references read with np.fromfile.
+inline void write_raw(const std::string& path, const double* data, size_t count) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(double)));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+// Runs a Python reference to the end and returns what it printed (one JSON object).
+inline std::string run_reference(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
+  if (pclose(p) != 0) throw std::runtime_error("reference failed (" + cmd + "): " + out);
+  return out;
+}
+
+// The number after "key": in a reference's flat JSON output.
+inline double json_number(const std::string& json, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) throw std::runtime_error("reference output lacks '" + key + "': " + json);
+  return std::strtod(json.c_str() + at + needle.size(), nullptr);
 }
 
 // "512,1280": a comma-separated list of such integers.

@@ -94,35 +94,14 @@ MatrixF feature_like_data(int64_t n, int d, double spread, uint64_t seed) {
   return X;
 }
 
-void write_raw(const std::string& path, const double* data, size_t count) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(double)));
-  if (!f) throw std::runtime_error("cannot write " + path);
-}
-
-double json_number(const std::string& json, const std::string& key) {
-  const std::string needle = "\"" + key + "\": ";
-  const size_t at = json.find(needle);
-  if (at == std::string::npos) throw std::runtime_error("reference output lacks '" + key + "': " + json);
-  return std::strtod(json.c_str() + at + needle.size(), nullptr);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+using fednode::bench::json_number;
 using fednode::bench::median;
-
-std::string run_reference(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run " + cmd);
-  std::string out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  if (pclose(p) != 0) throw std::runtime_error("reference failed (" + cmd + "): " + out);
-  return out;
-}
+using fednode::bench::run_reference;
+using fednode::bench::write_raw;
 
 struct Row {
   std::string type;

@@ -24,6 +24,8 @@ import numpy as np
 from sklearn.mixture import GaussianMixture
 from sklearn.mixture._gaussian_mixture import _compute_precision_cholesky
 
+from ref_raw import load
+
 
 class PresetGaussianMixture(GaussianMixture):
     def _initialize_parameters(self, X, random_state):
@@ -34,13 +36,6 @@ class PresetGaussianMixture(GaussianMixture):
                 [np.linalg.cholesky(p) for p in self.precisions_init])
         else:
             self.precisions_cholesky_ = np.sqrt(self.precisions_init)
-
-
-def load(path, shape):
-    a = np.fromfile(path, dtype="<f8")
-    if a.size != int(np.prod(shape)):
-        raise SystemExit(f"{path}: {a.size} values, expected {shape}")
-    return a.reshape(shape)
 
 
 def main():
