@@ -9,15 +9,14 @@
 #include "methods/fedpft/correlation.h"
 #include "methods/rng.h"
 
+#include "../tests/common/temp_dir.h"
 #include "bench_common.h"
 
 #include <cblas.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -101,9 +100,8 @@ int bench_main(int argc, char** argv) {
       return 2;
     }
   }
-  char dir_template[] = "/tmp/fednode_bench_correlation_XXXXXX";
-  if (!mkdtemp(dir_template)) throw std::runtime_error("cannot create a temporary folder");
-  const std::string dir = dir_template;
+  const fednode::test::TempDir tmp("bench_correlation");  // removed on every exit, errors included
+  const std::string dir = tmp.str();
 
   std::printf("Within-class correlation (Ledoit-Wolf) vs raw BLAS and scikit-learn: n=%d, classes=%d, "
               "median of %d, OpenBLAS threads=%d\n", n, classes, reps, openblas_get_num_threads());
@@ -134,7 +132,6 @@ int bench_main(int argc, char** argv) {
                 ours_s / floor_s, ref_s, ref_s / ours_s, ours.shrinkage,
                 fednode::bench::json_number(out, "shrinkage"), fednode::bench::json_number(out, "max_abs_diff"));
   }
-  std::filesystem::remove_all(dir);
   return 0;
 }
 
