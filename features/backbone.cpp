@@ -245,7 +245,7 @@ MatrixF Backbone::extract(const ImageSource& source, const RunOptions& run) cons
   torch::Tensor input = torch::empty({std::min<int64_t>(run.batch_size, std::max<int64_t>(n, 1)),
                                       pre.channels, pre.input_size, pre.input_size});
   for (int64_t start = 0; start < n; start += run.batch_size) {
-    if (run.stop && run.stop->load(std::memory_order_relaxed)) throw Interrupted();
+    interruption_point(run.stop);
     const int64_t b = std::min<int64_t>(run.batch_size, n - start);
     float* dst = input.data_ptr<float>();
     // Decoding and resizing are independent per image: spread them over the same threads the

@@ -84,9 +84,7 @@ struct NodeContext {
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so
   // that a node asked to stop (a signal) does not first finish minutes of EM or head training.
   const std::atomic<bool>* stop = nullptr;
-  void interruption_point() const {
-    if (stop && stop->load(std::memory_order_relaxed)) throw Interrupted();
-  }
+  void interruption_point() const { fednode::interruption_point(stop); }
 };
 
 class Method {

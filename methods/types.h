@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include <atomic>
 #include <cstdint>
 #include <set>
 #include <stdexcept>
@@ -52,6 +53,11 @@ struct InputError : std::runtime_error {
 struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted: asked to stop") {}
 };
+
+// An interruption point: throws Interrupted when `stop` is set and true.
+inline void interruption_point(const std::atomic<bool>* stop) {
+  if (stop && stop->load(std::memory_order_relaxed)) throw Interrupted();
+}
 
 // Throws InputError unless `path` is a regular file (or a link to one), saying what it is
 // instead: missing, a directory, or another kind of file. `what` names the file's role
