@@ -3,6 +3,8 @@
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/rng.h"
 
+#include "../common/node_context.h"
+
 #include <Eigen/LU>
 #include <gtest/gtest.h>
 
@@ -77,15 +79,7 @@ std::vector<Features> partition(const Features& f, int parts, uint64_t seed) {
   return out;
 }
 
-NodeContext ctx_for(NodeId node, const Features& f) {
-  NodeContext ctx;
-  ctx.node = node;
-  ctx.seed = 7;
-  ctx.backbone_fingerprint = "test-backbone";
-  ctx.num_classes = f.num_classes;
-  ctx.dim = f.dim();
-  return ctx;
-}
+NodeContext ctx_for(NodeId node, const Features& f) { return test::node_context(node, f.num_classes, f.dim(), 7); }
 
 const StatsKnowledge& stats_of(const Knowledge& k) { return std::get<StatsKnowledge>(k.payload); }
 

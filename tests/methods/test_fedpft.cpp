@@ -8,6 +8,7 @@
 #include "methods/gmm/gmm.h"
 
 #include "../common/expect_error.h"
+#include "../common/node_context.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
@@ -41,15 +42,7 @@ Features make_features(int per_class, uint64_t seed, int missing = -1, double sc
   return f;
 }
 
-NodeContext context(NodeId node) {
-  NodeContext ctx;
-  ctx.node = node;
-  ctx.seed = 2024;
-  ctx.backbone_fingerprint = "test-backbone";
-  ctx.num_classes = kClasses;
-  ctx.dim = kDim;
-  return ctx;
-}
+NodeContext context(NodeId node) { return test::node_context(node, kClasses, kDim, 2024); }
 
 FedPftOptions small_options() {
   FedPftOptions o;

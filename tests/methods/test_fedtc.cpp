@@ -2,6 +2,8 @@
 #include "methods/fedtc/prototypes.h"
 #include "methods/rng.h"
 
+#include "../common/node_context.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,15 +34,7 @@ Features clustered(int C, int d, int per_class, int outliers, uint64_t seed) {
   return f;
 }
 
-NodeContext context(NodeId node, int C, int d, uint64_t seed = 42) {
-  NodeContext ctx;
-  ctx.node = node;
-  ctx.seed = seed;
-  ctx.backbone_fingerprint = "test-backbone";
-  ctx.num_classes = C;
-  ctx.dim = d;
-  return ctx;
-}
+NodeContext context(NodeId node, int C, int d, uint64_t seed = 42) { return test::node_context(node, C, d, seed); }
 
 FedTcOptions quick_options() {
   FedTcOptions o;
