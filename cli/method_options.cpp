@@ -12,7 +12,7 @@ const std::set<std::string>& method_option_names() {
   static const std::set<std::string> names = {
       "method",       "components",   "covariance",        "reg-covar",     "tol",
       "max-iter",     "n-init",       "gmm-init",          "transfer-precision",
-      "dp-epsilon",   "dp-delta",     "synthetic-multiplier", "sample-correlation",     "head-lr",           "head-epochs",   "head-batch-size",
+      "dp-epsilon",   "dp-delta",     "synthetic-multiplier", "sample-correlation", "correlation-rank", "head-lr",           "head-epochs",   "head-batch-size",
       "head-weight-decay", "head-min-steps", "threads", "lda-covariance",    "shrinkage",     "keep-ratio",
       "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs", "adapter-batch-size",
       "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2", "adapter-min-steps"};
@@ -32,7 +32,7 @@ void refuse_other_methods_options(const Args& a, const std::string& method) {
   static const std::pair<const char*, std::vector<const char*>> owned[] = {
       {"fedpft", {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
                   "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier",
-                  "sample-correlation"}},
+                  "sample-correlation", "correlation-rank"}},
       {"fedcgs", {"lda-covariance", "shrinkage"}},
       {"fedtc", {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
                  "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
@@ -80,11 +80,15 @@ MethodOptions parse_method_options(const Args& a) {
   const std::string correlation = a.str("sample-correlation", to_string(p.sample_correlation));
   if (correlation == "none") p.sample_correlation = FedPftOptions::SampleCorrelation::None;
   else if (correlation == "local") p.sample_correlation = FedPftOptions::SampleCorrelation::Local;
-  else throw UsageError("--sample-correlation must be none or local, got '" + correlation + "'");
-  if (a.has("sample-correlation") && p.sample_correlation == FedPftOptions::SampleCorrelation::Local &&
+  else if (correlation == "shared") p.sample_correlation = FedPftOptions::SampleCorrelation::Shared;
+  else throw UsageError("--sample-correlation must be none, local or shared, got '" + correlation + "'");
+  if (a.has("sample-correlation") && p.sample_correlation != FedPftOptions::SampleCorrelation::None &&
       (p.dp || p.gmm.covariance == CovarianceType::Full))
-    throw UsageError("--sample-correlation local applies to diagonal and spherical mixtures; " +
+    throw UsageError("--sample-correlation " + correlation + " applies to diagonal and spherical mixtures; " +
                      std::string(p.dp ? "DP-FedPFT's full Gaussians" : "full covariances") + " carry their own");
+  p.correlation_rank = static_cast<int>(a.integer("correlation-rank", p.correlation_rank, 1, kMaxCorrelationRank));
+  if (a.has("correlation-rank") && p.sample_correlation != FedPftOptions::SampleCorrelation::Shared)
+    throw UsageError("--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared");
 
   auto& h = p.head;
   h.lr = a.real("head-lr", h.lr, 1e-12, 10.0);
@@ -145,8 +149,12 @@ std::string method_options_help() {
     << ", as the paper)\n"
     << "  --synthetic-multiplier M          synthetic draws per shared sample for the head ("
     << p.synthetic_multiplier << ")\n"
-    << "  --sample-correlation none|local   draw diag/spherical samples with this node's within-class\n"
-    << "                                    correlation (" << to_string(p.sample_correlation) << ")\n"
+    << "  --sample-correlation none|local|shared\n"
+    << "                                    draw diag/spherical samples with no within-class correlation\n"
+    << "                                    (the paper), this node's own, or the one every node's\n"
+    << "                                    covariance sketch adds up to (sent beside the mixtures) ("
+    << to_string(p.sample_correlation) << ")\n"
+    << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
     << "  --dp --dp-epsilon E (" << num(p.dp_epsilon) << ") --dp-delta D (" << num(p.dp_delta) << ")\n"
     << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance)\n"
     << "linear head (FedPFT and the baselines):\n"

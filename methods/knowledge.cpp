@@ -73,6 +73,7 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
   if (auto* g = std::get_if<GmmKnowledge>(&payload)) {
     int64_t bytes = 0;
     for (const auto& c : g->classes) bytes += c.mixture.parameter_count() * scalar + 8;  // + count
+    if (g->within_class) bytes += (g->within_class->variances.size() + g->within_class->factor.size()) * scalar + 8;
     return bytes;
   }
   if (auto* s = std::get_if<StatsKnowledge>(&payload)) {
@@ -85,6 +86,12 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
     return bytes;
   }
   return 0;
+}
+
+std::string to_string(const Contributors& c) {
+  std::string s = "{";
+  for (NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
+  return s + "}";
 }
 
 bool disjoint(const Contributors& a, const Contributors& b) {

@@ -39,8 +39,21 @@ struct ClassMixture {
   GaussianMixture mixture;
 };
 
+// FedPFT with FedPftOptions::SampleCorrelation::Shared (a fednode extension, not the paper's
+// message): the contributors' pooled within-class covariance, each row minus its own node's class
+// mean, as a low-rank part plus a diagonal,
+//   Sigma ~ factor^T factor + diag(variances - column sums of squares of factor),
+// so the variances are exact and only the correlation between dimensions is truncated. Sketches of
+// disjoint contributors add up weighted by their residuals (methods/fedpft/correlation.h).
+struct CovarianceSketch {
+  int64_t residuals = 0;  // rows summarised, of classes with at least two rows at their node
+  VectorD variances;      // d
+  MatrixD factor;         // rank x d, rank <= d
+};
+
 struct GmmKnowledge {
   std::vector<ClassMixture> classes;  // only classes with data, sorted by label
+  std::optional<CovarianceSketch> within_class;
 };
 
 // FedCGS: additive statistics, accumulated in double precision.
@@ -77,6 +90,7 @@ struct Knowledge {
 };
 
 // Contributor rules (docs/architecture.md, "Rules that keep merging honest").
+std::string to_string(const Contributors& c);  // "{0,2,5}", as logs and errors name node sets
 bool disjoint(const Contributors& a, const Contributors& b);
 bool is_subset(const Contributors& a, const Contributors& b);  // a ⊆ b
 Contributors united(const Contributors& a, const Contributors& b);

@@ -3,7 +3,12 @@
 namespace fednode {
 
 const char* to_string(FedPftOptions::SampleCorrelation c) {
-  return c == FedPftOptions::SampleCorrelation::Local ? "local" : "none";
+  switch (c) {
+    case FedPftOptions::SampleCorrelation::None: return "none";
+    case FedPftOptions::SampleCorrelation::Local: return "local";
+    case FedPftOptions::SampleCorrelation::Shared: return "shared";
+  }
+  return "?";
 }
 
 Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,

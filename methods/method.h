@@ -42,14 +42,17 @@ struct FedPftOptions {
   // show the head the mixture rather than one small sample of it; docs/methods/fedpft.md.
   int synthetic_multiplier = 1;
   // How the dimensions of a synthetic feature drawn from a diagonal or spherical component vary
-  // together: not at all, as the paper draws them (None), or with the receiving node's own pooled
-  // within-class correlation (Local; methods/fedpft/correlation.h). Nothing sent changes; full
-  // covariances always carry their own.
-  enum class SampleCorrelation { None, Local };
+  // together (methods/fedpft/correlation.h): not at all, as the paper draws them (None); with the
+  // receiving node's own pooled within-class correlation (Local; nothing sent changes); or with the
+  // correlation of every contributor's data (Shared): each node's knowledge then also carries a
+  // sketch of its within-class covariance of `correlation_rank` directions, a fednode extension of
+  // the paper's message. Full covariances always carry their own.
+  enum class SampleCorrelation { None, Local, Shared };
   SampleCorrelation sample_correlation = SampleCorrelation::None;
+  int correlation_rank = 64;
   LinearTrainOptions head;
 };
-const char* to_string(FedPftOptions::SampleCorrelation c);  // "none" | "local"
+const char* to_string(FedPftOptions::SampleCorrelation c);  // "none" | "local" | "shared"
 
 enum class LdaCovariance { Total, Within };
 

@@ -52,12 +52,6 @@ bool add_once(std::vector<NodeId>& ids, NodeId id) {
   return true;
 }
 
-std::string contributors_text(const Contributors& c) {
-  std::string s = "{";
-  for (NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
-  return s + "}";
-}
-
 // A piece of knowledge that arrived (seq = its message id).
 struct Piece : ReceivedPiece {
   bool late = false;  // arrived after phase 1 was done: merged into the head only
@@ -479,7 +473,7 @@ struct Node::Impl {
       for (NodeId c : *contributors)
         if (!possible.count(c))
           return "contributor " + std::to_string(c) + "'s data cannot reach " + who(h.from) +
-                 " in this topology (it can hold " + contributors_text(possible) + ")";
+                 " in this topology (it can hold " + to_string(possible) + ")";
     }
     return "";
   }
@@ -508,7 +502,7 @@ struct Node::Impl {
       hub_head_arrived = Clock::now();
       progress.received(h.from, kind);
       say(std::string(refreshed ? "received a refitted head from " : "received the head from ") + who(h.from) +
-          " (contributors " + contributors_text(hub_head->contributors) + ")");
+          " (contributors " + to_string(hub_head->contributors) + ")");
       if (fresh && progress.stage() == PlanProgress::Stage::Done) adopt_late_head(h.from);
       return;
     }
@@ -523,7 +517,7 @@ struct Node::Impl {
     if (fresh && config.callbacks.knowledge) call_back([&] { config.callbacks.knowledge(h.from, piece.knowledge); });
     if (fresh)
       say("received " + std::string(to_string(h.type)) + " from " + who(h.from) + " (contributors " +
-          contributors_text(piece.knowledge.contributors) + ")");
+          to_string(piece.knowledge.contributors) + ")");
     const bool after_phase1 = progress.stage() != PlanProgress::Stage::Gather;
     piece.late = after_phase1 && kind == PlanMessage::Knowledge &&
                  std::find(plan.late_from.begin(), plan.late_from.end(), h.from) == plan.late_from.end();
@@ -538,15 +532,15 @@ struct Node::Impl {
   void adopt_late_head(NodeId from) {
     const Contributors& covers = hub_head->contributors;
     if (!std::includes(covers.begin(), covers.end(), result.contributors.begin(), result.contributors.end())) {
-      say("keeping the head on " + contributors_text(result.contributors) + ": the head from " + who(from) +
-          ", which came after the deadline, covers only " + contributors_text(covers));
+      say("keeping the head on " + to_string(result.contributors) + ": the head from " + who(from) +
+          ", which came after the deadline, covers only " + to_string(covers));
       return;
     }
     say("taking the head from " + who(from) + ", which came after the deadline");
     set_head(hub_head->head, hub_head->contributors);
     if (!done) return;
     score();  // finished already: the result is written again when the node closes
-    say("now " + std::string(to_string(result.status)) + " with contributors " + contributors_text(result.contributors));
+    say("now " + std::string(to_string(result.status)) + " with contributors " + to_string(result.contributors));
   }
 
   bool piece_is_late_input() const { return !pieces.empty() && pieces.back().late; }
@@ -635,7 +629,7 @@ struct Node::Impl {
 
   void discard(const ReceivedPiece& p, const std::string& why) {
     say("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
-        contributors_text(p.knowledge.contributors) + "): " + why);
+        to_string(p.knowledge.contributors) + "): " + why);
     add_once(result.discarded_from, p.from);
     // `p` may be one of `pieces`: copy the key before moving elements around.
     const NodeId from = p.from;
@@ -663,7 +657,7 @@ struct Node::Impl {
     store->set_marker("phase1");
     progress.merged();
     stage_started = Clock::now();
-    if (head) say("phase 1 done: head fitted on " + contributors_text(result.contributors));
+    if (head) say("phase 1 done: head fitted on " + to_string(result.contributors));
   }
 
   // A star hub's head to its leaves: in phase 1, and offered again (kOfferPhase) whenever knowledge
@@ -678,7 +672,7 @@ struct Node::Impl {
     for (NodeId to : plan.send_head_to) queue(to, MessageType::Head, phase, Payload(hm), bytes);
     if (phase == kOfferPhase)
       say("offering the refitted head to " +
-          contributors_text(Contributors(plan.send_head_to.begin(), plan.send_head_to.end())));
+          to_string(Contributors(plan.send_head_to.begin(), plan.send_head_to.end())));
   }
 
   // A leaf whose hub's head leaves out the leaf's own data (the hub gave up on it before its
@@ -702,7 +696,7 @@ struct Node::Impl {
     if (plan.head_from) {
       if (hub_head) {
         if (config.local.size() > 0 && !hub_head->contributors.count(config.id))
-          say("the head from " + who(*plan.head_from) + " covers " + contributors_text(hub_head->contributors) +
+          say("the head from " + who(*plan.head_from) + " covers " + to_string(hub_head->contributors) +
               ", not this node's own data (its hub gave up on it)");
         set_head(hub_head->head, hub_head->contributors);
       } else {
@@ -723,9 +717,9 @@ struct Node::Impl {
         const Contributors& covers = complete->knowledge.contributors;
         const bool partial = !std::includes(covers.begin(), covers.end(), result.contributors.begin(),
                                             result.contributors.end());
-        say("refitting the head on the complete knowledge " + contributors_text(covers) +
+        say("refitting the head on the complete knowledge " + to_string(covers) +
             (partial ? ", with the knowledge this node holds, since it covers less than " +
-                           contributors_text(result.contributors)
+                           to_string(result.contributors)
                      : std::string()));
         std::vector<Knowledge> inputs;
         if (partial) inputs = knowledge_in_order(pieces);  // the Knowledge pieces
@@ -753,7 +747,7 @@ struct Node::Impl {
     refit_pending = false;
     const Contributors covers = held_contributors();
     if (covers == result.contributors) return;
-    say("refitting the head with knowledge that came after phase 1: " + contributors_text(covers));
+    say("refitting the head with knowledge that came after phase 1: " + to_string(covers));
     Refit r = with_admission("refitting", [&](const std::vector<ReceivedPiece>& held) {
       return refit_head(*method, knowledge_in_order(held), config.local, ctx);
     });
@@ -927,12 +921,12 @@ struct Node::Impl {
     std::ostringstream msg;
     msg << to_string(result.status);
     if (result.accuracy >= 0) msg << ": accuracy " << std::fixed << std::setprecision(4) << result.accuracy;
-    msg << " with contributors " << contributors_text(result.contributors);
-    if (head && !covers_plan()) msg << ", short of the plan's " << contributors_text(result.expected_contributors);
+    msg << " with contributors " << to_string(result.contributors);
+    if (head && !covers_plan()) msg << ", short of the plan's " << to_string(result.expected_contributors);
     if (!head) msg << ", without a head";
     // Whatever made the node incomplete, named where the reader looks first.
     const auto list = [&](const char* what, const std::vector<NodeId>& ids) {
-      if (!ids.empty()) msg << "; " << what << " " << contributors_text(Contributors(ids.begin(), ids.end()));
+      if (!ids.empty()) msg << "; " << what << " " << to_string(Contributors(ids.begin(), ids.end()));
     };
     list("missing", result.missing);
     list("refused by", result.refused_by);

@@ -21,6 +21,8 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) {
     w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
     w.key("synthetic_multiplier").value(p.synthetic_multiplier);
     w.key("sample_correlation").value(to_string(p.sample_correlation));
+    if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+      w.key("correlation_rank").value(p.correlation_rank);
     w.key("dp").value(p.dp);
     if (p.dp) {
       w.key("dp_epsilon").value(p.dp_epsilon);

@@ -77,6 +77,14 @@ void check_class_entry(int label, int64_t count, int previous, int num_classes, 
   if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
 }
 
+// What tensor decoding does not already prove of a sketch: variances are non-negative, and a
+// sketch of no residuals is empty.
+void check_sketch(const CovarianceSketch& s, const std::string& where) {
+  if ((s.variances.array() < 0).any()) fail(ProtocolErrorCode::InvalidValue, where + ".variances: a variance is negative");
+  if (s.residuals == 0 && (s.factor.rows() > 0 || (s.variances.array() != 0).any()))
+    fail(ProtocolErrorCode::InvalidValue, where + ": summarises no residuals but is not empty");
+}
+
 void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
   if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
@@ -95,6 +103,24 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
     for_each_chunk_ordered(g->classes.size(), values * sizeof(double) >= kParallelCheckBytes, [&](size_t i) {
       check_mixture(g->classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_finite);
     });
+    if (const auto& s = g->within_class) {
+      const std::string at = where + ".body.within_class";
+      int64_t samples = 0;
+      for (const auto& c : g->classes) samples += c.count;
+      if (s->residuals < 0 || s->residuals > samples)
+        fail(ProtocolErrorCode::InvalidValue, at + ".residuals: " + std::to_string(s->residuals) + " outside [0, " +
+                                                  std::to_string(samples) + "], the samples of the mixtures");
+      expect_dims(s->variances, k.dim, 1, at + ".variances");
+      if (s->factor.cols() != k.dim || s->factor.rows() > k.dim)
+        fail(ProtocolErrorCode::DimensionMismatch, at + ".factor: is " + dims(s->factor.rows(), s->factor.cols()) +
+                                                       ", expected at most " + std::to_string(k.dim) + " rows of " +
+                                                       std::to_string(k.dim));
+      if (check_finite) {
+        expect_finite(s->variances, at + ".variances");
+        expect_finite(s->factor, at + ".factor");
+      }
+      check_sketch(*s, at);
+    }
   } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
     expect_dims(s->A, k.num_classes, k.dim, where + ".body.A");
     expect_dims(s->B, k.dim, k.dim, where + ".body.B");
@@ -139,8 +165,21 @@ void check_half_diagonals(const GaussianMixture& g, const std::string& where) {
 using Shape = std::vector<uint64_t>;
 uint64_t u(Eigen::Index v) { return static_cast<uint64_t>(v); }
 
+void pack_sketch(Packer& pk, std::string& out, const CovarianceSketch& s, DType dtype, TensorJobs* jobs) {
+  const std::string at = "knowledge.body.within_class";
+  pk.pack_map(3);
+  pack_str(pk, "residuals");
+  pk.pack_uint64(static_cast<uint64_t>(s.residuals));
+  pack_str(pk, "variances");
+  pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(s.variances.size())}, s.variances.data(), at + ".variances", false,
+              jobs);
+  pack_str(pk, "factor");
+  pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(s.factor.rows()), u(s.factor.cols())}, s.factor.data(),
+              at + ".factor", false, jobs);
+}
+
 void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) {
-  pk.pack_map(1);
+  pk.pack_map(g.within_class ? 2 : 1);
   pack_str(pk, "classes");
   pk.pack_array(static_cast<uint32_t>(g.classes.size()));
   TensorJobs jobs;
@@ -174,6 +213,10 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
         pack_tensor(pk, out, dtype, Layout::Dense, Shape{K}, m.covariances.data(), covariances, true, &jobs);
         break;
     }
+  }
+  if (g.within_class) {
+    pack_str(pk, "within_class");
+    pack_sketch(pk, out, *g.within_class, dtype, &jobs);
   }
   jobs.run();
 }
@@ -289,8 +332,32 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
     unpack_tensor(covs, c.mixture.covariances.data(), &jobs);
     g.classes.push_back(std::move(c));
   }
+  if (const msgpack::object* sketch = body.find("within_class")) {
+    MapReader m(*sketch, body.path("within_class"));
+    CovarianceSketch& s = g.within_class.emplace();
+    const uint64_t residuals = m.uint("residuals");
+    if (residuals > samples)
+      fail(ProtocolErrorCode::InvalidValue, m.path("residuals") + ": " + std::to_string(residuals) +
+                                                " exceeds the " + std::to_string(samples) + " samples of the mixtures");
+    s.residuals = static_cast<int64_t>(residuals);
+    const TensorIn variances = read_tensor(m.at("variances"), m.path("variances"));
+    const TensorIn factor = read_tensor(m.at("factor"), m.path("factor"));
+    m.finish();
+    expect_shape(variances, {d}, Layout::Dense);
+    if (factor.shape.size() != 2 || factor.shape[1] != d || factor.shape[0] > d)
+      fail(ProtocolErrorCode::DimensionMismatch, factor.path + ": shape is " + shape_string(factor.shape) +
+                                                     ", expected [rank, " + std::to_string(d) + "] with rank <= " +
+                                                     std::to_string(d));
+    expect_shape(factor, factor.shape, Layout::Dense);
+    const auto di = static_cast<Eigen::Index>(d);
+    s.variances.resize(di);
+    s.factor.resize(static_cast<Eigen::Index>(factor.shape[0]), di);
+    unpack_tensor(variances, s.variances.data(), &jobs);
+    unpack_tensor(factor, s.factor.data(), &jobs);
+  }
   body.finish();
   jobs.run();
+  if (g.within_class) check_sketch(*g.within_class, body.path("within_class"));
   return g;
 }
 

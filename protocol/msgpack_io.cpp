@@ -213,15 +213,20 @@ MapReader::MapReader(const msgpack::object& o, std::string path) : path_(std::mo
   }
 }
 
-const msgpack::object& MapReader::at(const char* key) {
+const msgpack::object* MapReader::find(const char* key) {
   const std::string_view k(key);
   for (uint32_t i = 0; i < map_->size; ++i) {
     const auto& entry = map_->ptr[i];
     if (std::string_view(entry.key.via.str.ptr, entry.key.via.str.size) == k) {
       used_[i] = true;
-      return entry.val;
+      return &entry.val;
     }
   }
+  return nullptr;
+}
+
+const msgpack::object& MapReader::at(const char* key) {
+  if (const msgpack::object* value = find(key)) return *value;
   throw ProtocolError(ProtocolErrorCode::MissingField, path_ + ": missing field '" + key + "'");
 }
 

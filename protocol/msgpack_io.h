@@ -63,6 +63,7 @@ class MapReader {
  public:
   MapReader(const msgpack::object& o, std::string path);
   const msgpack::object& at(const char* key);
+  const msgpack::object* find(const char* key);  // nullptr if absent: for optional fields
   std::string path(const char* key) const { return path_ + "." + key; }
   const std::string& path() const { return path_; }
   uint64_t uint(const char* key) { return as_uint(at(key), path(key)); }

@@ -6,12 +6,6 @@
 namespace fednode {
 namespace {
 
-std::string describe(const Contributors& ids) {
-  std::string out = "{";
-  for (NodeId id : ids) out += (out.size() > 1 ? ", " : "") + std::to_string(id);
-  return out + "}";
-}
-
 class FedCgs final : public Method {
  public:
   explicit FedCgs(const FedCgsOptions& options) : options_(options) {
@@ -35,7 +29,7 @@ class FedCgs final : public Method {
                        ": neither received statistics nor local data to combine");
     StatsKnowledge sum = zero_stats(ctx.num_classes, ctx.dim);
     for (const Knowledge* piece : sel.pieces) {
-      const std::string where = "statistics from contributors " + describe(piece->contributors);
+      const std::string where = "statistics from contributors " + to_string(piece->contributors);
       const auto& stats = std::get<StatsKnowledge>(piece->payload);
       validate_stats(stats, ctx.num_classes, ctx.dim, where);
       accumulate_stats(sum, stats, where);

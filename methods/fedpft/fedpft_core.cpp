@@ -102,6 +102,11 @@ ClassMixture summarize_class(const MatrixF& X, int label, const FedPftOptions& o
   return cm;
 }
 
+// A sketch as it travels: what this node keeps and what its receivers decode are the same values.
+CovarianceSketch for_transfer(CovarianceSketch sketch, const FedPftOptions& o) {
+  return o.half_precision ? round_sketch_to_half(sketch, "fedpft covariance sketch") : sketch;
+}
+
 const ClassMixture* find_class(const Knowledge& k, int label) {
   const auto& classes = std::get<GmmKnowledge>(k.payload).classes;
   auto it = std::lower_bound(classes.begin(), classes.end(), label,
@@ -125,26 +130,65 @@ void check_synthetic_size(double rows, int dim, const std::string& where) {
                      " exceed the limit of 2^31 synthetic values");
 }
 
-// The correlation the head's synthetic features are drawn with: none unless asked for, there is
-// a diagonal or spherical mixture to draw from, and this node holds features to estimate it from
-// (its own, whether or not they are already among the pieces' contributors).
+// The sketch a node's knowledge carries under SampleCorrelation::Shared: the pieces' sketches and,
+// if this node's data is not among their contributors, a sketch of it, combined. `rank` as
+// combine_sketches: what is forwarded is truncated, what a head is drawn with keeps every direction.
+std::optional<CovarianceSketch> shared_sketch(const Selection& sel, const Features* local, const FedPftOptions& o,
+                                              const NodeContext& ctx, int rank) {
+  std::vector<const CovarianceSketch*> parts;
+  std::vector<std::string> without;
+  for (const Knowledge* piece : sel.pieces) {
+    const auto& g = std::get<GmmKnowledge>(piece->payload);
+    if (g.within_class) parts.push_back(&*g.within_class);
+    else without.push_back(to_string(piece->contributors));
+  }
+  if (!without.empty() && ctx.progress) {
+    std::string names;
+    for (const auto& w : without) names += (names.empty() ? "" : ", ") + w;
+    ctx.progress("fedpft: knowledge from " + names + " carries no within-class covariance sketch; the correlation " +
+                 "synthetic features are drawn with leaves those nodes out");
+  }
+  CovarianceSketch own;
+  if (sel.use_local) {
+    own = sketch_within_class(*local, o.correlation_rank);
+    parts.push_back(&own);
+  }
+  if (parts.empty()) return std::nullopt;
+  return combine_sketches(parts, rank);
+}
+
+// The correlation the head's synthetic features are drawn with: none unless asked for and there is
+// a diagonal or spherical mixture to draw from; then this node's own estimate (Local, from its own
+// features whether or not they are already among the pieces' contributors) or the contributors'
+// sketches added up (Shared).
 WithinClassCorrelation correlation_to_draw_with(const Selection& sel, const Features* local,
                                                 const FedPftOptions& o, const NodeContext& ctx) {
-  if (o.sample_correlation != FedPftOptions::SampleCorrelation::Local || !local || local->size() == 0) return {};
+  using SC = FedPftOptions::SampleCorrelation;
+  if (o.sample_correlation == SC::None) return {};
   const bool any_uncorrelated = std::any_of(sel.pieces.begin(), sel.pieces.end(), [](const Knowledge* piece) {
     const auto& classes = std::get<GmmKnowledge>(piece->payload).classes;
     return std::any_of(classes.begin(), classes.end(),
                        [](const ClassMixture& c) { return c.mixture.type != CovarianceType::Full; });
   });
   if (!any_uncorrelated) return {};
-  WithinClassCorrelation c = within_class_correlation(*local);
+  WithinClassCorrelation c;
+  std::string source;
+  if (o.sample_correlation == SC::Local) {
+    if (!local || local->size() == 0) return {};
+    c = within_class_correlation(*local);
+    source = std::to_string(c.residuals) + " local samples (Ledoit-Wolf shrinkage " + std::to_string(c.shrinkage) + ")";
+  } else {
+    const auto sketch = shared_sketch(sel, local, o, ctx, 0);
+    if (!sketch) return {};
+    c = correlation_of(*sketch);
+    source = std::to_string(c.residuals) + " samples' covariance sketches (" + std::to_string(sketch->factor.rows()) +
+             " directions)";
+  }
   if (ctx.progress) {
     if (c.factor.size() == 0)
-      ctx.progress("fedpft: no local class holds two samples, so synthetic features are drawn without correlation");
+      ctx.progress("fedpft: no class holds two samples, so synthetic features are drawn without correlation");
     else
-      ctx.progress("fedpft: synthetic features drawn with the within-class correlation of " +
-                   std::to_string(c.residuals) + " local samples (Ledoit-Wolf shrinkage " +
-                   std::to_string(c.shrinkage) + ")");
+      ctx.progress("fedpft: synthetic features drawn with the within-class correlation of " + source);
   }
   return c;
 }
@@ -158,6 +202,14 @@ void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
     throw InputError(where + ": synthetic multiplier must be in [1, " +
                      std::to_string(kMaxSyntheticMultiplier) + "], got " +
                      std::to_string(o.synthetic_multiplier));
+  if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared) {
+    if (o.correlation_rank < 1 || o.correlation_rank > kMaxCorrelationRank)
+      throw InputError(where + ": correlation rank must be in [1, " + std::to_string(kMaxCorrelationRank) + "], got " +
+                       std::to_string(o.correlation_rank));
+    // A sketch is the features' exact second moments, without noise: sent beside DP-FedPFT's Gaussians it
+    // would void their guarantee.
+    if (o.dp) throw InputError(where + ": a shared correlation sketch is not differentially private; not with dp");
+  }
 }
 
 void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where) {
@@ -177,6 +229,11 @@ void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const st
     if (c.mixture.dim() != ctx.dim)
       throw InputError(w + ": mixture dimension " + std::to_string(c.mixture.dim()) + ", expected " +
                        std::to_string(ctx.dim));
+  }
+  if (const auto& sketch = std::get<GmmKnowledge>(k.payload).within_class) {
+    int64_t samples = 0;
+    for (const auto& c : classes) samples += c.count;
+    validate_sketch(*sketch, ctx.dim, samples, where);
   }
 }
 
@@ -204,6 +261,8 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   const auto counts = local.class_counts();
   for (int c = 0; c < ctx.num_classes; ++c)
     if (counts[static_cast<size_t>(c)] > 0) g.classes.push_back(summarize_class(local.rows_of_class(c), c, o, ctx));
+  if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+    g.within_class = for_transfer(sketch_within_class(local, o.correlation_rank), o);
   return k;
 }
 
@@ -244,6 +303,8 @@ Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* l
     X.bottomRows(local_rows.rows()) = local_rows;
     g.classes.push_back(summarize_class(X, c, o, ctx));
   }
+  if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+    if (auto sketch = shared_sketch(sel, local, o, ctx, o.correlation_rank)) g.within_class = for_transfer(*sketch, o);
   return out;
 }
 

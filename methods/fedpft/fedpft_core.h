@@ -23,10 +23,12 @@ void validate_fedpft_options(const FedPftOptions& options, const std::string& wh
 
 // Throws InputError unless `k` is well-formed FedPFT knowledge for this node: compatible
 // (method, dimension, classes, backbone), classes sorted and unique, labels in range, counts
-// positive and bounded, mixtures valid and of the right dimension.
+// positive and bounded, mixtures valid and of the right dimension, and a covariance sketch, if
+// any, of the right shape and no more residuals than the mixtures' samples.
 void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where);
 
-// Per class with data: a mixture (or, with options.dp, the DP Gaussian) and the count.
+// Per class with data: a mixture (or, with options.dp, the DP Gaussian) and the count; with
+// SampleCorrelation::Shared also a sketch of the local within-class covariance.
 Knowledge fedpft_summarize(const Features& local, const FedPftOptions& options,
                            const NodeContext& ctx);
 
@@ -34,7 +36,9 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& options,
 // is not already among their contributors, its local data, combined per class. A class present
 // in exactly one source is forwarded unchanged (refitting a mixture to its own samples can only
 // lose information); otherwise each piece is sampled to its count, the local rows are added and
-// the class is refitted on the union (count = sum). Contributors = union.
+// the class is refitted on the union (count = sum). Contributors = union. With
+// SampleCorrelation::Shared the pieces' sketches and the local data's are combined and truncated
+// to options.correlation_rank.
 Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
                        const FedPftOptions& options, const NodeContext& ctx);
 
@@ -44,7 +48,8 @@ void check_piece_fits(const Knowledge& k, const FedPftOptions& options, const No
                       const std::string& where);
 
 // What the head is trained on: every chosen piece sampled to its counts, plus the local real
-// features if this node is not already among the pieces' contributors.
+// features if this node is not already among the pieces' contributors. Diagonal and spherical
+// mixtures are drawn with the correlation options.sample_correlation names.
 Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,
                              const FedPftOptions& options, const NodeContext& ctx);
 
@@ -56,5 +61,6 @@ constexpr int64_t kMaxClassCount = 100000000;
 // Upper bound on FedPftOptions::synthetic_multiplier; the 2^31-value limit on the training set
 // is what really bounds the memory.
 constexpr int kMaxSyntheticMultiplier = 1000;
+constexpr int kMaxCorrelationRank = 4096;  // a sketch beyond this is no longer a sketch
 
 }  // namespace fednode

@@ -105,6 +105,16 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
   return out;
 }
 
+CovarianceSketch round_sketch_to_half(const CovarianceSketch& s, const std::string& where) {
+  CovarianceSketch out = s;
+  for (Eigen::Index j = 0; j < out.variances.size(); ++j)
+    out.variances[j] = to_half(out.variances[j], where, "within-class variance");
+  for (Eigen::Index i = 0; i < out.factor.rows(); ++i)
+    for (Eigen::Index j = 0; j < out.factor.cols(); ++j)
+      out.factor(i, j) = to_half(out.factor(i, j), where, "covariance sketch entry");
+  return out;
+}
+
 bool is_half_exact(const GaussianMixture& g) {
   auto exact = [](const auto& m) {
     for (Eigen::Index i = 0; i < m.rows(); ++i)

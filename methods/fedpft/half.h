@@ -18,6 +18,10 @@ namespace fednode {
 GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_floor,
                                       const std::string& where);
 
+// A covariance sketch rounded through float16, as a receiver of a 16-bit transfer sees it.
+// Throws InputError, naming `where`, if a value is beyond float16's range.
+CovarianceSketch round_sketch_to_half(const CovarianceSketch& s, const std::string& where);
+
 // True if every parameter is a float16 value (what round_mixture_to_half produces).
 bool is_half_exact(const GaussianMixture& g);
 

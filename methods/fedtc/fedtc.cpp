@@ -93,7 +93,7 @@ class FedTc final : public Method {
     const Selection sel = select_for_combination(received, local, ctx, kMethod);
     std::vector<const Knowledge*> parts = sel.pieces;
     for (size_t i = 0; i < parts.size(); ++i)
-      check_prototypes(*parts[i], "fedtc: received knowledge from nodes " + describe(parts[i]->contributors));
+      check_prototypes(*parts[i], "fedtc: received knowledge from nodes " + to_string(parts[i]->contributors));
     Knowledge own;
     if (sel.use_local) {
       own = summarize(*local, ctx);
@@ -170,12 +170,6 @@ class FedTc final : public Method {
   }
 
  private:
-  static std::string describe(const Contributors& c) {
-    std::string s = "{";
-    for (NodeId id : c) s += (s.size() > 1 ? "," : "") + std::to_string(id);
-    return s + "}";
-  }
-
   FedTcOptions options_;
 };
 

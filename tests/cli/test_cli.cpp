@@ -260,7 +260,11 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--partition iid --dirichlet-alpha 0.3", "--dirichlet-alpha is a parameter of --partition dirichlet"},
            {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},
            {"--nodes 1025", "--nodes must be in [1, 1024]"},
-           {"--sample-correlation all", "--sample-correlation must be none or local, got 'all'"},
+           {"--sample-correlation all", "--sample-correlation must be none, local or shared, got 'all'"},
+           {"--dp --sample-correlation shared", "--sample-correlation shared applies to diagonal and spherical"},
+           {"--correlation-rank 8", "--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared"},
+           {"--sample-correlation shared --correlation-rank 0", "--correlation-rank"},
+           {"--method fedtc --correlation-rank 8", "--correlation-rank is a fedpft option"},
            {"--method fedcgs --sample-correlation local", "--sample-correlation is a fedpft option"},
            {"--covariance full --sample-correlation local", "full covariances carry their own"},
            {"--dp --sample-correlation local", "DP-FedPFT's full Gaussians carry their own"}}) {

@@ -5,6 +5,7 @@
 #include "methods/gmm/gmm.h"
 
 #include "../common/expect_error.h"
+#include "../common/node_context.h"
 
 #include <Eigen/Cholesky>
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 namespace fednode {
 namespace {
 
-MatrixD correlation_of(const MatrixD& X) {
+MatrixD sample_correlation_of(const MatrixD& X) {
   const MatrixD centred = X.rowwise() - X.colwise().mean();
   const MatrixD cov = centred.transpose() * centred / static_cast<double>(X.rows() - 1);
   const VectorD inv_sd = cov.diagonal().cwiseSqrt().cwiseInverse();
@@ -197,7 +198,7 @@ TEST_P(CorrelatedSampling, KeepsEveryComponentsMeansAndVariancesAndAddsTheCorrel
       const double sample_var = (part.col(j).array() - part.col(j).mean()).square().sum() / (n - 1);
       EXPECT_NEAR(sample_var / var, 1.0, 0.03) << k << "," << j;
     }
-    const MatrixD R = correlation_of(part);
+    const MatrixD R = sample_correlation_of(part);
     for (int a = 0; a < 4; ++a)
       for (int b = 0; b < 4; ++b) EXPECT_NEAR(R(a, b), known_correlation()(a, b), 0.02) << k << ": " << a << "," << b;
   }
@@ -249,15 +250,7 @@ TEST(SampleCorrelation, SamplingRefusesAFullMixtureOrAFactorOfTheWrongSize) {
   test::expect_input_error([&] { sample_gmm(diag, 10, rng, &L); }, {"4x4", "dimension is 3"});
 }
 
-NodeContext context(NodeId node) {
-  NodeContext ctx;
-  ctx.node = node;
-  ctx.seed = 99;
-  ctx.backbone_fingerprint = "test-backbone";
-  ctx.num_classes = 4;
-  ctx.dim = 5;
-  return ctx;
-}
+NodeContext context(NodeId node) { return test::node_context(node, 4, 5, 99); }
 
 TEST(SampleCorrelation, TheHeadsSyntheticFeaturesCarryTheLocalCorrelationOnlyWhenAsked) {
   FedPftOptions o;
@@ -276,8 +269,8 @@ TEST(SampleCorrelation, TheHeadsSyntheticFeaturesCarryTheLocalCorrelationOnlyWhe
 
   // Class 0's synthetic rows (the first 4000): diag K=1 sent no correlation; drawn plain they
   // have none, drawn with the receiver's they have its.
-  const MatrixD p = correlation_of(plain.X.topRows(4000).leftCols(4).cast<double>());
-  const MatrixD c = correlation_of(correlated.X.topRows(4000).leftCols(4).cast<double>());
+  const MatrixD p = sample_correlation_of(plain.X.topRows(4000).leftCols(4).cast<double>());
+  const MatrixD c = sample_correlation_of(correlated.X.topRows(4000).leftCols(4).cast<double>());
   EXPECT_NEAR(p(0, 1), 0.0, 0.05);
   EXPECT_NEAR(c(0, 1), 0.8, 0.05);
   EXPECT_NEAR(c(1, 2), -0.5, 0.05);

@@ -62,6 +62,20 @@ TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {
   launch_and_expect_simulate(f);
 }
 
+// FedPFT's shared correlation: every node sends a covariance sketch beside its mixtures, each hop
+// of the chain forwards one sketch of everyone before it, truncated to the rank. The sketches
+// travel encrypted in float16 like the mixtures, and every node's head must still equal the
+// simulator's, which passes the same sketches in memory.
+TEST(LoopbackSharedCorrelation, AChainSendingCovarianceSketchesMatchesTheSimulator) {
+  const auto dir = test_dir("loopback");
+  OptionMap options = method_options("fedpft");
+  options["sample-correlation"] = "shared";
+  options["correlation-rank"] = "6";
+  const Federation f = make_federation(dir, TopologyMode::Linear, 4, "fedpft", 23240, options, small_data());
+
+  launch_and_expect_simulate(f);
+}
+
 // A node whose projection differs (here: its own expansion seed) works in another feature space.
 // The fingerprint says so, so the handshake and the knowledge are refused, and nothing is summed.
 TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {

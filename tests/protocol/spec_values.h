@@ -52,4 +52,17 @@ inline Value gmm_value(const char* covariance = "diag") {
                                                 {"covariances", covs}}}}}}};
 }
 
+// gmm_value() with a within-class covariance sketch (FedPFT's shared correlation).
+inline Value gmm_sketch_value(uint64_t residuals, Value variances, Value factor) {
+  Value v = gmm_value();
+  std::get<Map>(v["body"].v)
+      .emplace_back("within_class", Map{{"residuals", residuals}, {"variances", std::move(variances)},
+                                        {"factor", std::move(factor)}});
+  return v;
+}
+inline Value gmm_sketch_value() {
+  return gmm_sketch_value(30, tensor("f32", Array{2}, "dense", f32_bytes({1, 2})),
+                          tensor("f32", Array{1, 2}, "dense", f32_bytes({0.5f, -0.5f})));
+}
+
 }  // namespace fednode::test

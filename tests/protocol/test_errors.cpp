@@ -259,6 +259,40 @@ TEST(ProtocolErrors, Mixtures) {
   expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_components", limits);
 }
 
+TEST(ProtocolErrors, CovarianceSketch) {
+  const auto with_sketch = [](uint64_t residuals, const Value& variances, const Value& factor) {
+    return test::gmm_sketch_value(residuals, variances, factor);
+  };
+  const Value variances = tensor("f32", Array{2}, "dense", f32_bytes({1, 2}));
+  const Value factor = tensor("f32", Array{1, 2}, "dense", f32_bytes({0.5f, -0.5f}));
+  EXPECT_NO_THROW(decode_knowledge(with_sketch(30, variances, factor)));
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, with_sketch(31, variances, factor),
+                         "knowledge.body.within_class.residuals: 31 exceeds the 30 samples");
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_sketch(30, tensor("f32", Array{3}, "dense", f32_bytes({1, 2, 3})), factor),
+                         "within_class.variances");
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_sketch(30, variances, tensor("f32", Array{1, 3}, "dense", f32_bytes({1, 2, 3}))),
+                         "expected [rank, 2] with rank <= 2");
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
+                         with_sketch(30, variances, tensor("f32", Array{3, 2}, "dense", f32_bytes({1, 2, 3, 4, 5, 6}))),
+                         "rank <= 2");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue,
+                         with_sketch(30, tensor("f32", Array{2}, "dense", f32_bytes({1, -2})), factor),
+                         "within_class.variances: a variance is negative");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, with_sketch(0, variances, factor),
+                         "summarises no residuals but is not empty");
+  expect_knowledge_error(ProtocolErrorCode::NonFinite,
+                         with_sketch(30, variances, tensor("f32", Array{1, 2}, "dense", f32_bytes({NAN, 1}))),
+                         "within_class.factor");
+  Value extra = test::gmm_sketch_value();
+  std::get<Map>(extra["body"]["within_class"].v).emplace_back("rank", 1);
+  expect_knowledge_error(ProtocolErrorCode::UnknownField, extra, "within_class: unknown field 'rank'");
+  Value missing = gmm_value();
+  std::get<Map>(missing["body"].v).emplace_back("within_class", Map{{"residuals", 3}, {"variances", variances}});
+  expect_knowledge_error(ProtocolErrorCode::MissingField, missing, "missing field 'factor'");
+}
+
 TEST(ProtocolErrors, HelloHeadAndError) {
   Hello hello = test::sample_hello();
   const EnvelopeHeader from_other = test::header_for(MessageType::Hello);

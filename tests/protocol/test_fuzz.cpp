@@ -41,12 +41,18 @@ std::vector<Sample> corpus() {
   for (auto type : {CovarianceType::Full, CovarianceType::Diag, CovarianceType::Spherical})
     for (auto precision : {Precision::Float32, Precision::Float16})
       add(test::sample_gmm(1, type, 2, 3, 3), precision);
+  for (auto precision : {Precision::Float32, Precision::Float16}) {
+    Knowledge k = test::sample_gmm(1, CovarianceType::Diag, 2, 3, 3);
+    std::get<GmmKnowledge>(k.payload).within_class =
+        CovarianceSketch{5, VectorD::Constant(3, 0.5), MatrixD::Constant(2, 3, 0.25)};
+    add(k, precision);
+  }
   add(test::sample_stats(2, 3, 2));
   add(test::sample_prototypes(3, 3, 4), Precision::Float16);
   add(test::sample_prototypes(3, 3, 4), Precision::Float32);
   add(test::sample_linear_head(4, 3, 2, "lda"));
   add(test::sample_adapter_head(5, 3, 3, 2, 2));
-  for (const Value& v : {test::prototypes_value(), test::stats_value(), test::gmm_value("full")})
+  for (const Value& v : {test::prototypes_value(), test::stats_value(), test::gmm_value("full"), test::gmm_sketch_value()})
     out.push_back({Target::Payload, MessageType::Knowledge, test::pack(v)});
   const std::string header = encode_header(test::header_for(MessageType::Knowledge, 77));
   out.push_back({Target::Header, MessageType::Knowledge, header});
@@ -246,7 +252,7 @@ TEST(ProtocolFuzz, MutatedBytes) {
 TEST(ProtocolFuzz, MutatedStructure) {
   Rng rng = Rng::stream(kSeed, Purpose::Generic, 2);
   std::vector<Value> seeds = {test::prototypes_value(), test::stats_value(), test::gmm_value("diag"),
-                              test::gmm_value("full")};
+                              test::gmm_value("full"), test::gmm_sketch_value()};
   Outcome o;
   for (int i = 0; i < 20000; ++i) {
     Value v = seeds[rng.below(seeds.size())];

@@ -175,6 +175,36 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GmmRoundTrip,
                                                               CovarianceType::Spherical),
                                             ::testing::Values(Precision::Float32, Precision::Float16)));
 
+TEST_P(GmmRoundTrip, ACovarianceSketchTravelsInTheMixturesPrecision) {
+  const Precision precision = std::get<1>(GetParam());
+  Knowledge k = test::sample_gmm(12, CovarianceType::Diag);
+  Rng rng(3);
+  CovarianceSketch s;
+  s.residuals = 17;
+  s.variances = VectorD(k.dim);
+  s.factor = MatrixD(2, k.dim);
+  for (Eigen::Index j = 0; j < k.dim; ++j) s.variances[j] = 1.0 + rng.uniform();
+  for (Eigen::Index i = 0; i < s.factor.size(); ++i) s.factor.data()[i] = rng.normal() / 3.0;
+  std::get<GmmKnowledge>(k.payload).within_class = s;
+  const Knowledge back = std::get<Knowledge>(roundtrip(k, {precision}));
+  const auto& got = std::get<GmmKnowledge>(back.payload).within_class;
+  ASSERT_TRUE(got.has_value());
+  auto expected = [&](const MatrixD& m) { return precision == Precision::Float16 ? through_half(m) : through_float(m); };
+  EXPECT_EQ(got->residuals, 17);
+  EXPECT_EQ(MatrixD(got->variances), expected(s.variances));
+  EXPECT_EQ(got->factor, expected(s.factor));
+  // What the payload counts is what the tensors take, give or take two tensors' framing (about 60 bytes each).
+  Knowledge without = k;
+  std::get<GmmKnowledge>(without.payload).within_class.reset();
+  const bool half = precision == Precision::Float16;
+  EXPECT_NEAR(static_cast<double>(encode_payload(k, {precision}).size() - encode_payload(without, {precision}).size()),
+              static_cast<double>(k.payload_bytes(half) - without.payload_bytes(half)), 130.0);
+  // A sketch of no rows (a node without a class of two samples) travels too.
+  std::get<GmmKnowledge>(k.payload).within_class = CovarianceSketch{0, VectorD::Zero(k.dim), MatrixD(0, k.dim)};
+  const Knowledge empty = std::get<Knowledge>(roundtrip(k, {precision}));
+  EXPECT_EQ(std::get<GmmKnowledge>(empty.payload).within_class->factor.rows(), 0);
+}
+
 TEST(ProtocolRoundTrip, CompleteIsKnowledgeUnderAnotherType) {
   // The ring's second pass: the payload bytes are exactly those of knowledge; only the header's
   // type says which pass a message belongs to.
