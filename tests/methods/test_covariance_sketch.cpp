@@ -130,6 +130,15 @@ TEST(CovarianceSketch, SketchesOfDisjointNodesAddUpToTheSketchOfTheirUnion) {
   EXPECT_EQ(narrow.factor.rows(), 2);
   EXPECT_TRUE(covariance_of(narrow).diagonal().isApprox(exact.diagonal(), 1e-5));
   EXPECT_FALSE(covariance_of(narrow).isApprox(exact, 1e-2));
+  // and what it keeps are the two leading directions of the union's correlation, not of its
+  // covariance: dimensions of large variance do not crowd out the others.
+  const MatrixD R = to_correlation(exact);
+  Eigen::SelfAdjointEigenSolver<MatrixD> eig(R);
+  const MatrixD U = eig.eigenvectors().rightCols(2);
+  const MatrixD best = U * eig.eigenvalues().tail(2).asDiagonal() * U.transpose();
+  const MatrixD kept = narrow.variances.cwiseSqrt().cwiseInverse().asDiagonal() * narrow.factor.transpose() *
+                       narrow.factor * narrow.variances.cwiseSqrt().cwiseInverse().asDiagonal();
+  EXPECT_LT((kept - best).norm(), 1e-5 * best.norm());
 
   // The order of the parts changes nothing but rounding.
   EXPECT_TRUE(covariance_of(combine_sketches({&sb, &sa}, 4)).isApprox(covariance_of(forwarded), 1e-9));
