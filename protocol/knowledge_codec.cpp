@@ -77,14 +77,6 @@ void check_class_entry(int label, int64_t count, int previous, int num_classes, 
   if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
 }
 
-// What tensor decoding does not already prove of a sketch: variances are non-negative, and a
-// sketch of no residuals is empty.
-void check_sketch(const CovarianceSketch& s, const std::string& where) {
-  if ((s.variances.array() < 0).any()) fail(ProtocolErrorCode::InvalidValue, where + ".variances: a variance is negative");
-  if (s.residuals == 0 && (s.factor.rows() > 0 || (s.variances.array() != 0).any()))
-    fail(ProtocolErrorCode::InvalidValue, where + ": summarises no residuals but is not empty");
-}
-
 void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
   if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
@@ -119,7 +111,9 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
         expect_finite(s->variances, at + ".variances");
         expect_finite(s->factor, at + ".factor");
       }
-      check_sketch(*s, at);
+      if ((s->variances.array() < 0).any()) fail(ProtocolErrorCode::InvalidValue, at + ".variances: a variance is negative");
+      if (s->residuals == 0 && (s->factor.rows() > 0 || (s->variances.array() != 0).any()))
+        fail(ProtocolErrorCode::InvalidValue, at + ": summarises no residuals but is not empty");
     }
   } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
     expect_dims(s->A, k.num_classes, k.dim, where + ".body.A");
@@ -335,11 +329,8 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   if (const msgpack::object* sketch = body.find("within_class")) {
     MapReader m(*sketch, body.path("within_class"));
     CovarianceSketch& s = g.within_class.emplace();
-    const uint64_t residuals = m.uint("residuals");
-    if (residuals > samples)
-      fail(ProtocolErrorCode::InvalidValue, m.path("residuals") + ": " + std::to_string(residuals) +
-                                                " exceeds the " + std::to_string(samples) + " samples of the mixtures");
-    s.residuals = static_cast<int64_t>(residuals);
+    // Bounded by the mixtures' samples, themselves at most max_samples; check_structure says so.
+    s.residuals = static_cast<int64_t>(std::min<uint64_t>(m.uint("residuals"), uint64_t{1} << 62));
     const TensorIn variances = read_tensor(m.at("variances"), m.path("variances"));
     const TensorIn factor = read_tensor(m.at("factor"), m.path("factor"));
     m.finish();
@@ -357,7 +348,6 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   }
   body.finish();
   jobs.run();
-  if (g.within_class) check_sketch(*g.within_class, body.path("within_class"));
   return g;
 }
 

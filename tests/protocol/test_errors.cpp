@@ -267,7 +267,7 @@ TEST(ProtocolErrors, CovarianceSketch) {
   const Value factor = tensor("f32", Array{1, 2}, "dense", f32_bytes({0.5f, -0.5f}));
   EXPECT_NO_THROW(decode_knowledge(with_sketch(30, variances, factor)));
   expect_knowledge_error(ProtocolErrorCode::InvalidValue, with_sketch(31, variances, factor),
-                         "knowledge.body.within_class.residuals: 31 exceeds the 30 samples");
+                         "knowledge.body.within_class.residuals: 31 outside [0, 30]");
   expect_knowledge_error(ProtocolErrorCode::DimensionMismatch,
                          with_sketch(30, tensor("f32", Array{3}, "dense", f32_bytes({1, 2, 3})), factor),
                          "within_class.variances");
