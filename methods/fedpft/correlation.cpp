@@ -230,17 +230,18 @@ WithinClassCorrelation correlation_of(const CovarianceSketch& sketch) {
   if (sketch.factor.rows() > 0)
     cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(sketch.factor.rows()), 1.0,
                 sketch.factor.data(), static_cast<int>(d), 0.0, C.data(), static_cast<int>(d));
-  C = C.selfadjointView<Eigen::Upper>();
   // The diagonal part is what the truncation left out of each variance; float16 rounding can make
   // it slightly negative, and the low-rank part alone then stands.
   for (Eigen::Index j = 0; j < d; ++j) C(j, j) = std::max(C(j, j), sketch.variances[j]);
   VectorD inverse_sd = VectorD::Zero(d);
   for (Eigen::Index j = 0; j < d; ++j)
     if (C(j, j) > 0) inverse_sd[j] = 1.0 / std::sqrt(C(j, j));
-  MatrixD R = inverse_sd.asDiagonal() * C * inverse_sd.asDiagonal();
+  // Scaled and mirrored from dsyrk's upper triangle in place: at d in the thousands a copy is tens of MB.
+  for (Eigen::Index a = 0; a < d; ++a)
+    for (Eigen::Index b = a; b < d; ++b) C(b, a) = C(a, b) = inverse_sd[a] * C(a, b) * inverse_sd[b];
   for (Eigen::Index j = 0; j < d; ++j)
-    if (inverse_sd[j] == 0) R(j, j) = 1;  // a dimension that never varies stays uncorrelated
-  out.factor = unit_diagonal_factor(R);
+    if (inverse_sd[j] == 0) C(j, j) = 1;  // a dimension that never varies stays uncorrelated
+  out.factor = unit_diagonal_factor(C);
   return out;
 }
 
