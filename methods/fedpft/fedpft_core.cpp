@@ -133,20 +133,14 @@ void check_synthetic_size(double rows, int dim, const std::string& where) {
 // The sketch a node's knowledge carries under SampleCorrelation::Shared: the pieces' sketches and,
 // if this node's data is not among their contributors, a sketch of it, combined. `rank` as
 // combine_sketches: what is forwarded is truncated, what a head is drawn with keeps every direction.
+// `without`, if given, receives the contributors of every piece that came without a sketch.
 std::optional<CovarianceSketch> shared_sketch(const Selection& sel, const Features* local, const FedPftOptions& o,
-                                              const NodeContext& ctx, int rank) {
+                                              int rank, std::vector<std::string>* without = nullptr) {
   std::vector<const CovarianceSketch*> parts;
-  std::vector<std::string> without;
   for (const Knowledge* piece : sel.pieces) {
     const auto& g = std::get<GmmKnowledge>(piece->payload);
     if (g.within_class) parts.push_back(&*g.within_class);
-    else without.push_back(to_string(piece->contributors));
-  }
-  if (!without.empty() && ctx.progress) {
-    std::string names;
-    for (const auto& w : without) names += (names.empty() ? "" : ", ") + w;
-    ctx.progress("fedpft: knowledge from " + names + " carries no within-class covariance sketch; the correlation " +
-                 "synthetic features are drawn with leaves those nodes out");
+    else if (without) without->push_back(to_string(piece->contributors));
   }
   CovarianceSketch own;
   if (sel.use_local) {
@@ -178,7 +172,15 @@ WithinClassCorrelation correlation_to_draw_with(const Selection& sel, const Feat
     c = within_class_correlation(*local);
     source = std::to_string(c.residuals) + " local samples (Ledoit-Wolf shrinkage " + std::to_string(c.shrinkage) + ")";
   } else {
-    const auto sketch = shared_sketch(sel, local, o, ctx, 0);
+    // Reported here, where the head's draw is made, not again when a merge forwards the same pieces.
+    std::vector<std::string> without;
+    const auto sketch = shared_sketch(sel, local, o, 0, &without);
+    if (!without.empty() && ctx.progress) {
+      std::string names;
+      for (const auto& w : without) names += (names.empty() ? "" : ", ") + w;
+      ctx.progress("fedpft: knowledge from " + names + " carries no within-class covariance sketch; the correlation " +
+                   "synthetic features are drawn with leaves those nodes out");
+    }
     if (!sketch) return {};
     c = correlation_of(*sketch);
     source = std::to_string(c.residuals) + " samples' covariance sketches (" + std::to_string(sketch->factor.rows()) +
@@ -304,7 +306,7 @@ Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* l
     g.classes.push_back(summarize_class(X, c, o, ctx));
   }
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
-    if (auto sketch = shared_sketch(sel, local, o, ctx, o.correlation_rank)) g.within_class = for_transfer(*sketch, o);
+    if (auto sketch = shared_sketch(sel, local, o, o.correlation_rank)) g.within_class = for_transfer(*sketch, o);
   return out;
 }
 

@@ -270,10 +270,15 @@ TEST(CovarianceSketch, SharedOptionsAreCheckedAndAPieceWithoutASketchIsNamed) {
   NodeContext ctx = context(1);
   ctx.progress = [&](const std::string& s) { said.push_back(s); };
   const Features b = low_rank_features(8, 3, 3, 100, 0.2, 10, 12);
+  auto times_named = [&] {
+    int n = 0;
+    for (const auto& s : said) n += s.find("knowledge from {0} carries no within-class covariance sketch") != std::string::npos;
+    return n;
+  };
+  fedpft_merge({plain}, &b, shared_options(4), ctx);
+  EXPECT_EQ(times_named(), 0) << "a chain node's merge and head see the same pieces: the head names them";
   fedpft_training_set({plain}, &b, shared_options(4), ctx);
-  bool named = false;
-  for (const auto& s : said) named |= s.find("knowledge from {0} carries no within-class covariance sketch") != std::string::npos;
-  EXPECT_TRUE(named);
+  EXPECT_EQ(times_named(), 1);
 
   // A sketch claiming more residuals than its mixtures' samples is refused on receipt.
   Knowledge lying = fedpft_summarize(a, shared_options(4), context(0));
