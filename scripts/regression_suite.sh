@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The fixed regression suite: runs one fednode binary over a fixed set of federations and writes one
+# JSON report per case into OUTDIR, so that two binaries (before and after a change that must not
+# change any result) can be compared with scripts/compare_reports.py.
+#
+#   bash scripts/regression_suite.sh FEDNODE_BINARY OUTDIR [--subset]
+#
+# Full suite (2.5 to 3 minutes on 2 cores busy with a parallel build, load average 5-6; Release):
+#   simulate-<method>-<topology>.json   `fednode simulate --report` for fedpft, fedcgs, fedtc over
+#                                       linear, ring, star (5 nodes) and graph (4 nodes: the diamond)
+#   launch-<name>.json                  `fednode launch` of examples/topologies/<name>.toml for
+#                                       chain5, diamond, ring4, star8: every node's result.json
+#   launch-<name>.toml                  the rewritten topology file that was launched (see below)
+# --subset (CI, tests/regression/run_subset.sh; about 32 s there):
+#   simulate fedpft-linear, fedcgs-ring, fedtc-star, fedpft-graph at smaller sizes, and a launch
+#   of the diamond (graph, FedCGS).
+#
+# The settings are small on purpose (raw Fashion-MNIST pixels, no backbone; a few thousand
+# samples; short head and adapter training) so that every run takes seconds. Every run is single-
+# threaded (--threads 1 / launch's default), since LibTorch's thread count may reorder sums.
+#
+# What the launch cases change in the example files (on copies in a temporary directory; the
+# repository is never written), identically for every binary:
+#   - ports 71xx -> 261xx (full suite) or 262xx (subset): below 32768, not used by any other test
+#   - run = "regression-<name>" (a fixed run name; every run uses fresh state and key directories)
+#   - train-limit 12000 -> 3000 (subset 1500), test-limit 2000 -> 500 (subset 300)
+#   - star8 (FedTC): adapter-min-steps 2000 -> 300, plus adapter-hidden1 = 64, adapter-hidden2 = 32,
+#     adapter-epochs = 3
+# Keys are made fresh with `fednode keygen` on every run; they seal the frames and do not enter
+# any result. The rewritten file is copied to OUTDIR as launch-<name>.toml, so compare_reports.py
+# can tell when two outputs were not made by the same suite.
+#
+# Exit status: 0 when every case ran and wrote its report, 1 otherwise (the reports that were
+# written are still there), 2 for a usage error.
+set -u
+
+usage() { echo "usage: $0 FEDNODE_BINARY OUTDIR [--subset]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+FEDNODE=$1
+OUTDIR=$2
+SUBSET=0
+if [ $# -ge 3 ]; then
+  [ "$3" = "--subset" ] || usage
+  SUBSET=1
+fi
+[ -x "$FEDNODE" ] || { echo "$0: not an executable: $FEDNODE" >&2; exit 2; }
+FEDNODE=$(cd "$(dirname "$FEDNODE")" && pwd)/$(basename "$FEDNODE")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fednode-regression.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# The same thread settings for every binary and every machine.
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+FAILED=0
+START=$SECONDS
+log() { echo "[$((SECONDS - START))s] $*"; }
+
+if [ $SUBSET = 1 ]; then
+  COMMON=(--dataset fashion-mnist --train-limit 1000 --test-limit 300 --partition dirichlet
+          --dirichlet-alpha 0.5 --seed 3 --threads 1 --head-min-steps 300 --head-epochs 3 --quiet)
+  PORT_PREFIX=262
+  TRAIN_LIMIT=1500
+  TEST_LIMIT=300
+else
+  COMMON=(--dataset fashion-mnist --train-limit 2000 --test-limit 500 --partition dirichlet
+          --dirichlet-alpha 0.5 --seed 3 --threads 1 --head-min-steps 500 --head-epochs 5 --quiet)
+  PORT_PREFIX=261
+  TRAIN_LIMIT=3000
+  TEST_LIMIT=500
+fi
+FEDPFT_OPTS=(--components 3)
+FEDTC_OPTS=(--adapter-hidden1 64 --adapter-hidden2 32 --adapter-min-steps 300 --adapter-epochs 3)
+
+simulate() {  # method topology
+  local method=$1 topology=$2 nodes=5 out="$OUTDIR/simulate-$1-$2.json"
+  [ "$topology" = graph ] && nodes=4   # 4 nodes: the diamond (fednode topology --help)
+  local -a opts
+  case $method in
+    fedpft) opts=("${FEDPFT_OPTS[@]}") ;;
+    fedcgs) opts=() ;;
+    fedtc) opts=("${FEDTC_OPTS[@]}") ;;
+  esac
+  rm -f "$out"
+  log "simulate $method $topology ($nodes nodes)"
+  if ! "$FEDNODE" simulate "${COMMON[@]}" --method "$method" --topology "$topology" --nodes "$nodes" \
+      ${opts[@]+"${opts[@]}"} --report "$out" > "$WORK/simulate-$method-$topology.out" 2>&1; then
+    echo "FAILED: simulate $method $topology" >&2
+    cat "$WORK/simulate-$method-$topology.out" >&2
+    FAILED=1
+  fi
+}
+
+launch() {  # example name (examples/topologies/<name>.toml)
+  local name=$1
+  local dir="$WORK/launch-$name" out="$OUTDIR/launch-$name.json"
+  local src="$ROOT/examples/topologies/$name.toml" file="$WORK/launch-$name/$name.toml"
+  rm -f "$out" "$OUTDIR/launch-$name.toml"
+  mkdir -p "$dir"
+  # The rewrite of the example file (see the header). Every change is checked to have happened.
+  sed -e "s#127\.0\.0\.1:71\([0-9][0-9]\)\"#127.0.0.1:${PORT_PREFIX}\1\"#" \
+      -e "s/^train-limit = .*/train-limit = $TRAIN_LIMIT/" \
+      -e "s/^test-limit = .*/test-limit = $TEST_LIMIT/" \
+      -e "s/^\[federation\]\$/[federation]\nrun = \"regression-$name\"/" \
+      "$src" > "$file"
+  if [ "$name" = star8 ]; then
+    sed -i -e 's/^adapter-min-steps = .*/adapter-min-steps = 300\nadapter-hidden1 = 64\nadapter-hidden2 = 32\nadapter-epochs = 3/' "$file"
+    grep -q '^adapter-hidden1 = 64$' "$file" || { echo "FAILED: rewriting $src" >&2; FAILED=1; return; }
+  fi
+  if grep -q '127\.0\.0\.1:71' "$file" || ! grep -q "^run = \"regression-$name\"\$" "$file" ||
+     ! grep -q "^train-limit = $TRAIN_LIMIT\$" "$file" || ! grep -q "^test-limit = $TEST_LIMIT\$" "$file"; then
+    echo "FAILED: rewriting $src" >&2; FAILED=1; return
+  fi
+  cp "$file" "$OUTDIR/launch-$name.toml"
+  # Fresh key pairs for every key_dir the file names.
+  local key
+  for key in $(sed -n 's/^key_dir = "\(.*\)"$/\1/p' "$file"); do
+    "$FEDNODE" keygen --out "$dir/$key" > /dev/null || { echo "FAILED: keygen $key" >&2; FAILED=1; return; }
+  done
+  log "launch $name"
+  local rc=0
+  (cd "$dir" && "$FEDNODE" launch "$name.toml" --threads 1 --timeout 400 --quiet) > "$WORK/launch-$name.out" 2>&1 || rc=$?
+  if [ $rc != 0 ]; then
+    echo "FAILED: launch $name (exit $rc)" >&2
+    cat "$WORK/launch-$name.out" >&2
+    FAILED=1
+  fi
+  # One report: every node's result.json, in the file's node order; a node without one is named.
+  "$PY" - "$file" "$name" "$rc" "$out" <<'EOF' || { echo "FAILED: collecting launch $name" >&2; FAILED=1; }
+import json, os, re, sys
+file, name, rc, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+base = os.path.dirname(file)
+text = open(file).read()
+nodes = []
+for block in re.split(r'^\[\[node\]\]\s*$', text, flags=re.M)[1:]:
+    node_name = re.search(r'^name = "(.*)"$', block, re.M).group(1)
+    state = re.search(r'^state_dir = "(.*)"$', block, re.M).group(1)
+    path = os.path.join(base, state, "result.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            nodes.append(json.load(f))
+    else:
+        nodes.append({"name": node_name, "status": "no result.json"})
+report = {"fednode_regression_launch": 1, "topology": name, "launch_exit_status": rc, "nodes": nodes}
+with open(out, "w") as f:
+    json.dump(report, f, indent=1)
+    f.write("\n")
+EOF
+}
+
+if [ $SUBSET = 1 ]; then
+  simulate fedpft linear
+  simulate fedcgs ring
+  simulate fedtc star
+  simulate fedpft graph
+  launch diamond
+else
+  for method in fedpft fedcgs fedtc; do
+    for topology in linear ring star graph; do
+      simulate "$method" "$topology"
+    done
+  done
+  for name in chain5 diamond ring4 star8; do
+    launch "$name"
+  done
+fi
+
+log "done: reports in $OUTDIR"
+if [ $FAILED != 0 ]; then
+  echo "some cases failed (see above)" >&2
+  exit 1
+fi
+exit 0
