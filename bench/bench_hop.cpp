@@ -26,7 +26,7 @@
 //
 // Usage: bench_hop [--reps R] [--warmup W] [--classes C] [--components K] [--dim D]
 //                  [--memory cold|warm] [--json FILE]
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "methods/float16.h"
 #include "methods/rng.h"
 #include "node/socket_options.h"
@@ -249,8 +249,8 @@ int bench_main(int argc, char** argv) {
     }
     auto in = transport_b.receive(std::chrono::seconds(10));
     if (!in) die("node B received nothing");
-    const Message m = node_b.open_in_place(in->frame.data(), in->frame.size(), guard);
-    if (!same_knowledge(knowledge, std::get<Knowledge>(m.payload)))
+    const Payload payload = decode_opened(node_b.open_in_place(in->frame.data(), in->frame.size(), guard), Limits{});
+    if (!same_knowledge(knowledge, std::get<Knowledge>(payload)))
       die("the knowledge B decoded differs from what A sent");
     while (!raw.send(raw_bytes)) {
       if (Clock::now() > deadline) die("the raw DEALER never connected to " + addr_raw);
@@ -280,7 +280,9 @@ int bench_main(int argc, char** argv) {
     if (!in) die("node B received nothing within 10 s");
     const double t_transport = since(t1);
     const auto t2 = Clock::now();
-    const Message m = node_b.open_in_place(in->frame.data(), in->frame.size(), guard);
+    const OpenedFrame opened = node_b.open_in_place(in->frame.data(), in->frame.size(), guard);
+    const Payload payload = decode_opened(opened, Limits{});
+    guard.accept(opened.header.from, opened.header.msg_id);
     const double t_open = since(t2);
     if (record) {
       seal_s.v.push_back(t_seal);

@@ -5,7 +5,7 @@
 #include "cli/data_options.h"
 #include "cli/method_options.h"
 #include "crypto/key_files.h"
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "topology/builders.h"
 
 #include <cstdint>

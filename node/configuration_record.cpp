@@ -83,4 +83,25 @@ std::string first_difference(const std::string& was, const std::string& now) {
   return "";
 }
 
+void check_configuration(StateStore& store, const NodeConfig& config) {
+  const std::string record = configuration_record(config);
+  const auto stored = store.read_text("configuration", 1 << 20);
+  const std::string remove = "; remove the directory to start the run over";
+  if (!stored) {
+    // Written at the first start, before anything else: a directory a node has started in
+    // without one was not made by this version, or the record was removed.
+    if (store.started_before())
+      throw InputError("state directory '" + store.dir() + "' holds a run but no configuration record" + remove);
+    store.write_text("configuration", sealed_configuration(record));
+    return;
+  }
+  const auto was = unsealed_configuration(*stored);
+  if (!was) throw InputError("state file '" + store.path("configuration") + "' is damaged (checksum)" + remove);
+  const std::string difference = first_difference(*was, record);
+  if (!difference.empty())
+    throw InputError("state directory '" + store.dir() + "' holds a run of node " + std::to_string(config.id) +
+                     " started with another configuration (" + difference +
+                     "): give this configuration a state directory of its own, or remove that one to start over");
+}
+
 }  // namespace fednode

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "node/node.h"
+#include "node/state_store.h"
 
 #include <optional>
 #include <string>
@@ -24,5 +25,10 @@ std::optional<std::string> unsealed_configuration(const std::string& file_text);
 // Empty when the records are the same; otherwise the first line that differs, as
 // `"key": old` -> `"key": new`, in printable ASCII and at most a few hundred characters.
 std::string first_difference(const std::string& was, const std::string& now);
+
+// A state directory continues the run it was started for, and only under the configuration it
+// was started with: other data or options would otherwise get the old result back. Writes the
+// record at the first start; throws InputError naming the first difference otherwise.
+void check_configuration(StateStore& store, const NodeConfig& config);
 
 }  // namespace fednode

@@ -1,7 +1,7 @@
 // fednode::Node — one networked node of a one-shot federation, to embed in an application or run
 // from `fednode run`. It follows its topology's plan (topology/plan.h): waits for its inputs,
 // merges them with its own features, fits its head, forwards, and finishes, talking to its peers
-// over ZeroMQ (node/transport.h) with sealed, acknowledged messages (crypto/secure_channel.h) and
+// over ZeroMQ (node/transport.h) with sealed, acknowledged messages (node/secure_channel.h) and
 // persisting everything it must not lose in its state directory (node/state_store.h), so that a
 // node killed at any point and started again with the same config continues the run.
 //

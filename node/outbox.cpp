@@ -12,8 +12,15 @@ namespace fednode {
 
 using Clock = std::chrono::steady_clock;
 
-Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who)
-    : store_(store), transport_(transport), timing_(timing), say_(std::move(say)), who_(std::move(who)) {}
+Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who, NodeId self,
+               uint64_t max_frame_bytes)
+    : store_(store),
+      transport_(transport),
+      timing_(timing),
+      say_(std::move(say)),
+      who_(std::move(who)),
+      self_(self),
+      max_frame_bytes_(max_frame_bytes) {}
 
 void Outbox::restore(std::vector<OutboxEntry> entries) {
   for (auto& e : entries) {
@@ -32,6 +39,26 @@ void Outbox::add(OutboxEntry e) {
   Pending p;
   p.entry = std::move(e);
   pending_.push_back(std::move(p));
+}
+
+void Outbox::queue(NodeId to, MessageType type, int phase, int64_t counted_bytes,
+                   const std::function<std::string(uint64_t msg_id)>& seal) {
+  OutboxEntry e;
+  e.seq = store_.next_seq();
+  e.to = to;
+  e.type = type;
+  e.phase = phase;
+  e.msg_id = store_.next_msg_id();
+  e.frame = seal(e.msg_id);
+  e.counted_bytes = counted_bytes;
+  if (e.frame.size() > max_frame_bytes_)
+    throw InputError("node " + std::to_string(self_) + ": the " + to_string(type) + " message for " + who_(to) +
+                     " would be " + std::to_string(e.frame.size()) + " bytes, above max_message_bytes (" +
+                     std::to_string(max_frame_bytes_) +
+                     ") that nodes accept; send less (fewer components, a smaller feature expansion), or "
+                     "raise the limit at every node (Limits::max_message_bytes in an embedding application's "
+                     "NodeConfig; fednode run uses the default)");
+  add(std::move(e));
 }
 
 void Outbox::give_up_open_offers(std::optional<NodeId> to) {

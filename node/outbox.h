@@ -41,12 +41,19 @@ class Outbox {
   using Who = std::function<std::string(NodeId)>;
 
   // `store` and `transport` must outlive the outbox; `say` reports slow peers, naming them by `who`.
-  Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who);
+  // `self` names this node in errors; `max_frame_bytes` is the largest frame peers accept.
+  Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who, NodeId self = 0,
+         uint64_t max_frame_bytes = UINT64_MAX);
 
   // The entries a restart found in the state directory (stored already), in send order.
   void restore(std::vector<OutboxEntry> entries);
   // Stores `e` durably, then queues it behind what its peer has not settled yet.
   void add(OutboxEntry e);
+  // The same for a frame `seal` makes with the next message id. Throws InputError, before
+  // storing anything, when the frame is larger than peers accept: their transport would drop it
+  // (ZMQ_MAXMSGSIZE) without telling anyone, and every resend too.
+  void queue(NodeId to, MessageType type, int phase, int64_t counted_bytes,
+             const std::function<std::string(uint64_t msg_id)>& seal);
 
   // The node is done: offers still open are given up (and so not made again by a rerun).
   void give_up_offers();
@@ -88,6 +95,8 @@ class Outbox {
   OutboxTiming timing_;
   Say say_;
   Who who_;
+  NodeId self_;
+  uint64_t max_frame_bytes_;
   std::vector<Pending> pending_;  // by seq
 };
 

@@ -5,8 +5,7 @@
 #include "node/elapsed.h"
 #include "node/json.h"
 #include "node/options_json.h"
-#include "node/phases.h"
-#include "node/step.h"
+#include "node/machine.h"
 #include "topology/builders.h"
 #include "topology/plan.h"
 
@@ -21,15 +20,63 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The federation's machines, with every Send handed to its recipient at once. A node acts as
+// soon as its inputs are in, the smallest id first, so the order is deterministic; sequence
+// numbers count each sender's messages, as message ids do on the network.
+class InMemoryFederation {
+ public:
+  InMemoryFederation(std::vector<std::unique_ptr<Machine>> machines, std::string fingerprint,
+                     std::vector<SimNodeResult>& nodes, std::function<void(const std::string&)> say)
+      : machines_(std::move(machines)),
+        fingerprint_(std::move(fingerprint)),
+        nodes_(nodes),
+        say_(std::move(say)),
+        sent_(machines_.size(), 0) {}
 
-bool half_precision_transfer(const MethodOptions& m) {
-  return m.method == "fedpft" && m.fedpft.half_precision;
-}
+  // Steps the machines until none has anything left to do; throws for a node that never finished.
+  void run() {
+    const int n = static_cast<int>(machines_.size());
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      for (int i = 0; i < n && !progressed; ++i) {
+        Machine& m = *machines_[i];
+        if (m.plan_done() && !m.refit_due()) continue;
+        const auto t0 = Clock::now();
+        Actions actions = m.tick(0.0);
+        nodes_[i].seconds += seconds_since(t0);
+        if (actions.empty()) continue;
+        deliver(i, std::move(actions));
+        progressed = true;
+        // Relays in graph mode pass pieces on unchanged, so machines hold many copies of the
+        // same knowledge: a finished node's go as soon as it is done.
+        if (m.plan_done() && !m.refit_due()) m.release_inputs();
+      }
+    }
+    for (int i = 0; i < n; ++i)
+      if (!machines_[i]->plan_done()) throw InputError("node " + std::to_string(i) + " could never finish in this topology");
+  }
 
-// Message sizes as they travel: the knowledge payload in its transfer precision.
-int64_t message_bytes(const Knowledge& k, const MethodOptions& m) {
-  return k.payload_bytes(half_precision_transfer(m));
-}
+  const Machine& machine(int i) const { return *machines_[i]; }
+
+ private:
+  void deliver(int from, Actions actions) {
+    for (Action& a : actions) {
+      if (a.kind == Action::Kind::Say && say_) say_("node " + std::to_string(from) + ": " + a.line);
+      if (a.kind != Action::Kind::Send) continue;
+      nodes_[from].bytes_sent += a.counted_bytes;
+      nodes_[a.to].bytes_received += a.counted_bytes;
+      Payload payload = a.knowledge ? Payload(*a.knowledge) : Payload(HeadMessage{a.head, a.contributors, fingerprint_});
+      deliver(static_cast<int>(a.to), machines_[a.to]->accept(static_cast<NodeId>(from), ++sent_[from], a.type,
+                                                              std::move(payload), /*fresh=*/true, 0.0));
+    }
+  }
+
+  std::vector<std::unique_ptr<Machine>> machines_;
+  std::string fingerprint_;
+  std::vector<SimNodeResult>& nodes_;
+  std::function<void(const std::string&)> say_;
+  std::vector<uint64_t> sent_;
+};
 
 }  // namespace
 
@@ -81,35 +128,6 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
   }
 
   const auto method = make_method(options.method);
-  auto context = [&](int i) {
-    NodeContext ctx;
-    ctx.node = static_cast<NodeId>(i);
-    ctx.seed = options.seed;
-    ctx.backbone_fingerprint = options.backbone_fingerprint;
-    ctx.num_classes = C;
-    ctx.dim = all.dim();
-    ctx.progress = options.progress;
-    return ctx;
-  };
-  auto finish_node = [&](int i, const Head& head, const Contributors& contributors, double seconds) {
-    auto& r = report.nodes[i];
-    r.accuracy = head.accuracy(test_all);
-    r.per_class = head.per_class_accuracy(test_all);
-    r.contributors = contributors;
-    r.seconds += seconds;
-    std::ostringstream msg;
-    msg << "node " << i << ": accuracy " << std::fixed << std::setprecision(4) << r.accuracy
-        << " with " << contributors.size() << " contributor(s)";
-    say(msg.str());
-  };
-  auto send = [&](int from, int to, int64_t bytes) {
-    report.nodes[from].bytes_sent += bytes;
-    report.nodes[to].bytes_received += bytes;
-  };
-
-  // Every node follows its plan (topology/plan.h) exactly as a networked node does; messages
-  // are handed over in memory. A node acts as soon as its inputs are in, the smallest id first,
-  // so the order is deterministic.
   TopologyBuildOptions build;
   build.mode = options.topology;
   build.nodes = N;
@@ -117,94 +135,37 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
   build.method = options.method.method;
   const Topology topology = build_topology(build);
   const std::vector<NodePlan> plans = plan_all(topology);
-  std::vector<std::vector<ReceivedPiece>> inbox(N);
-  std::vector<std::set<NodeId>> heard_from(N);  // senders whose phase-1 knowledge is complete
-  std::vector<std::shared_ptr<const Head>> hub_head(N);
-  std::vector<Contributors> hub_contributors(N);
-  std::vector<uint64_t> sent(N, 0);
-  std::vector<bool> phase1_done(N, false), phase2_done(N, false);
-  std::vector<std::shared_ptr<const Head>> heads(N);
-  auto deliver = [&](int from, NodeId to, PlanMessage kind, const Knowledge& k) {
-    send(from, static_cast<int>(to), message_bytes(k, options.method));
-    inbox[to].push_back(ReceivedPiece{static_cast<NodeId>(from), ++sent[from], kind, k});
-    if (kind == PlanMessage::Knowledge) heard_from[to].insert(static_cast<NodeId>(from));
-  };
-  auto all_in = [&](const std::vector<NodeId>& senders, int i) {
-    for (NodeId s : senders)
-      if (!heard_from[i].count(s)) return false;
-    return true;
-  };
-  auto complete_of = [&](int i) -> const Knowledge* {
-    for (const auto& p : inbox[i])
-      if (p.kind == PlanMessage::Complete) return &p.knowledge;
-    return nullptr;
-  };
-  for (bool progressed = true; progressed;) {
-    progressed = false;
-    for (int i = 0; i < N && !progressed; ++i) {
-      const NodePlan& plan = plans[i];
-      if (!phase1_done[i] && all_in(plan.wait_for, i)) {
-        say("node " + std::to_string(i) + ": " + (plan.fits_head ? "merging and fitting its head" : "summarising") +
-            " (" + method->name() + ")");
-        const auto t0 = Clock::now();
-        PhaseOne out = run_phase_one(*method, plan, inbox[i], local[i], context(i));
-        if (out.head) {
-          heads[i] = std::shared_ptr<const Head>(std::move(out.head));
-          finish_node(i, *heads[i], out.head_contributors, 0);
-        }
-        report.nodes[i].seconds += seconds_since(t0);
-        for (NodeId to : plan.forward_to)
-          for (const auto& k : out.outgoing) deliver(i, to, PlanMessage::Knowledge, k);
-        for (NodeId to : plan.feedback_to)
-          for (const auto& k : out.outgoing) deliver(i, to, PlanMessage::Knowledge, k);
-        if (out.complete) deliver(i, *plan.complete_to, PlanMessage::Complete, out.outgoing[*out.complete]);
-        for (NodeId to : plan.send_head_to) {
-          send(i, static_cast<int>(to), head_bytes(*heads[i]));
-          hub_head[to] = heads[i];
-          hub_contributors[to] = report.nodes[i].contributors;
-        }
-        phase1_done[i] = progressed = true;
-        if (!plan.has_phase2()) {
-          phase2_done[i] = true;
-          std::vector<ReceivedPiece>().swap(inbox[i]);  // a finished node reads nothing more
-        }
-        continue;
-      }
-      if (phase1_done[i] && !phase2_done[i]) {
-        if (plan.head_from && !hub_head[i]) continue;
-        if (plan.complete_from && !complete_of(i)) continue;
-        if (!all_in(plan.late_from, i)) continue;
-        const auto t0 = Clock::now();
-        if (plan.head_from) {
-          heads[i] = hub_head[i];
-          report.nodes[i].accuracy = heads[i]->accuracy(test_all);
-          report.nodes[i].per_class = heads[i]->per_class_accuracy(test_all);
-          report.nodes[i].contributors = hub_contributors[i];
-        }
-        if (const Knowledge* complete = plan.complete_from ? complete_of(i) : nullptr) {
-          say("node " + std::to_string(i) + ": refitting on the complete knowledge (second pass)");
-          Refit r = refit_head(*method, {*complete}, local[i], context(i));
-          heads[i] = std::shared_ptr<const Head>(std::move(r.head));
-          finish_node(i, *heads[i], r.contributors, 0);
-          if (plan.complete_to) deliver(i, *plan.complete_to, PlanMessage::Complete, *complete);
-        }
-        if (!plan.late_from.empty()) {
-          const std::vector<Knowledge> knowledge = knowledge_in_order(inbox[i]);
-          say("node " + std::to_string(i) + ": refitting with its feedback knowledge");
-          Refit r = refit_head(*method, knowledge, local[i], context(i));
-          heads[i] = std::shared_ptr<const Head>(std::move(r.head));
-          finish_node(i, *heads[i], r.contributors, 0);
-        }
-        report.nodes[i].seconds += seconds_since(t0);
-        phase2_done[i] = progressed = true;
-        // Relays in graph mode pass pieces on unchanged, so inboxes hold many copies of the
-        // same knowledge: a finished node's go as soon as it is done.
-        std::vector<ReceivedPiece>().swap(inbox[i]);
-      }
-    }
+  std::vector<std::unique_ptr<Machine>> machines;
+  for (int i = 0; i < N; ++i) {
+    MachineConfig m;
+    m.topology = &topology;
+    m.plan = plans[i];
+    m.method = method.get();
+    m.local = &local[i];
+    m.ctx.node = static_cast<NodeId>(i);
+    m.ctx.seed = options.seed;
+    m.ctx.backbone_fingerprint = options.backbone_fingerprint;
+    m.ctx.num_classes = C;
+    m.ctx.dim = all.dim();
+    m.ctx.progress = options.progress;
+    m.transfer = transfer_precision(options.method);
+    if (options.progress) m.say = [&say, i](const std::string& line) { say("node " + std::to_string(i) + ": " + line); };
+    machines.push_back(std::make_unique<Machine>(std::move(m)));
   }
-  for (int i = 0; i < N; ++i)
-    if (!phase2_done[i]) throw InputError("node " + std::to_string(i) + " could never finish in this topology");
+  InMemoryFederation federation(std::move(machines), options.backbone_fingerprint, report.nodes, options.progress);
+  federation.run();
+  for (int i = 0; i < N; ++i) {
+    const MachineOutcome& o = federation.machine(i).outcome();
+    if (!o.head) throw InputError("node " + std::to_string(i) + " ended without a head in this topology");
+    auto& r = report.nodes[i];
+    r.accuracy = o.head->accuracy(test_all);
+    r.per_class = o.head->per_class_accuracy(test_all);
+    r.contributors = o.contributors;
+    std::ostringstream msg;
+    msg << "node " << i << ": accuracy " << std::fixed << std::setprecision(4) << r.accuracy << " with "
+        << r.contributors.size() << " contributor(s)";
+    say(msg.str());
+  }
 
   if (options.baselines) {
     say("baselines: centralised LDA");

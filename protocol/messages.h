@@ -1,5 +1,5 @@
 // The messages nodes exchange, as C++ values. Their byte layout is docs/protocol.md; codec.h turns
-// one into the other. Every message travels sealed (crypto/secure_channel.h): the envelope header
+// one into the other. Every message travels sealed (node/secure_channel.h): the envelope header
 // is readable by anyone on the path but authenticated; the payload is encrypted.
 #pragma once
 

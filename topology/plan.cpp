@@ -29,6 +29,15 @@ bool NodePlan::expects(NodeId from, PlanMessage kind) const {
   return false;
 }
 
+std::vector<NodeId> NodePlan::recipients() const {
+  std::vector<NodeId> p;
+  for (const auto* v : {&forward_to, &feedback_to, &send_head_to}) p.insert(p.end(), v->begin(), v->end());
+  if (complete_to) p.push_back(*complete_to);
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  return p;
+}
+
 std::vector<NodeId> NodePlan::peers() const {
   std::vector<NodeId> p;
   for (const auto* v : {&wait_for, &forward_to, &feedback_to, &send_head_to, &late_from}) p.insert(p.end(), v->begin(), v->end());

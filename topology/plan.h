@@ -64,6 +64,8 @@ struct NodePlan {
   bool expects(NodeId from, PlanMessage kind) const;
   // Every node it receives from or sends to, ascending: the only peers it talks to.
   std::vector<NodeId> peers() const;
+  // Every node it sends to, in any phase, ascending (each gets its hello first).
+  std::vector<NodeId> recipients() const;
 };
 
 // The topology must have passed validate_topology (the loaders do that). Throws InputError for

@@ -1,5 +1,5 @@
 // Sealed protocol messages between nodes: what gets through, and every reason something does not.
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 
 #include "../protocol/samples.h"
 #include "methods/rng.h"
@@ -161,13 +161,16 @@ TEST(SecureChannel, OpeningInPlaceMatchesOpening) {
     std::string plaintext;
     const Message m = two.open(sealed, a, &plaintext);
     std::string frame = sealed;
-    std::string_view in_place;
-    const Message n = two.open_in_place(frame.data(), frame.size(), b, &in_place);
+    const OpenedFrame n = two.open_in_place(frame.data(), frame.size(), b);
+    EXPECT_EQ(b.senders(), 0u) << "opening records nothing: the caller records what it uses";
+    const Payload payload = decode_opened(n, Limits{});
+    b.accept(n.header.from, n.header.msg_id);
+    const std::string_view in_place = n.plaintext;
     EXPECT_EQ(in_place, plaintext);
     EXPECT_GE(in_place.data(), frame.data());
     EXPECT_LE(in_place.data() + in_place.size(), frame.data() + frame.size());
     EXPECT_EQ(n.header.msg_id, m.header.msg_id);
-    EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(n.payload).payload).A, std::get<StatsKnowledge>(k.payload).A);
+    EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(payload).payload).A, std::get<StatsKnowledge>(k.payload).A);
     EXPECT_EQ(b.highest(1), m.header.msg_id);
 
     std::string tampered = reframe(sealed, [](std::string&, std::string&, std::string&, std::string& ct) { ct[3] ^= 1; });

@@ -1,7 +1,7 @@
 // The worked example of docs/protocol.md is produced by this test: every hex block marked
 // <!-- example:NAME --> in the document must equal what the library produces from the
 // example's inputs. Run with FEDNODE_PRINT_EXAMPLE=1 to print the blocks.
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 
 #include "../protocol/samples.h"
 

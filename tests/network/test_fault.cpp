@@ -6,7 +6,7 @@
 // a node it started, killed and then run again by hand, as finished.
 #include "federation.h"
 
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "node/state_store.h"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // ignored) and the run still completes with exactly the result `fednode simulate` gives.
 #include "federation.h"
 
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "features/idx.h"
 #include "features/partition.h"
 #include "methods/method.h"

@@ -2,7 +2,7 @@
 // resends until the peer answers; acknowledgements and refusals are stored, so a restart resends
 // only what is still open.
 #include "node/outbox.h"
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "node/transport.h"
 
 #include "../common/temp_dir.h"

@@ -1,6 +1,6 @@
 // The node's state directory: what it stores survives a reopen (a restart), a damaged file is
 // named in a clear error, and message ids never repeat.
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 #include "methods/heads/head.h"
 #include "node/state_store.h"
 

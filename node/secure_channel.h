@@ -1,11 +1,13 @@
 // What a node uses to talk: seal a protocol message for one peer, and open what arrives, with
-// every check of docs/protocol.md ("Opening a frame") in its order. Builds on protocol/ (the
-// envelope header that sealing binds) and crypto/seal.h.
+// every check of docs/protocol.md ("Opening a frame") in its order. It composes protocol/ (the
+// envelope header that sealing binds, the payload codec) with crypto/seal.h, which is why it
+// lives in node/: crypto/ seals and opens bytes and knows nothing of payloads.
 #pragma once
 
 #include "crypto/errors.h"
 #include "crypto/keys.h"
 #include "crypto/replay.h"
+#include "crypto/run_id.h"
 #include "crypto/seal.h"
 #include "protocol/codec.h"
 
@@ -21,21 +23,24 @@ namespace fednode {
 // from the topology; a node not in it cannot get a message accepted.
 using PeerKeys = std::map<NodeId, PublicKey>;
 
-// A deterministic run id from a name (e.g. the topology's run name): BLAKE2b-128 of
-// "fednode/1 run id" || name. Every node of a run must use the same one, and a new run must
-// use a new one (docs/security.md, "Replays across runs").
-RunId derive_run_id(std::string_view name);
-RunId random_run_id();
-// "run-" and 16 random hex digits (64 bits from libsodium's CSPRNG): a fresh run name for a new
-// topology file. Not drawn from methods/rng.h: it must differ between runs, not reproduce.
-std::string random_run_name();
-
 struct RejectedMessage : SecurityError {
   RejectedMessage(SecurityCode code, const std::string& message);
   std::optional<EnvelopeHeader> header;          // set once the header decoded
   bool authenticated = false;                    // header proven to come from header->from
   std::optional<ProtocolErrorCode> protocol_code;  // for Malformed and MalformedPayload
 };
+
+// A frame that passed steps 1-4: its header, proven to come from header.from, and its payload's
+// bytes as decrypted. Nothing is decoded yet.
+struct OpenedFrame {
+  EnvelopeHeader header;
+  std::string_view plaintext;
+};
+
+// Step 5: the payload, decoded against its header. Throws RejectedMessage(MalformedPayload,
+// authenticated) naming the message. The one decode a node applies, to what just arrived and to
+// what its state directory gives back on a restart (node/inbox.h).
+Payload decode_opened(const OpenedFrame& opened, const Limits& limits);
 
 // seal() and open() only read the channel, so threads may share one; the ReplayGuard passed to
 // open() is the caller's to serialise access to.
@@ -63,21 +68,21 @@ class SecureChannel {
   std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {},
                    MessageType type = MessageType::Knowledge) const;
 
-  // Opens one frame. On success the message's id is recorded in `replay`; on any failure
-  // nothing is recorded and RejectedMessage says why. An authentic duplicate (Replayed with
-  // authenticated = true) is what a peer whose acknowledgement was lost sends again: answer it
-  // with another Ack, and use nothing from it.
-  // `plaintext`, when given, receives the payload's bytes as decrypted: what a node stores, so
-  // that it need not encode the decoded payload again.
-  Message open(std::string_view frame, ReplayGuard& replay, std::string* plaintext = nullptr) const;
-  // The same, decrypting in the frame's own memory: no second copy of a multi-megabyte message.
-  // `plaintext`, when given, is set to the decrypted payload inside the frame. The frame's
+  // Steps 1-4 of opening (frame, recipient, run, sender, header tag, AEAD, replay window),
+  // decrypting in the frame's own memory: no second copy of a multi-megabyte message. The frame's
   // ciphertext is overwritten (wiped, if it does not authenticate) once the header checks pass.
-  Message open_in_place(char* frame, size_t size, ReplayGuard& replay, std::string_view* plaintext = nullptr) const;
+  // Records nothing in `replay`: the caller decodes the payload (decode_opened, step 5) and
+  // records the id once it is used (ReplayGuard::accept). Throws RejectedMessage; an authentic
+  // duplicate (Replayed with authenticated = true) is what a peer whose acknowledgement was lost
+  // sends again: answer it with another Ack, and use nothing from it.
+  OpenedFrame open_in_place(char* frame, size_t size, const ReplayGuard& replay) const;
+  // Every step, for a peer that keeps nothing (tests, benchmarks): open, decode, record the id.
+  // `plaintext`, when given, receives the payload's bytes as decrypted.
+  Message open(std::string_view frame, ReplayGuard& replay, std::string* plaintext = nullptr) const;
 
  private:
   using Decrypt = std::function<std::string_view(const MessageKeys&, std::string_view header, const SealedView&)>;
-  Message open_with(std::string_view frame, ReplayGuard& replay, const Decrypt& decrypt) const;
+  OpenedFrame open_with(std::string_view frame, const ReplayGuard& replay, const Decrypt& decrypt) const;
   std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
   EnvelopeHeader make_header(NodeId to, uint64_t msg_id, MessageType type) const;
 

@@ -1,4 +1,4 @@
-#include "crypto/secure_channel.h"
+#include "node/secure_channel.h"
 
 #include <sodium.h>
 
@@ -6,35 +6,6 @@
 #include <cstring>
 
 namespace fednode {
-
-RunId derive_run_id(std::string_view name) {
-  ensure_sodium();
-  static constexpr char kContext[] = "fednode/1 run id";
-  RunId run;
-  crypto_generichash_state st;
-  crypto_generichash_init(&st, nullptr, 0, run.bytes.size());
-  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kContext), sizeof(kContext) - 1);
-  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(name.data()), name.size());
-  crypto_generichash_final(&st, run.bytes.data(), run.bytes.size());
-  return run;
-}
-
-RunId random_run_id() {
-  ensure_sodium();
-  RunId run;
-  randombytes_buf(run.bytes.data(), run.bytes.size());
-  return run;
-}
-
-std::string random_run_name() {
-  ensure_sodium();
-  std::array<uint8_t, 8> bytes;
-  randombytes_buf(bytes.data(), bytes.size());
-  std::string hex(2 * bytes.size() + 1, '\0');
-  sodium_bin2hex(hex.data(), hex.size(), bytes.data(), bytes.size());
-  hex.pop_back();  // the terminator sodium_bin2hex writes
-  return "run-" + hex;
-}
 
 RejectedMessage::RejectedMessage(SecurityCode code, const std::string& message) : SecurityError(code, message) {}
 
@@ -106,33 +77,53 @@ std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageTyp
 
 Message SecureChannel::open(std::string_view frame, ReplayGuard& replay, std::string* plaintext_out) const {
   std::string plaintext;
-  Message message = open_with(frame, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+  OpenedFrame opened = open_with(frame, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
     plaintext = fednode::open(keys, header, sealed);
     return std::string_view(plaintext);
   });
+  Message message;
+  message.header = opened.header;
+  message.payload = decode_opened(opened, limits_);
+  replay.accept(opened.header.from, opened.header.msg_id);
   if (plaintext_out) *plaintext_out = std::move(plaintext);
   return message;
 }
 
-Message SecureChannel::open_in_place(char* frame, size_t size, ReplayGuard& replay,
-                                     std::string_view* plaintext_out) const {
-  std::string_view plaintext;
-  Message message = open_with({frame, size}, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
-    plaintext = fednode::open_in_place(keys, header, sealed, frame + (sealed.ciphertext.data() - frame));
-    return plaintext;
+OpenedFrame SecureChannel::open_in_place(char* frame, size_t size, const ReplayGuard& replay) const {
+  return open_with({frame, size}, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
+    return fednode::open_in_place(keys, header, sealed, frame + (sealed.ciphertext.data() - frame));
   });
-  if (plaintext_out) *plaintext_out = plaintext;
-  return message;
 }
 
-Message SecureChannel::open_with(std::string_view frame_bytes, ReplayGuard& replay, const Decrypt& decrypt) const {
-  auto reject = [](SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
-                   bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
-    RejectedMessage e(code, why);
-    e.header = header;
-    e.authenticated = authenticated;
-    e.protocol_code = protocol_code;
-    return e;
+namespace {
+std::string describe(const EnvelopeHeader& header) {
+  return std::string(to_string(header.type)) + " message " + std::to_string(header.msg_id) + " from node " +
+         std::to_string(header.from);
+}
+
+RejectedMessage rejection(SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
+                          bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
+  RejectedMessage e(code, why);
+  e.header = header;
+  e.authenticated = authenticated;
+  e.protocol_code = protocol_code;
+  return e;
+}
+}  // namespace
+
+Payload decode_opened(const OpenedFrame& opened, const Limits& limits) {
+  try {
+    return decode_payload(opened.header, opened.plaintext, limits);
+  } catch (const ProtocolError& e) {
+    throw rejection(SecurityCode::MalformedPayload, describe(opened.header) + ": " + e.what(), opened.header, true, e.code);
+  }
+}
+
+OpenedFrame SecureChannel::open_with(std::string_view frame_bytes, const ReplayGuard& replay,
+                                     const Decrypt& decrypt) const {
+  const auto reject = [](SecurityCode code, const std::string& why, const std::optional<EnvelopeHeader>& header,
+                         bool authenticated, std::optional<ProtocolErrorCode> protocol_code = std::nullopt) {
+    return rejection(code, why, header, authenticated, protocol_code);
   };
 
   // 1. Frame and header: structure only, nothing trusted yet.
@@ -146,8 +137,7 @@ Message SecureChannel::open_with(std::string_view frame_bytes, ReplayGuard& repl
                                                                   : SecurityCode::Malformed,
                  e.what(), std::nullopt, false, e.code);
   }
-  const std::string who = std::string(to_string(header.type)) + " message " + std::to_string(header.msg_id) +
-                          " from node " + std::to_string(header.from);
+  const std::string who = describe(header);
 
   // 2. Claims in the header that make the message none of our business. Cheap, and refusing
   //    here spends no key agreement or MAC on traffic meant for someone else.
@@ -183,16 +173,8 @@ Message SecureChannel::open_with(std::string_view frame_bytes, ReplayGuard& repl
                      std::to_string(replay.highest(header.from)) + ")",
                  header, true);
 
-  // 5. The payload itself.
-  Message message;
-  message.header = header;
-  try {
-    message.payload = decode_payload(header, plaintext, limits_);
-  } catch (const ProtocolError& e) {
-    throw reject(SecurityCode::MalformedPayload, who + ": " + e.what(), header, true, e.code);
-  }
-  replay.accept(header.from, header.msg_id);
-  return message;
+  // 5. The payload itself is the caller's (decode_opened), and so is recording the id.
+  return OpenedFrame{header, plaintext};
 }
 
 }  // namespace fednode

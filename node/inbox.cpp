@@ -1,0 +1,188 @@
+#include "node/inbox.h"
+
+#include "node/printable.h"
+
+namespace fednode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kRejectionLines = 20;
+constexpr double kRejectionWindow = 10.0;
+
+bool routed(MessageType t) {
+  return t == MessageType::Knowledge || t == MessageType::Complete || t == MessageType::Head;
+}
+
+}  // namespace
+
+Inbox::Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Machine& machine,
+             Outbox::Say say, Outbox::Who who)
+    : channel_(channel),
+      store_(store),
+      transport_(transport),
+      outbox_(outbox),
+      machine_(machine),
+      say_(std::move(say)),
+      who_(std::move(who)),
+      replay_(store.load_replay()) {}
+
+Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
+  Actions out;
+  for (const StoredMessage& m : stored_messages) {
+    OpenedFrame stored;
+    stored.header.type = m.type;
+    stored.header.from = m.from;
+    stored.header.to = channel_.id();
+    stored.header.msg_id = m.msg_id;
+    stored.header.run = channel_.run();
+    stored.plaintext = m.plaintext;
+    Payload payload;
+    const std::string refusal = decode_and_check(stored.header, stored.plaintext, payload);
+    if (!refusal.empty()) {
+      say_("not using the stored " + std::string(to_string(m.type)) + " " + std::to_string(m.msg_id) + " from " +
+           who_(m.from) + ": " + refusal);
+      continue;
+    }
+    Actions a = machine_.accept(m.from, m.msg_id, m.type, std::move(payload), /*fresh=*/false, now);
+    out.insert(out.end(), std::make_move_iterator(a.begin()), std::make_move_iterator(a.end()));
+  }
+  return out;
+}
+
+std::string Inbox::decode_and_check(const EnvelopeHeader& h, std::string_view plaintext, Payload& payload) const {
+  try {
+    payload = decode_opened(OpenedFrame{h, plaintext}, channel_.limits());
+    return machine_.refusal(h.from, h.type, payload);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+Actions Inbox::handle(Incoming& in, double now) {
+  last_frame_ = Clock::now();
+  tally_.bytes_received += static_cast<int64_t>(in.frame.size());
+  Message msg;
+  std::string_view plaintext;
+  try {
+    const OpenedFrame opened = channel_.open_in_place(in.frame.data(), in.frame.size(), replay_);
+    msg.header = opened.header;
+    msg.payload = decode_opened(opened, channel_.limits());
+    plaintext = opened.plaintext;
+    replay_.accept(msg.header.from, msg.header.msg_id);
+  } catch (const RejectedMessage& e) {
+    rejected(in, e);
+    return {};
+  } catch (const std::exception& e) {
+    ++tally_.frames_rejected;
+    say_rejection(std::string("rejected a frame: ") + e.what());
+    return {};
+  }
+  const auto& h = msg.header;
+  if (h.type == MessageType::Ack || h.type == MessageType::Error) {
+    settle(msg);
+    return {};
+  }
+  std::string refusal;
+  try {
+    refusal = machine_.refusal(h.from, h.type, msg.payload);
+  } catch (const std::exception& e) {
+    refusal = e.what();
+  }
+  if (!refusal.empty()) {
+    ++tally_.frames_rejected;
+    say_rejection("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " +
+                  who_(h.from) + ": " + refusal);
+    send_error(in, h.from, h.type == MessageType::Hello ? ErrorReason::Incompatible : ErrorReason::Rejected, h.msg_id,
+               h.type == MessageType::Hello, refusal);
+    return {};
+  }
+  ++tally_.messages_received;
+  Actions out;
+  // Stored before acknowledged: once the sender hears the ack it never sends this again.
+  const bool repeat = h.type != MessageType::Hello && machine_.is_repeat(h.from, h.type, msg.payload);
+  if (repeat) ++tally_.duplicates;
+  if (h.type != MessageType::Hello && !repeat) {
+    store_.store_received(h.from, h.msg_id, h.type, plaintext);  // as it arrived; decoded again on a restart
+    out = machine_.accept(h.from, h.msg_id, h.type, std::move(msg.payload), /*fresh=*/true, now);
+  } else if (h.type == MessageType::Hello) {
+    say_(who_(h.from) + " says hello (" + printable(std::get<Hello>(msg.payload).software) + ")");
+  }
+  store_.save_replay(replay_);
+  send_ack(in, h.from, h.msg_id);
+  return out;
+}
+
+void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
+  if (e.code == SecurityCode::Replayed && e.authenticated && e.header) {
+    // A resend whose ack was lost (or a replay): it is stored already, so acknowledge it again
+    // and use nothing from it.
+    ++tally_.duplicates;
+    if (routed(e.header->type) || e.header->type == MessageType::Hello) send_ack(in, e.header->from, e.header->msg_id);
+    return;
+  }
+  ++tally_.frames_rejected;
+  say_rejection(std::string("rejected a frame") +
+                (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") + ": " + e.what());
+  if (e.authenticated && e.header && e.code == SecurityCode::MalformedPayload)
+    send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, "payload refused");
+}
+
+void Inbox::settle(const Message& msg) {
+  const auto& h = msg.header;
+  if (h.type == MessageType::Ack) {
+    outbox_.acknowledged(h.from, std::get<Ack>(msg.payload).acked_id);
+    return;
+  }
+  const auto& err = std::get<ErrorMessage>(msg.payload);
+  say_(who_(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
+       std::to_string(err.ref_id) + ": " + printable(err.text));
+  outbox_.refused(h.from, err.ref_id);
+  machine_.peer_refused(h.from);
+}
+
+// Acks and errors are answers: sealed like everything else, never stored or resent.
+void Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
+  Ack a;
+  a.acked_id = acked;
+  answer(in, to, Payload(a));
+}
+
+void Inbox::send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort,
+                       const std::string& text) {
+  if (!channel_.knows(to)) return;
+  ErrorMessage e;
+  e.reason = reason;
+  e.ref_id = ref;
+  e.abort = abort;
+  e.text = text.substr(0, 500);
+  answer(in, to, Payload(e));
+}
+
+void Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
+  const std::string frame = channel_.seal(to, store_.next_msg_id(), p);
+  if (transport_.reply(in, frame)) tally_.bytes_answered += static_cast<int64_t>(frame.size());
+  else say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
+}
+
+void Inbox::say_rejection(const std::string& line) {
+  if (std::chrono::duration<double>(Clock::now() - rejection_window_).count() >= kRejectionWindow) {
+    say_rejections_left_out();
+    rejection_window_ = Clock::now();
+    rejections_said_ = 0;
+  }
+  if (rejections_said_ < kRejectionLines) {
+    ++rejections_said_;
+    say_(line);
+  } else {
+    ++rejections_unsaid_;
+  }
+}
+
+void Inbox::say_rejections_left_out() {
+  if (rejections_unsaid_ == 0) return;
+  say_("... and " + std::to_string(rejections_unsaid_) + " more rejected frames, not logged one by one");
+  rejections_unsaid_ = 0;
+}
+
+}  // namespace fednode

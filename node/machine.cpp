@@ -1,0 +1,418 @@
+#include "node/machine.h"
+
+#include "node/printable.h"
+#include "node/state_store.h"
+#include "node/step.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+// 5, 0.001 or 2.5: a deadline as the topology gave it, not rounded to whole seconds.
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+std::optional<PlanMessage> routing_kind(MessageType t) {
+  switch (t) {
+    case MessageType::Knowledge: return PlanMessage::Knowledge;
+    case MessageType::Complete: return PlanMessage::Complete;
+    case MessageType::Head: return PlanMessage::Head;
+    default: return std::nullopt;
+  }
+}
+
+// Adds `id` unless it is there already; true if it was added.
+bool add_once(std::vector<NodeId>& ids, NodeId id) {
+  if (std::find(ids.begin(), ids.end(), id) != ids.end()) return false;
+  ids.push_back(id);
+  return true;
+}
+
+bool includes(const Contributors& big, const Contributors& small) {
+  return std::includes(big.begin(), big.end(), small.begin(), small.end());
+}
+
+}  // namespace
+
+Precision transfer_precision(const MethodOptions& m) {
+  return m.method == "fedpft" && m.fedpft.half_precision ? Precision::Float16 : Precision::Float32;
+}
+
+Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(config_.plan) {
+  outcome_.expected_contributors = config_.plan.expected_contributors;
+}
+
+std::string Machine::who(NodeId id) const { return config_.topology->describe(id); }
+
+void Machine::say(const std::string& line) const {
+  if (config_.say) config_.say(line);
+}
+
+// --- receiving --------------------------------------------------------------------------------
+
+std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) const {
+  const NodeContext& ctx = config_.ctx;
+  const std::string where = std::string(to_string(type)) + " from " + who(from);
+  if (type == MessageType::Hello) {
+    const auto& hello = std::get<Hello>(p);
+    std::ostringstream why;
+    if (hello.method != config_.method->name()) why << "method " << printable(hello.method) << " is not " << config_.method->name();
+    else if (hello.backbone_fingerprint != ctx.backbone_fingerprint)
+      why << "backbone " << printable(hello.backbone_fingerprint) << " is not " << ctx.backbone_fingerprint;
+    else if (hello.dim != ctx.dim) why << "feature dimension " << hello.dim << " is not " << ctx.dim;
+    else if (hello.num_classes != ctx.num_classes) why << hello.num_classes << " classes, not " << ctx.num_classes;
+    return why.str();
+  }
+  const auto kind = routing_kind(type);
+  if (!kind || !config_.plan.expects(from, *kind))
+    return "the topology does not send this node " + std::string(to_string(type)) + " from there";
+  const Contributors* contributors = nullptr;
+  if (type == MessageType::Head) {
+    const auto& hm = std::get<HeadMessage>(p);
+    if (hm.backbone_fingerprint != ctx.backbone_fingerprint) return "head for another backbone";
+    if (hm.head->dim() != ctx.dim || hm.head->num_classes() != ctx.num_classes)
+      return "head of shape " + std::to_string(hm.head->dim()) + " -> " + std::to_string(hm.head->num_classes());
+    contributors = &hm.contributors;
+  } else {
+    const auto& k = std::get<Knowledge>(p);
+    // The method's own checks too: a piece that would make merging fail is refused now,
+    // before it is stored and acknowledged, not found out in phase 1.
+    config_.method->validate(k, ctx, where);
+    contributors = &k.contributors;
+  }
+  for (NodeId c : *contributors)
+    if (!config_.topology->find(c)) return "contributor " + std::to_string(c) + " is not in the topology";
+  if (type == MessageType::Knowledge) {
+    const auto it = config_.plan.sources.find(from);
+    const Contributors possible = it != config_.plan.sources.end() ? it->second : Contributors{};
+    for (NodeId c : *contributors)
+      if (!possible.count(c))
+        return "contributor " + std::to_string(c) + "'s data cannot reach " + who(from) +
+               " in this topology (it can hold " + to_string(possible) + ")";
+  }
+  return "";
+}
+
+bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
+  if (type == MessageType::Head) {
+    // A head covering more than the one held is the hub's refit on knowledge that came late.
+    return hub_head_ && includes(hub_head_->contributors, std::get<HeadMessage>(p).contributors);
+  }
+  const auto& k = std::get<Knowledge>(p);
+  const auto kind = *routing_kind(type);
+  for (const auto& piece : pieces_)
+    if (piece.from == from && piece.kind == kind && piece.knowledge.contributors == k.contributors) return true;
+  return false;
+}
+
+Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
+  Actions out;
+  const auto kind = *routing_kind(type);
+  if (type == MessageType::Head) {
+    const bool refreshed = hub_head_.has_value();
+    hub_head_ = std::get<HeadMessage>(std::move(payload));
+    hub_head_arrived_ = now;
+    progress_.received(from, kind);
+    say(std::string(refreshed ? "received a refitted head from " : "received the head from ") + who(from) +
+        " (contributors " + to_string(hub_head_->contributors) + ")");
+    if (fresh && progress_.stage() == PlanProgress::Stage::Done) adopt_late_head(from, out);
+    return out;
+  }
+  Piece piece;
+  piece.from = from;
+  piece.seq = seq;
+  piece.kind = kind;
+  piece.knowledge = std::get<Knowledge>(std::move(payload));
+  // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
+  // order), so the piece naming it completes what the plan waits for from it.
+  const bool completes = piece.knowledge.contributors.count(from) != 0 || kind == PlanMessage::Complete;
+  if (fresh && config_.on_knowledge) config_.on_knowledge(from, piece.knowledge);
+  if (fresh)
+    say("received " + std::string(to_string(type)) + " from " + who(from) + " (contributors " +
+        to_string(piece.knowledge.contributors) + ")");
+  const auto& late_from = config_.plan.late_from;
+  piece.late = progress_.stage() != PlanProgress::Stage::Gather && kind == PlanMessage::Knowledge &&
+               std::find(late_from.begin(), late_from.end(), from) == late_from.end();
+  const bool late = piece.late;
+  pieces_.push_back(std::move(piece));
+  if (completes) progress_.received(from, kind);
+  if (late) refit_pending_ = true;
+  return out;
+}
+
+void Machine::peer_refused(NodeId peer) {
+  if (config_.plan.head_from && peer == *config_.plan.head_from) hub_refused_ = true;
+}
+
+void Machine::adopt_late_head(NodeId from, Actions& out) {
+  // It replaces the head fitted on local data if it covers this node's data too (a hub that gave
+  // up on this node in turn sends a head without it); the hub is then no longer missing.
+  const Contributors& covers = hub_head_->contributors;
+  if (!includes(covers, outcome_.contributors)) {
+    say("keeping the head on " + to_string(outcome_.contributors) + ": the head from " + who(from) +
+        ", which came after the deadline, covers only " + to_string(covers));
+    return;
+  }
+  say("taking the head from " + who(from) + ", which came after the deadline");
+  set_head(hub_head_->head, hub_head_->contributors, out);
+  late_change_ = true;
+}
+
+void Machine::restart(bool phase1_done, bool phase2_done, std::shared_ptr<const Head> head,
+                      const Contributors& head_contributors, double now) {
+  stage_started_ = now;
+  if (phase1_done || phase2_done) {
+    outcome_.head = std::move(head);
+    outcome_.contributors = head_contributors;
+  }
+  if (phase1_done && progress_.stage() == PlanProgress::Stage::Gather) {
+    if (!progress_.ready_to_merge()) {
+      // Phase 1 went on without these before the restart: they stay missing in the result.
+      progress_.deadline_passed();
+      for (NodeId m : progress_.missing()) add_once(outcome_.missing, m);
+    }
+    progress_.merged();
+  }
+  if (phase2_done && progress_.stage() == PlanProgress::Stage::Return) progress_.completed();
+  // Knowledge stored after the last head was fitted (the node was killed before it refitted).
+  if (progress_.finished() && outcome_.head && held_knowledge_adds_to_head()) refit_pending_ = true;
+}
+
+void Machine::release_inputs() {
+  std::vector<Piece>().swap(pieces_);
+  hub_head_.reset();
+}
+
+// --- the plan ---------------------------------------------------------------------------------
+
+Actions Machine::tick(double now) {
+  Actions out;
+  const NodePlan& plan = config_.plan;
+  if (progress_.stage() == PlanProgress::Stage::Gather) {
+    if (!progress_.ready_to_merge() && now - stage_started_ > plan.deadline_seconds) {
+      progress_.deadline_passed();
+      give_up_on_missing(plan.deadline_seconds);
+    }
+    if (progress_.ready_to_merge()) {
+      outcome_.seconds_waiting += now - stage_started_;
+      phase1(out, now);
+    }
+  }
+  if (progress_.stage() == PlanProgress::Stage::Return) {
+    if (!progress_.ready_to_complete() && now - stage_started_ > plan.return_deadline_seconds) {
+      progress_.deadline_passed();
+      give_up_on_missing(plan.return_deadline_seconds);
+    }
+    if (progress_.ready_to_complete() && !waiting_for_refit(now)) {
+      outcome_.seconds_waiting += now - stage_started_;
+      phase2(out);
+    }
+  }
+  if (progress_.finished() && refit_pending_) refit(out);
+  return out;
+}
+
+void Machine::give_up_on_missing(double deadline) {
+  for (NodeId m : progress_.missing())
+    if (add_once(outcome_.missing, m))
+      say(who(m) + " missed the deadline of " + seconds_text(deadline) + " s; going on without it");
+}
+
+template <class Work>
+auto Machine::with_admission(const std::string& what, Work&& work) {
+  return run_admitting(
+      std::vector<ReceivedPiece>(pieces_.begin(), pieces_.end()), std::forward<Work>(work),
+      [&](const std::string& why) { say(what + " failed: " + why + "; trying the received pieces one at a time"); },
+      [&](const ReceivedPiece& p, const std::string& why) { discard(p, why); });
+}
+
+void Machine::discard(const ReceivedPiece& p, const std::string& why) {
+  say("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
+      to_string(p.knowledge.contributors) + "): " + why);
+  add_once(outcome_.discarded_from, p.from);
+  // `p` may be one of `pieces_`: copy the key before moving elements around.
+  const NodeId from = p.from;
+  const uint64_t seq = p.seq;
+  const PlanMessage kind = p.kind;
+  pieces_.erase(std::remove_if(pieces_.begin(), pieces_.end(),
+                               [&](const Piece& q) { return q.from == from && q.seq == seq && q.kind == kind; }),
+                pieces_.end());
+}
+
+void Machine::phase1(Actions& out, double now) {
+  const NodePlan& plan = config_.plan;
+  const Features& local = *config_.local;
+  say("merging what arrived with " + std::to_string(local.size()) + " local samples (" + config_.method->name() + ")");
+  PhaseOne one = with_admission("merging", [&](const std::vector<ReceivedPiece>& received) {
+    return run_phase_one(*config_.method, plan, received, local, config_.ctx);
+  });
+  outcome_.seconds_merge += one.merge_seconds;
+  outcome_.seconds_head += one.head_seconds;
+  if (one.head) set_head(std::shared_ptr<const Head>(std::move(one.head)), one.head_contributors, out);
+  for (NodeId to : plan.forward_to)
+    for (const auto& k : one.outgoing) send_knowledge(to, k, MessageType::Knowledge, 1, out);
+  for (NodeId to : plan.feedback_to)
+    for (const auto& k : one.outgoing) send_knowledge(to, k, MessageType::Knowledge, 1, out);
+  if (one.complete) send_knowledge(*plan.complete_to, one.outgoing[*one.complete], MessageType::Complete, 1, out);
+  if (outcome_.head) send_head(outcome_.head, outcome_.contributors, 1, out);
+  Action done;
+  done.kind = Action::Kind::PhaseDone;
+  done.phase = 1;
+  out.push_back(std::move(done));
+  progress_.merged();
+  stage_started_ = now;
+  if (!outcome_.head) return;
+  // Said once the phase is marked done: whoever reads it may rely on what a restart finds.
+  Action said;
+  said.kind = Action::Kind::Say;
+  said.line = "phase 1 done: head fitted on " + to_string(outcome_.contributors);
+  out.push_back(std::move(said));
+}
+
+bool Machine::waiting_for_refit(double now) {
+  const NodePlan& plan = config_.plan;
+  // Unless the hub refused this leaf's knowledge, its refit with that knowledge is worth a
+  // deadline's wait.
+  if (!plan.head_from || !hub_head_ || config_.local->size() == 0 || hub_head_->contributors.count(config_.ctx.node) ||
+      hub_refused_)
+    return false;
+  const bool waiting = now - hub_head_arrived_ <= plan.deadline_seconds;
+  if (waiting && !said_waiting_for_refit_) {
+    said_waiting_for_refit_ = true;
+    say("the head from " + who(*plan.head_from) + " leaves out this node's data; waiting up to " +
+        seconds_text(plan.deadline_seconds) + " s for the hub to refit it with that data");
+  }
+  return waiting;
+}
+
+void Machine::phase2(Actions& out) {
+  const NodePlan& plan = config_.plan;
+  if (plan.head_from) {
+    if (hub_head_) {
+      if (config_.local->size() > 0 && !hub_head_->contributors.count(config_.ctx.node))
+        say("the head from " + who(*plan.head_from) + " covers " + to_string(hub_head_->contributors) +
+            ", not this node's own data (its hub gave up on it)");
+      set_head(hub_head_->head, hub_head_->contributors, out);
+    } else {
+      // The hub never answered: a head on the node's own data is better than none.
+      say("no head from " + who(*plan.head_from) + "; fitting one on the local data only");
+      Refit r = refit_head(*config_.method, {}, *config_.local, config_.ctx);
+      outcome_.seconds_head += r.seconds;
+      set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors, out);
+    }
+  }
+  if (plan.complete_from) take_complete(out);
+  if (!plan.late_from.empty() || refit_pending_) refit(out);
+  Action done;
+  done.kind = Action::Kind::PhaseDone;
+  done.phase = 2;
+  out.push_back(std::move(done));
+  progress_.completed();
+}
+
+void Machine::take_complete(Actions& out) {
+  const Piece* complete = nullptr;
+  for (const auto& p : pieces_)
+    if (p.kind == PlanMessage::Complete) complete = &p;
+  if (!complete) return;
+  // Partial when a node upstream gave up on someone: then what this node already holds (its
+  // phase-1 inputs) still counts, combined with it, rather than being thrown away.
+  const Contributors& covers = complete->knowledge.contributors;
+  const bool partial = !includes(covers, outcome_.contributors);
+  say("refitting the head on the complete knowledge " + to_string(covers) +
+      (partial ? ", with the knowledge this node holds, since it covers less than " + to_string(outcome_.contributors)
+               : std::string()));
+  std::vector<Knowledge> inputs;
+  if (partial) inputs = knowledge_in_order(pieces_);  // the Knowledge pieces
+  inputs.push_back(complete->knowledge);
+  std::optional<Refit> r;
+  try {
+    r = refit_head(*config_.method, inputs, *config_.local, config_.ctx);
+  } catch (const InputError& e) {
+    discard(*complete, e.what());  // the head of phase 1 stays
+  }
+  if (!r) return;
+  outcome_.seconds_head += r->seconds;
+  set_head(std::shared_ptr<const Head>(std::move(r->head)), r->contributors, out);
+  if (config_.plan.complete_to) send_knowledge(*config_.plan.complete_to, complete->knowledge, MessageType::Complete, 2, out);
+}
+
+void Machine::refit(Actions& out) {
+  refit_pending_ = false;
+  const Contributors covers = held_contributors();
+  if (covers == outcome_.contributors) return;
+  say("refitting the head with knowledge that came after phase 1: " + to_string(covers));
+  Refit r = with_admission("refitting", [&](const std::vector<ReceivedPiece>& held) {
+    return refit_head(*config_.method, knowledge_in_order(held), *config_.local, config_.ctx);
+  });
+  outcome_.seconds_head += r.seconds;
+  std::shared_ptr<const Head> refitted(std::move(r.head));
+  // Offered before it is saved: a node killed in between refits again on its restart (see
+  // restart) and offers the same head twice, which a leaf takes once; the other order could
+  // leave a saved head that no leaf is ever offered.
+  send_head(refitted, r.contributors, kOfferPhase, out);
+  set_head(refitted, r.contributors, out);
+}
+
+Contributors Machine::held_contributors() const {
+  return select_for_combination(knowledge_in_order(pieces_), config_.local, config_.ctx, config_.method->name())
+      .contributors;
+}
+
+bool Machine::held_knowledge_adds_to_head() const {
+  const Contributors covers = held_contributors();
+  return covers != outcome_.contributors && includes(covers, outcome_.contributors);
+}
+
+// --- actions ----------------------------------------------------------------------------------
+
+void Machine::set_head(std::shared_ptr<const Head> head, const Contributors& contributors, Actions& out) {
+  outcome_.head = std::move(head);
+  outcome_.contributors = contributors;
+  Action a;
+  a.kind = Action::Kind::HeadChanged;
+  a.head = outcome_.head;
+  a.contributors = contributors;
+  out.push_back(std::move(a));
+}
+
+void Machine::send_knowledge(NodeId to, const Knowledge& k, MessageType type, int phase, Actions& out) const {
+  Action a;
+  a.kind = Action::Kind::Send;
+  a.to = to;
+  a.type = type;
+  a.phase = phase;
+  a.knowledge = std::make_shared<const Knowledge>(k);
+  a.counted_bytes = k.payload_bytes(config_.transfer == Precision::Float16);
+  out.push_back(std::move(a));
+}
+
+void Machine::send_head(const std::shared_ptr<const Head>& head, const Contributors& contributors, int phase,
+                        Actions& out) {
+  const auto& leaves = config_.plan.send_head_to;
+  if (leaves.empty()) return;
+  const int64_t bytes = head_bytes(*head);
+  for (NodeId to : leaves) {
+    Action a;
+    a.kind = Action::Kind::Send;
+    a.to = to;
+    a.type = MessageType::Head;
+    a.phase = phase;
+    a.head = head;
+    a.contributors = contributors;
+    a.counted_bytes = bytes;
+    out.push_back(std::move(a));
+  }
+  if (phase != kOfferPhase) return;
+  Action said;
+  said.kind = Action::Kind::Say;
+  said.line = "offering the refitted head to " + to_string(Contributors(leaves.begin(), leaves.end()));
+  out.push_back(std::move(said));
+}
+
+}  // namespace fednode

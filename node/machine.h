@@ -1,0 +1,169 @@
+// A node's behaviour as a state machine (docs/architecture.md, "The node machine"): events in —
+// a message accepted, time passing, a peer refusing what this node sent, a restart with what the
+// state directory holds — and actions out, in the order they must be carried out: send this to
+// that node, the head changed (save it, tell the application), a phase is done (mark it).
+//
+// The machine does the node's computation itself (merging, fitting, refitting: node/phases.h),
+// and nothing else: no sockets, files or clocks. The networked fednode::Node drives it from its
+// transport, inbox and outbox; `fednode simulate` drives one machine per node and hands every
+// Send to its recipient in memory. Both therefore wait, merge and forward by the same rules.
+//
+// Time is the driver's: every event that may start or end a wait carries `now`, in seconds on
+// any clock that does not go back. The simulator passes 0, so no deadline ever passes there.
+#pragma once
+
+#include "methods/method.h"
+#include "node/phases.h"
+#include "protocol/messages.h"
+#include "topology/plan.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fednode {
+
+struct Topology;
+
+// What a driver carries out for the machine, in order.
+struct Action {
+  enum class Kind {
+    Send,         // seal `knowledge` or `head` for `to` as `type`, queue it in `phase`
+    HeadChanged,  // `head` on `contributors` is the node's head now: persist it, tell the app
+    PhaseDone,    // everything phase `phase` sends is queued: mark the phase done
+    Say,          // `line`, for people: what the actions before it did, once they are carried out
+  };
+  Kind kind = Kind::Send;
+  NodeId to = 0;
+  MessageType type = MessageType::Knowledge;  // Knowledge, Complete or Head
+  int phase = 0;                              // 1, 2 or kOfferPhase (node/state_store.h)
+  std::shared_ptr<const Knowledge> knowledge;
+  std::shared_ptr<const Head> head;
+  Contributors contributors;                  // of `head`
+  int64_t counted_bytes = 0;                  // the payload as `fednode simulate` counts it
+  std::string line;
+};
+using Actions = std::vector<Action>;
+
+// What the node has to show for its plan so far.
+struct MachineOutcome {
+  std::shared_ptr<const Head> head;
+  Contributors contributors;           // whose data the head was trained on
+  Contributors expected_contributors;  // the plan's, when nobody misses a deadline
+  std::vector<NodeId> missing;         // senders given up on at a deadline (some may deliver later)
+  std::vector<NodeId> discarded_from;  // senders whose piece made merging fail
+  double seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
+};
+
+struct MachineConfig {
+  const Topology* topology = nullptr;  // validated; outlives the machine
+  NodePlan plan;
+  const Method* method = nullptr;      // outlives the machine
+  const Features* local = nullptr;     // this node's training features; outlives the machine
+  NodeContext ctx;                     // node, seed, fingerprint, classes, dim, stop, progress
+  Precision transfer = Precision::Float32;  // how knowledge travels (counted_bytes)
+  std::function<void(const std::string&)> say;  // human-readable lines; may be empty
+  std::function<void(NodeId from, const Knowledge&)> on_knowledge;  // a fresh piece accepted; may be empty
+};
+
+// How `method` sends knowledge: FedPFT's float16 transfer, or float32.
+Precision transfer_precision(const MethodOptions& method);
+
+class Machine {
+ public:
+  explicit Machine(MachineConfig config);
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  // --- events ---------------------------------------------------------------------------------
+
+  // Empty when the plan takes `payload` as `type` from `from`; otherwise why not. Asked before a
+  // message is stored and acknowledged: a piece that would make merging fail is refused now.
+  std::string refusal(NodeId from, MessageType type, const Payload& payload) const;
+  // A second copy of something held already (the sender redid a phase after a crash and sealed it
+  // anew): to acknowledge, not to store or use again.
+  bool is_repeat(NodeId from, MessageType type, const Payload& payload) const;
+  // A Knowledge, Complete or Head message that passed refusal(). `fresh`: it just arrived (not
+  // replayed from the state directory on a restart). `seq` orders one sender's messages.
+  Actions accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now);
+  // A peer refused something this node sent (an error reply, now or before a restart).
+  void peer_refused(NodeId peer);
+  // A restart: the phases the state directory marks done and the head it holds, after every
+  // stored message went through accept(fresh = false).
+  void restart(bool phase1_done, bool phase2_done, std::shared_ptr<const Head> head,
+               const Contributors& head_contributors, double now);
+  // Time passed: give up on senders past their deadline, then do whatever is due.
+  Actions tick(double now);
+
+  // --- state --------------------------------------------------------------------------------
+
+  // The plan is done: phase 2's inputs in (or given up on) and acted on.
+  bool plan_done() const { return progress_.finished(); }
+  // Knowledge came after the plan was done (or phase 1): the next tick refits the head with it.
+  bool refit_due() const { return refit_pending_; }
+  // A head taken or refitted after the plan was done, since the driver last asked: the result
+  // the driver reported may be out of date.
+  bool take_late_change() { return std::exchange(late_change_, false); }
+  // Senders given up on at a deadline that never delivered.
+  std::vector<NodeId> never_delivered() const { return progress_.missing(); }
+  const MachineOutcome& outcome() const { return outcome_; }
+  const NodePlan& plan() const { return config_.plan; }
+  // A driver that will deliver nothing more (the simulator, once the machine is done) frees
+  // the pieces it holds.
+  void release_inputs();
+
+ private:
+  // A piece of knowledge as it arrived.
+  struct Piece : ReceivedPiece {
+    bool late = false;  // arrived after phase 1 was done: merged into the head only
+  };
+
+  // Phase 1: merges the wait_for senders' knowledge with the local data, fits the head, and sends
+  // the merged knowledge on (knowledge, feedback, the ring's complete; the hub's head).
+  void phase1(Actions& out, double now);
+  // Phase 2: takes the hub's head (or fits one on local data when none came), refits on the ring's
+  // complete knowledge and passes it on, and merges graph feedback.
+  void phase2(Actions& out);
+  // The ring's second pass: a head on the complete knowledge (with what this node holds, when the
+  // complete knowledge is partial), then the complete knowledge on to complete_to.
+  void take_complete(Actions& out);
+  // Knowledge that came after phase 1 (feedback, or past the deadline): merged for the head only.
+  void refit(Actions& out);
+  // The hub's head, after this node gave up on it and fitted one on its own data.
+  void adopt_late_head(NodeId from, Actions& out);
+  // A star leaf whose hub's head leaves out the leaf's own data waits for the hub's refit.
+  bool waiting_for_refit(double now);
+  // The deadline of the current stage passed: name those given up on.
+  void give_up_on_missing(double deadline);
+  // Sends the hub's head to every leaf, in phase 1 or as an offer after a refit.
+  void send_head(const std::shared_ptr<const Head>& head, const Contributors& contributors, int phase,
+                 Actions& out);
+  void send_knowledge(NodeId to, const Knowledge& k, MessageType type, int phase, Actions& out) const;
+  void set_head(std::shared_ptr<const Head> head, const Contributors& contributors, Actions& out);
+  // run_admitting (node/phases.h) over the pieces held, discarding any that makes `work` fail.
+  template <class Work>
+  auto with_admission(const std::string& what, Work&& work);
+  void discard(const ReceivedPiece& piece, const std::string& why);
+  // Whose data a head on the Knowledge pieces held and the local data would cover.
+  Contributors held_contributors() const;
+  bool held_knowledge_adds_to_head() const;
+  std::string who(NodeId id) const;
+  void say(const std::string& line) const;
+
+  MachineConfig config_;
+  PlanProgress progress_;
+  MachineOutcome outcome_;
+  std::vector<Piece> pieces_;
+  std::optional<HeadMessage> hub_head_;
+  double hub_head_arrived_ = 0;
+  bool hub_refused_ = false;  // the hub refused this leaf's knowledge: no refit will come
+  bool said_waiting_for_refit_ = false;
+  bool refit_pending_ = false;
+  bool late_change_ = false;
+  double stage_started_ = 0;
+};
+
+}  // namespace fednode

@@ -1,0 +1,183 @@
+// The node machine alone: events in, actions out, no sockets, files or clocks. What the
+// networked node and the simulator both rely on: a node acts once its inputs are in, gives up
+// on a sender at its deadline, refits when that sender's knowledge comes late, and a star leaf
+// takes its hub's head, or waits a deadline for a refit that covers its own data.
+#include "methods/rng.h"
+#include "node/machine.h"
+#include "node/state_store.h"
+#include "node/step.h"
+#include "topology/builders.h"
+
+#include <gtest/gtest.h>
+
+namespace fednode {
+namespace {
+
+Features blobs(int n_per_class, int classes, int d, uint64_t seed) {
+  Rng rng(seed);
+  Features f;
+  f.num_classes = classes;
+  f.X.resize(n_per_class * classes, d);
+  for (int c = 0; c < classes; ++c)
+    for (int i = 0; i < n_per_class; ++i) {
+      for (int j = 0; j < d; ++j) f.X(c * n_per_class + i, j) = static_cast<float>(3.0 * (j % classes == c) + rng.normal());
+      f.y.push_back(c);
+    }
+  return f;
+}
+
+// A federation of FedCGS machines over a built topology, each with its own blobs.
+struct Federation {
+  Topology topology;
+  std::vector<NodePlan> plans;
+  std::unique_ptr<Method> method;
+  std::vector<Features> local;
+  std::vector<std::unique_ptr<Machine>> machines;
+
+  Federation(TopologyMode mode, int n, double deadline = 5) {
+    TopologyBuildOptions b;
+    b.mode = mode;
+    b.nodes = n;
+    b.method = "fedcgs";
+    b.deadline_seconds = deadline;
+    topology = build_topology(b);
+    plans = plan_all(topology);
+    MethodOptions o;
+    o.method = "fedcgs";
+    method = make_method(o);
+    for (int i = 0; i < n; ++i) local.push_back(blobs(20, 3, 4, 100 + i));
+    for (int i = 0; i < n; ++i) {
+      MachineConfig m;
+      m.topology = &topology;
+      m.plan = plans[i];
+      m.method = method.get();
+      m.local = &local[i];
+      m.ctx.node = static_cast<NodeId>(i);
+      m.ctx.backbone_fingerprint = "test";
+      m.ctx.num_classes = 3;
+      m.ctx.dim = 4;
+      machines.push_back(std::make_unique<Machine>(std::move(m)));
+    }
+    for (auto& m : machines) m->restart(false, false, nullptr, {}, 0.0);
+  }
+  Machine& operator[](int i) { return *machines[i]; }
+};
+
+std::vector<Action> of_kind(const Actions& actions, Action::Kind kind) {
+  std::vector<Action> out;
+  for (const auto& a : actions)
+    if (a.kind == kind) out.push_back(a);
+  return out;
+}
+
+Payload payload_of(const Action& send) {
+  if (send.knowledge) return Payload(*send.knowledge);
+  return Payload(HeadMessage{send.head, send.contributors, "test"});
+}
+
+TEST(Machine, AChainNodeActsOnceItsInputIsInAndForwardsWhatItMerged) {
+  Federation f(TopologyMode::Linear, 3);
+  EXPECT_TRUE(f[1].tick(0.0).empty()) << "node 1 waits for node 0";
+  const Actions first = f[0].tick(0.0);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(first[0].kind, Action::Kind::HeadChanged);
+  EXPECT_EQ(first[1].kind, Action::Kind::Send);
+  EXPECT_EQ(first[1].to, 1u);
+  EXPECT_EQ(first[1].counted_bytes, first[1].knowledge->payload_bytes(false));
+  EXPECT_EQ(first[2].kind, Action::Kind::PhaseDone);
+  EXPECT_EQ(first[3].kind, Action::Kind::Say) << "said once the phase is marked done";
+  EXPECT_TRUE(f[0].plan_done());
+  EXPECT_EQ(f[1].refusal(0, MessageType::Knowledge, payload_of(first[1])), "");
+  EXPECT_NE(f[2].refusal(0, MessageType::Knowledge, payload_of(first[1])), "") << "node 0 does not send to node 2";
+  EXPECT_TRUE(f[1].accept(0, 1, MessageType::Knowledge, payload_of(first[1]), true, 0.0).empty());
+  EXPECT_TRUE(f[1].is_repeat(0, MessageType::Knowledge, payload_of(first[1])));
+  const Actions second = f[1].tick(0.0);
+  const auto sends = of_kind(second, Action::Kind::Send);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0].knowledge->contributors, (Contributors{0, 1}));
+  EXPECT_EQ(f[1].outcome().contributors, (Contributors{0, 1}));
+  EXPECT_TRUE(f[1].outcome().missing.empty());
+}
+
+TEST(Machine, ASenderPastItsDeadlineIsGivenUpOnAndItsLateKnowledgeRefitsTheHead) {
+  Federation f(TopologyMode::Linear, 2, /*deadline=*/5);
+  EXPECT_TRUE(f[1].tick(4.9).empty());
+  const Actions alone = f[1].tick(5.1);
+  EXPECT_EQ(of_kind(alone, Action::Kind::HeadChanged).size(), 1u);
+  EXPECT_TRUE(f[1].plan_done());
+  EXPECT_EQ(f[1].outcome().contributors, (Contributors{1}));
+  EXPECT_EQ(f[1].outcome().missing, (std::vector<NodeId>{0}));
+  EXPECT_EQ(f[1].never_delivered(), (std::vector<NodeId>{0}));
+
+  const Actions sent = f[0].tick(0.0);
+  const auto to_one = of_kind(sent, Action::Kind::Send);
+  ASSERT_EQ(to_one.size(), 1u);
+  f[1].accept(0, 1, MessageType::Knowledge, payload_of(to_one[0]), true, 6.0);
+  EXPECT_TRUE(f[1].refit_due());
+  const Actions refit = f[1].tick(6.0);
+  EXPECT_EQ(of_kind(refit, Action::Kind::HeadChanged).size(), 1u);
+  EXPECT_FALSE(f[1].refit_due());
+  EXPECT_EQ(f[1].outcome().contributors, (Contributors{0, 1}));
+  EXPECT_TRUE(f[1].never_delivered().empty()) << "a sender that delivered late is no longer missing";
+}
+
+TEST(Machine, AStarLeafTakesItsHubsHead) {
+  Federation f(TopologyMode::Star, 3);
+  for (int leaf : {1, 2}) {
+    const auto sends = of_kind(f[leaf].tick(0.0), Action::Kind::Send);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_FALSE(f[leaf].outcome().head) << "a leaf does not fit a head in phase 1";
+    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[0]), true, 0.0);
+  }
+  const auto heads = of_kind(f[0].tick(0.0), Action::Kind::Send);
+  ASSERT_EQ(heads.size(), 2u);
+  EXPECT_EQ(heads[0].type, MessageType::Head);
+  EXPECT_EQ(heads[0].counted_bytes, head_bytes(*heads[0].head));
+  f[1].accept(0, 1, MessageType::Head, payload_of(heads[0]), true, 0.0);
+  f[1].tick(0.0);
+  EXPECT_TRUE(f[1].plan_done());
+  EXPECT_EQ(f[1].outcome().head, heads[0].head);
+  EXPECT_EQ(f[1].outcome().contributors, (Contributors{0, 1, 2}));
+}
+
+TEST(Machine, ALeafLeftOutOfItsHubsHeadWaitsForTheRefitUnlessTheHubRefusedIt) {
+  for (bool refused : {false, true}) {
+    Federation f(TopologyMode::Star, 3, /*deadline=*/5);
+    const auto from_two = of_kind(f[2].tick(0.0), Action::Kind::Send);
+    f[1].tick(0.0);
+    f[0].accept(2, 1, MessageType::Knowledge, payload_of(from_two[0]), true, 0.0);
+    const auto heads = of_kind(f[0].tick(6.0), Action::Kind::Send);  // gave up on leaf 1
+    ASSERT_EQ(heads.size(), 2u);
+    EXPECT_EQ(heads[0].contributors, (Contributors{0, 2}));
+    if (refused) f[1].peer_refused(0);
+    f[1].accept(0, 1, MessageType::Head, payload_of(heads[0]), true, 1.0);
+    f[1].tick(1.0);
+    EXPECT_EQ(f[1].plan_done(), refused) << "waits for a refit only if the hub took its knowledge";
+    f[1].tick(6.5);
+    EXPECT_TRUE(f[1].plan_done()) << "and no longer than a deadline";
+    EXPECT_EQ(f[1].outcome().contributors, (Contributors{0, 2}));
+  }
+}
+
+TEST(Machine, ARestartWithPhaseOneDoneDoesNotMergeAgain) {
+  Federation f(TopologyMode::Linear, 2);
+  const auto sends = of_kind(f[0].tick(0.0), Action::Kind::Send);
+  const auto head = f[0].outcome().head;
+  MachineConfig m;
+  m.topology = &f.topology;
+  m.plan = f.plans[0];
+  m.method = f.method.get();
+  m.local = &f.local[0];
+  m.ctx.node = 0;
+  m.ctx.backbone_fingerprint = "test";
+  m.ctx.num_classes = 3;
+  m.ctx.dim = 4;
+  Machine again(std::move(m));
+  again.restart(true, false, head, {0}, 0.0);
+  EXPECT_TRUE(again.plan_done());
+  EXPECT_TRUE(again.tick(1.0).empty());
+  EXPECT_EQ(again.outcome().head, head);
+}
+
+}  // namespace
+}  // namespace fednode
