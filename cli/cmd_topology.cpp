@@ -5,6 +5,7 @@
 #include "cli/data_options.h"
 #include "cli/method_options.h"
 #include "crypto/key_files.h"
+#include "methods/registry.h"
 #include "node/secure_channel.h"
 #include "topology/builders.h"
 
@@ -179,8 +180,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
   o.host = a.str("host", o.host);
   if (o.host.empty()) throw UsageError("--host is empty");
   o.method = a.str("method", "fedpft");
-  if (o.method != "fedpft" && o.method != "fedcgs" && o.method != "fedtc")
-    throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + o.method + "'");
+  if (!find_method(o.method)) throw UsageError("--method must be " + method_names() + ", got '" + o.method + "'");
   o.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, INT64_MAX));
   o.deadline_seconds = a.real("deadline", kDefaultDeadlineSeconds, 1e-3, kMaxDeadlineSeconds);
   o.run = a.has("run") ? a.str("run", "") : random_run_name();

@@ -1,6 +1,7 @@
 #include "cli/method_options.h"
 
 #include "methods/fedpft/fedpft_core.h"
+#include "methods/registry.h"
 
 #include <sstream>
 #include <utility>
@@ -29,21 +30,12 @@ namespace {
 // Options that only one method reads: given with another method they would be ignored, which
 // hides a mistake (the head options serve every method: they also train the baselines).
 void refuse_other_methods_options(const Args& a, const std::string& method) {
-  static const std::pair<const char*, std::vector<const char*>> owned[] = {
-      {"fedpft", {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
-                  "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier",
-                  "sample-correlation", "correlation-rank"}},
-      {"fedcgs", {"lda-covariance", "shrinkage"}},
-      {"fedtc", {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
-                 "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
-                 "adapter-min-steps", "adapter-raw-inputs"}},
-  };
-  for (const auto& [owner, names] : owned)
-    if (owner != method)
-      for (const char* name : names)
-        if (a.has(name))
-          throw UsageError("--" + std::string(name) + " is a " + owner + " option; the method is " + method);
-  if (method == "fedpft" && !a.flag("dp"))
+  for (const MethodDescriptor& owner : method_registry())
+    if (owner.name != method)
+      for (const std::string& name : owner.options)
+        if (a.has(name)) throw UsageError("--" + name + " is a " + owner.name + " option; the method is " + method);
+  // The method that owns them is running (else they were refused above).
+  if (!a.flag("dp"))
     for (const char* name : {"dp-epsilon", "dp-delta"})
       if (a.has(name)) throw UsageError("--" + std::string(name) + " sets DP-FedPFT's privacy; it needs --dp");
 }
@@ -53,8 +45,7 @@ void refuse_other_methods_options(const Args& a, const std::string& method) {
 MethodOptions parse_method_options(const Args& a) {
   MethodOptions m;
   m.method = a.str("method", m.method);
-  if (m.method != "fedpft" && m.method != "fedcgs" && m.method != "fedtc")
-    throw UsageError("--method must be fedpft, fedcgs or fedtc, got '" + m.method + "'");
+  if (!find_method(m.method)) throw UsageError("--method must be " + method_names() + ", got '" + m.method + "'");
   refuse_other_methods_options(a, m.method);
 
   auto& p = m.fedpft;

@@ -1,5 +1,7 @@
 #include "methods/knowledge.h"
 
+#include "methods/registry.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -60,12 +62,7 @@ void GaussianMixture::validate(const std::string& what) const {
 }
 
 const char* Knowledge::method_name() const {
-  switch (payload.index()) {
-    case 0: return "fedpft";
-    case 1: return "fedcgs";
-    case 2: return "fedtc";
-  }
-  return "?";
+  return method_sending(static_cast<KnowledgeKind>(payload.index())).name.c_str();
 }
 
 int64_t Knowledge::payload_bytes(bool half_precision) const {

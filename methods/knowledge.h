@@ -83,7 +83,7 @@ struct Knowledge {
   int num_classes = 0;
   KnowledgePayload payload;
 
-  const char* method_name() const;  // "fedpft", "fedcgs", "fedtc"
+  const char* method_name() const;  // the method that sends this kind (methods/registry.h)
   // Size of the payload as it travels (float32 or float16 tensors, float64 statistics),
   // excluding framing; used for the bytes-sent columns of reports.
   int64_t payload_bytes(bool half_precision) const;

@@ -69,7 +69,7 @@ struct FedTcOptions {
 };
 
 struct MethodOptions {
-  std::string method = "fedpft";  // fedpft | fedcgs | fedtc
+  std::string method = "fedpft";  // a name in method_registry() (methods/registry.h)
   FedPftOptions fedpft;
   FedCgsOptions fedcgs;
   FedTcOptions fedtc;

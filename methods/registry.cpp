@@ -1,17 +1,43 @@
 // The one place that knows every method; kept apart from method.cpp so that code using one
 // method does not link all of them.
+#include "methods/registry.h"
+
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/fedpft/fedpft.h"
 #include "methods/fedtc/fedtc.h"
-#include "methods/method.h"
 
 namespace fednode {
 
-std::unique_ptr<Method> make_method(const MethodOptions& options) {
-  if (options.method == "fedpft") return make_fedpft(options.fedpft);
-  if (options.method == "fedcgs") return make_fedcgs(options.fedcgs);
-  if (options.method == "fedtc") return make_fedtc(options.fedtc);
-  throw InputError("unknown method '" + options.method + "' (expected fedpft, fedcgs or fedtc)");
+const std::vector<MethodDescriptor>& method_registry() {
+  static const std::vector<MethodDescriptor> methods = {fedpft_descriptor(), fedcgs_descriptor(), fedtc_descriptor()};
+  return methods;
 }
+
+const MethodDescriptor* find_method(std::string_view name) {
+  for (const auto& m : method_registry())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+const MethodDescriptor& method_named(std::string_view name) {
+  if (const MethodDescriptor* m = find_method(name)) return *m;
+  throw InputError("unknown method '" + std::string(name) + "' (expected " + method_names() + ")");
+}
+
+const MethodDescriptor& method_sending(KnowledgeKind kind) {
+  for (const auto& m : method_registry())
+    if (m.knowledge == kind) return m;
+  throw std::logic_error("no method sends knowledge of kind " + std::to_string(static_cast<int>(kind)));
+}
+
+std::string method_names() {
+  const auto& methods = method_registry();
+  std::string names;
+  for (size_t i = 0; i < methods.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == methods.size() ? " or " : ", ") + methods[i].name;
+  return names;
+}
+
+std::unique_ptr<Method> make_method(const MethodOptions& options) { return method_named(options.method).make(options); }
 
 }  // namespace fednode

@@ -1,6 +1,7 @@
 #include "node/configuration_record.h"
 
 #include "features/digest.h"
+#include "methods/registry.h"
 #include "node/json.h"
 #include "node/options_json.h"
 #include "node/printable.h"
@@ -43,8 +44,9 @@ std::string configuration_record(const NodeConfig& c) {
   w.key("node").value(c.id);
   w.key("method").value(c.method.method);
   write_method_options(w, c.method);
-  if (c.method.method == "fedpft") write_linear_head_options(w, c.method.fedpft.head);
-  w.key("head_seed").value(c.method.method == "fedtc" ? c.method.fedtc.head.seed : c.method.fedpft.head.seed);
+  const MethodDescriptor& method = method_named(c.method.method);
+  if (method.trains_linear_head) write_linear_head_options(w, c.method.fedpft.head);
+  w.key("head_seed").value(method.head_seed(c.method));
   w.key("backbone").value(c.backbone_fingerprint);
   w.key("dim").value(c.local.dim());
   w.key("num_classes").value(c.local.num_classes);

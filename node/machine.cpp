@@ -1,5 +1,6 @@
 #include "node/machine.h"
 
+#include "methods/registry.h"
 #include "node/printable.h"
 #include "node/state_store.h"
 #include "node/step.h"
@@ -40,7 +41,7 @@ bool includes(const Contributors& big, const Contributors& small) {
 }  // namespace
 
 Precision transfer_precision(const MethodOptions& m) {
-  return m.method == "fedpft" && m.fedpft.half_precision ? Precision::Float16 : Precision::Float32;
+  return method_named(m.method).half_precision(m) ? Precision::Float16 : Precision::Float32;
 }
 
 Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(config_.plan) {

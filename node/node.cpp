@@ -17,8 +17,6 @@
 #include "topology/plan.h"
 
 #include <algorithm>
-#include <iomanip>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -34,10 +32,6 @@ constexpr int kFramesPerStep = 256;
 // that goes away), and the peer's resend must then find it still there. At least kClosingGrace
 // seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s).
 constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
-
-void add_once(std::vector<NodeId>& ids, NodeId id) {
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-}
 
 }  // namespace
 
@@ -336,10 +330,8 @@ struct Node::Impl {
     inbox->say_rejections_left_out();
     closing_since = Clock::now();
     // From the outbox as it stands (a node that reopened to refit may finish twice).
-    result.refused_by.clear();
-    result.unacknowledged.clear();
-    for (NodeId id : outbox->refusers()) add_once(result.refused_by, id);
-    for (NodeId id : outbox->unacknowledged()) add_once(result.unacknowledged, id);
+    result.refused_by = distinct(outbox->refusers());
+    result.unacknowledged = distinct(outbox->unacknowledged());
     if (status != NodeStatus::Stopped) outbox->give_up_offers();  // a stopped node offers on when continued
     finish_status = status;
     score();

@@ -52,6 +52,13 @@ void score_result(NodeResult& result, const MachineOutcome& o, const std::vector
   }
 }
 
+std::vector<NodeId> distinct(const std::vector<NodeId>& ids) {
+  std::vector<NodeId> out;
+  for (NodeId id : ids)
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+  return out;
+}
+
 std::string result_summary(const NodeResult& result) {
   std::ostringstream msg;
   msg << to_string(result.status);

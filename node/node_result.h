@@ -17,6 +17,9 @@ namespace fednode {
 void score_result(NodeResult& result, const MachineOutcome& outcome, const std::vector<NodeId>& never_delivered,
                   NodeStatus finish_status, const std::optional<Features>& test);
 
+// `ids` without repeats, each where it first appears.
+std::vector<NodeId> distinct(const std::vector<NodeId>& ids);
+
 // "finished: accuracy 0.8170 with contributors 0-3", and whatever made the node incomplete,
 // named where the reader looks first.
 std::string result_summary(const NodeResult& result);

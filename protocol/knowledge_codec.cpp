@@ -1,5 +1,6 @@
 // Knowledge payloads: the three method variants (docs/protocol.md, "knowledge").
 #include "protocol/payload_parts.h"
+#include "methods/registry.h"
 #include "protocol/tensor.h"
 
 #include "methods/float16.h"
@@ -467,17 +468,19 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
   MapReader map(o, "knowledge");
   Knowledge k;
   const std::string method = read_string(map.at("method"), map.path("method"));
-  if (method != "fedpft" && method != "fedcgs" && method != "fedtc")
-    fail(ProtocolErrorCode::InvalidValue, "knowledge.method: unknown method '" + printable(method) + "'");
+  const MethodDescriptor* sender = find_method(method);
+  if (!sender) fail(ProtocolErrorCode::InvalidValue, "knowledge.method: unknown method '" + printable(method) + "'");
   k.contributors = read_contributors(map.at("contributors"), map.path("contributors"), limits);
   k.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
   k.dim = read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim");
   k.num_classes = read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes");
   const msgpack::object& body = map.at("body");
   map.finish();
-  if (method == "fedpft") k.payload = read_gmm(body, k, limits);
-  else if (method == "fedcgs") k.payload = read_stats(body, k, limits);
-  else k.payload = read_prototypes(body, k, limits);
+  switch (sender->knowledge) {
+    case KnowledgeKind::Gmm: k.payload = read_gmm(body, k, limits); break;
+    case KnowledgeKind::Stats: k.payload = read_stats(body, k, limits); break;
+    case KnowledgeKind::Prototypes: k.payload = read_prototypes(body, k, limits); break;
+  }
   check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
   return k;
 }

@@ -1,5 +1,6 @@
 // Payload dispatch, and the small control messages: hello, ack, error.
 #include "protocol/payload_parts.h"
+#include "methods/registry.h"
 
 #include <algorithm>
 
@@ -52,7 +53,7 @@ namespace {
 
 constexpr uint32_t kMaxVersions = 16;
 
-bool known_method(std::string_view m) { return m == "fedpft" || m == "fedcgs" || m == "fedtc"; }
+bool known_method(std::string_view m) { return find_method(m) != nullptr; }
 
 void pack_hello(Packer& pk, const Hello& h) {
   if (h.versions.empty() || h.versions.size() > kMaxVersions)

@@ -1,5 +1,7 @@
 #include "methods/fedcgs/fedcgs.h"
 
+#include "methods/registry.h"
+
 #include <cstdio>
 #include <string>
 
@@ -92,6 +94,18 @@ class FedCgs final : public Method {
 
 std::unique_ptr<Method> make_fedcgs(const FedCgsOptions& options) {
   return std::make_unique<FedCgs>(options);
+}
+
+MethodDescriptor fedcgs_descriptor() {
+  MethodDescriptor d;
+  d.name = "fedcgs";
+  d.knowledge = KnowledgeKind::Stats;
+  d.options = {"lda-covariance", "shrinkage"};
+  d.make = [](const MethodOptions& o) { return make_fedcgs(o.fedcgs); };
+  d.half_precision = [](const MethodOptions&) { return false; };  // statistics travel as float64
+  // No seed draws an LDA head; the record keeps the linear head's, as it always has.
+  d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };
+  return d;
 }
 
 }  // namespace fednode

@@ -12,5 +12,8 @@ namespace fednode {
 
 // Throws InputError for options out of range (shrinkage outside [0, 1]).
 std::unique_ptr<Method> make_fedcgs(const FedCgsOptions& options);
+// Its entry in methods/registry.h.
+struct MethodDescriptor;
+MethodDescriptor fedcgs_descriptor();
 
 }  // namespace fednode

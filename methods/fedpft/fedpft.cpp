@@ -2,6 +2,7 @@
 #include "methods/fedpft/fedpft.h"
 
 #include "methods/fedpft/fedpft_core.h"
+#include "methods/registry.h"
 #include "methods/rng.h"
 
 namespace fednode {
@@ -52,6 +53,20 @@ class FedPft final : public Method {
 
 std::unique_ptr<Method> make_fedpft(const FedPftOptions& options) {
   return std::make_unique<FedPft>(options);
+}
+
+MethodDescriptor fedpft_descriptor() {
+  MethodDescriptor d;
+  d.name = "fedpft";
+  d.knowledge = KnowledgeKind::Gmm;
+  d.options = {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
+               "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier",
+               "sample-correlation", "correlation-rank"};
+  d.make = [](const MethodOptions& o) { return make_fedpft(o.fedpft); };
+  d.half_precision = [](const MethodOptions& o) { return o.fedpft.half_precision; };
+  d.trains_linear_head = true;
+  d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };
+  return d;
 }
 
 }  // namespace fednode

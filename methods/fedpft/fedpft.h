@@ -7,5 +7,8 @@
 namespace fednode {
 
 std::unique_ptr<Method> make_fedpft(const FedPftOptions& options);
+// Its entry in methods/registry.h.
+struct MethodDescriptor;
+MethodDescriptor fedpft_descriptor();
 
 }  // namespace fednode

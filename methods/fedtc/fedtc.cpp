@@ -6,6 +6,7 @@
 #include "methods/fedtc/fedtc.h"
 
 #include "methods/fedtc/prototypes.h"
+#include "methods/registry.h"
 #include "methods/rng.h"
 
 #include <algorithm>
@@ -176,5 +177,18 @@ class FedTc final : public Method {
 }  // namespace
 
 std::unique_ptr<Method> make_fedtc(const FedTcOptions& options) { return std::make_unique<FedTc>(options); }
+
+MethodDescriptor fedtc_descriptor() {
+  MethodDescriptor d;
+  d.name = kMethod;
+  d.knowledge = KnowledgeKind::Prototypes;
+  d.options = {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
+               "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
+               "adapter-min-steps", "adapter-raw-inputs"};
+  d.make = [](const MethodOptions& o) { return make_fedtc(o.fedtc); };
+  d.half_precision = [](const MethodOptions&) { return false; };
+  d.head_seed = [](const MethodOptions& o) { return o.fedtc.head.seed; };
+  return d;
+}
 
 }  // namespace fednode

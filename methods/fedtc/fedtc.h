@@ -7,5 +7,8 @@
 namespace fednode {
 
 std::unique_ptr<Method> make_fedtc(const FedTcOptions& options);
+// Its entry in methods/registry.h.
+struct MethodDescriptor;
+MethodDescriptor fedtc_descriptor();
 
 }  // namespace fednode

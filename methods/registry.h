@@ -1,0 +1,44 @@
+// Every method, once (docs/architecture.md, "Adding a method"): a method is its folder plus one
+// descriptor in method_registry(). Code outside a method's folder asks the registry instead of
+// testing the method's name, so a new method touches its folder, registry.cpp and MethodOptions.
+#pragma once
+
+#include "methods/method.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fednode {
+
+// Which alternative of KnowledgePayload a method sends: the wire codec dispatches on it.
+enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2 };
+
+struct MethodDescriptor {
+  std::string name;        // on the command line, in topology files, hellos and knowledge
+  KnowledgeKind knowledge = KnowledgeKind::Gmm;
+  // Options only this method reads (command-line and [federation.options] names): given with
+  // another method they are refused rather than silently ignored.
+  std::vector<std::string> options;
+  std::function<std::unique_ptr<Method>(const MethodOptions&)> make;
+  // Whether its knowledge travels as float16 tensors (FedPFT's 16-bit transfer) or float32.
+  std::function<bool(const MethodOptions&)> half_precision;
+  // What decides its head beyond its own options, for a node's configuration record: whether it
+  // trains the linear head (whose options then count), and the head's seed.
+  bool trains_linear_head = false;
+  std::function<uint64_t(const MethodOptions&)> head_seed;
+};
+
+const std::vector<MethodDescriptor>& method_registry();
+// Null for a name no method has.
+const MethodDescriptor* find_method(std::string_view name);
+// Throws InputError naming the methods there are.
+const MethodDescriptor& method_named(std::string_view name);
+// The method whose knowledge `kind` is.
+const MethodDescriptor& method_sending(KnowledgeKind kind);
+// "fedpft, fedcgs or fedtc", for messages.
+std::string method_names();
+
+}  // namespace fednode
