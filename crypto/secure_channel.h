@@ -27,7 +27,7 @@ using PeerKeys = std::map<NodeId, PublicKey>;
 RunId derive_run_id(std::string_view name);
 RunId random_run_id();
 // "run-" and 16 random hex digits (64 bits from libsodium's CSPRNG): a fresh run name for a new
-// topology file. Not drawn from methods/rng.h: it must differ between runs, not reproduce.
+// topology file. Not drawn from core/rng.h: it must differ between runs, not reproduce.
 std::string random_run_name();
 
 struct RejectedMessage : SecurityError {

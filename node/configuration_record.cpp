@@ -1,6 +1,6 @@
 #include "node/configuration_record.h"
 
-#include "features/digest.h"
+#include "core/digest.h"
 #include "node/json.h"
 #include "node/options_json.h"
 #include "node/printable.h"

@@ -2,8 +2,8 @@
 #include "protocol/payload_parts.h"
 #include "protocol/tensor.h"
 
-#include "methods/float16.h"
-#include "methods/parallel.h"
+#include "core/float16.h"
+#include "core/parallel.h"
 
 #include <algorithm>
 #include <tuple>

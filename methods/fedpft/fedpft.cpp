@@ -2,7 +2,7 @@
 #include "methods/fedpft/fedpft.h"
 
 #include "methods/fedpft/fedpft_core.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 namespace fednode {
 

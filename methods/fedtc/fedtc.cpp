@@ -6,7 +6,7 @@
 #include "methods/fedtc/fedtc.h"
 
 #include "methods/fedtc/prototypes.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <algorithm>
 #include <map>

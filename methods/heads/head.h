@@ -2,7 +2,7 @@
 // predicting needs no LibTorch; only training (train_*.h) does.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <iosfwd>
 #include <memory>

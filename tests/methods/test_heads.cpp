@@ -1,8 +1,8 @@
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/heads/train_common.h"
-#include "methods/rng.h"
-#include "methods/torch_threads.h"
+#include "core/rng.h"
+#include "core/openmp_threads.h"
 
 #include <gtest/gtest.h>
 

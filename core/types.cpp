@@ -1,4 +1,4 @@
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cmath>
 #include <filesystem>
