@@ -7,7 +7,7 @@
 // Usage: bench_correlation [--n N] [--dims D1,D2,...] [--classes C] [--reps R]
 //        [--python /usr/bin/python3] [--script bench/ref_sklearn_ledoit_wolf.py]
 #include "methods/fedpft/correlation.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../tests/common/temp_dir.h"
 #include "bench_common.h"

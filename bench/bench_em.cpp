@@ -13,7 +13,7 @@
 // per-dimension scales and a little noise. Smaller spreads overlap more and need more
 // EM iterations.
 #include "methods/gmm/gmm.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "bench_common.h"
 

@@ -4,7 +4,7 @@
 // and writes into a matrix allocated once.
 // Usage: bench_expansion [--n N] [--d D] [--dims D1,D2,...] [--reps R]
 #include "features/expansion.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "bench_common.h"
 

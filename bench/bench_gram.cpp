@@ -5,7 +5,7 @@
 // Usage: bench_gram [--n N] [--dims D1,D2,...] [--classes C] [--reps R] [--chunk ROWS]
 // (--chunk: rows per dsyrk call inside compute_stats; default its automatic choice)
 #include "methods/fedcgs/stats.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "bench_common.h"
 

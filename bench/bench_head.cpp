@@ -19,7 +19,7 @@
 // linear map, noise and a ReLU, so that the classes overlap and the accuracies mean something.
 #include "features/npy.h"
 #include "methods/heads/train.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "bench_common.h"
 #include "python_peer.h"

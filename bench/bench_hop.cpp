@@ -26,9 +26,9 @@
 //
 // Usage: bench_hop [--reps R] [--warmup W] [--classes C] [--components K] [--dim D]
 //                  [--memory cold|warm] [--json FILE]
+#include "core/float16.h"
+#include "core/rng.h"
 #include "node/secure_channel.h"
-#include "methods/float16.h"
-#include "methods/rng.h"
 #include "node/socket_options.h"
 #include "node/transport.h"
 

@@ -1,7 +1,7 @@
 #include "cli/commands.h"
 
 #include "cli/args.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <exception>
 #include <iostream>

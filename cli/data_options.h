@@ -6,7 +6,7 @@
 #include "cli/args.h"
 #include "features/expansion.h"
 #include "features/partition.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <atomic>
 #include <set>

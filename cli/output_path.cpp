@@ -1,6 +1,6 @@
 #include "cli/output_path.h"
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <filesystem>
 #include <system_error>

@@ -1,7 +1,7 @@
 #include "crypto/aead.h"
 
 #include "crypto/keys.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 
 #include <sodium.h>
 

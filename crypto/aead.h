@@ -6,7 +6,7 @@
 // after the other on one core, and for a multi-megabyte FedPFT message the two are a third of
 // a hop. Above kParallelAeadBytes this file builds the same construction from libsodium's own
 // primitives (HChaCha20, ChaCha20-IETF with a block counter, Poly1305) and runs the keystream
-// and the MAC side by side on the worker pool (methods/parallel.h), segment by segment: the MAC
+// and the MAC side by side on the worker pool (core/parallel.h), segment by segment: the MAC
 // follows the encryption, and on opening the decryption follows the MAC, so that decrypting in
 // place never overwrites a segment the MAC has not read yet. With one thread the two run one
 // after the other, as libsodium does.

@@ -2,7 +2,7 @@
 // count rejections, and so that tests can tell a tampered header from a tampered ciphertext.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 // separate Ed25519 signing key) authenticates senders.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <array>
 #include <cstdint>

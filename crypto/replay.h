@@ -8,7 +8,7 @@
 // deserialize() it on restart, so that a restarted node still refuses old messages.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <bitset>
 #include <cstdint>

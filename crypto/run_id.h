@@ -3,7 +3,6 @@
 #pragma once
 
 #include "crypto/keys.h"
-#include "protocol/messages.h"  // RunId: moves to core/ with the layered build
 
 #include <string>
 #include <string_view>

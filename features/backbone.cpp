@@ -1,8 +1,8 @@
 #include "features/backbone.h"
 
-#include "features/digest.h"
+#include "core/digest.h"
 #include "features/progress.h"
-#include "methods/torch_threads.h"
+#include "core/openmp_threads.h"
 
 #include <ATen/Parallel.h>
 #include <caffe2/serialize/inline_container.h>
@@ -87,7 +87,7 @@ void check_tensor_data(const std::string& path, const torch::jit::Module& module
 class ThreadScope {
  public:
   explicit ThreadScope(int threads) : blas_before_(openblas_get_num_threads()) {
-    adopt_openmp_thread_default();  // before the first LibTorch call of this thread
+    adopt_openmp_thread_default(at::set_num_threads);  // before the first LibTorch call of this thread
     torch_before_ = at::get_num_threads();
     at::set_num_threads(threads);
     openblas_set_num_threads(threads);

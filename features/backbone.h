@@ -4,7 +4,7 @@
 #pragma once
 
 #include "features/preprocess.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <atomic>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "features/expansion.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <cblas.h>
 

@@ -10,7 +10,7 @@
 // knowledge already carry that, and a node refuses a fingerprint that is not its own.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

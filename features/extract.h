@@ -3,7 +3,7 @@
 // through the feature cache.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <atomic>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "features/feature_cache.h"
 
-#include "features/digest.h"
+#include "core/digest.h"
 #include "features/npy.h"
 
 #include <unistd.h>

@@ -7,7 +7,7 @@
 // file; an entry whose files do not match it is reported as damaged and recomputed.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <optional>
 #include <string>

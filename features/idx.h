@@ -3,7 +3,7 @@
 // gives an InputError naming the file and the field, never a huge allocation.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "features/preprocess.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

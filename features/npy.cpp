@@ -1,6 +1,6 @@
 #include "features/npy.h"
 
-#include "methods/float16.h"
+#include "core/float16.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // before anything is allocated; bad files give an InputError naming the file and the problem.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <string>
 

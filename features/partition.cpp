@@ -1,6 +1,6 @@
 #include "features/partition.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // same partition for the same labels, options and seed on every machine.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

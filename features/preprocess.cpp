@@ -1,6 +1,6 @@
 #include "features/preprocess.h"
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <algorithm>
 #include <cctype>

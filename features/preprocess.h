@@ -18,7 +18,7 @@
 //   output_dim    = 1280         expected feature dimension, checked on a probe batch (optional)
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <memory>

@@ -2,7 +2,7 @@
 // node ids whose data it summarises and the backbone fingerprint it was computed with.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <optional>
 #include <string>

@@ -13,6 +13,8 @@
 
 namespace fednode {
 
+class JsonWriter;
+
 // Which alternative of KnowledgePayload a method sends: the wire codec dispatches on it.
 enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2 };
 
@@ -29,6 +31,8 @@ struct MethodDescriptor {
   // trains the linear head (whose options then count), and the head's seed.
   bool trains_linear_head = false;
   std::function<uint64_t(const MethodOptions&)> head_seed;
+  // Writes the key `name` and the object of its options as a run used them (docs/report.md).
+  std::function<void(JsonWriter&, const MethodOptions&)> write_options;
 };
 
 const std::vector<MethodDescriptor>& method_registry();

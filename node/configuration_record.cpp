@@ -1,8 +1,8 @@
 #include "node/configuration_record.h"
 
-#include "features/digest.h"
+#include "core/digest.h"
 #include "methods/registry.h"
-#include "node/json.h"
+#include "core/json_writer.h"
 #include "node/options_json.h"
 #include "node/printable.h"
 

@@ -1,6 +1,6 @@
 #include "node/durable_file.h"
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cerrno>
 #include <cstring>

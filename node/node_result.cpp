@@ -1,6 +1,6 @@
 #include "node/node_result.h"
 
-#include "node/json.h"
+#include "core/json_writer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,11 +3,11 @@
 #pragma once
 
 #include "methods/method.h"
-#include "node/json.h"
+#include "core/json_writer.h"
 
 namespace fednode {
 
-// Writes the key `options.method` ("fedpft", "fedcgs" or "fedtc") and its object.
+// Writes the key `options.method` and its object (the method's descriptor writes it).
 void write_method_options(JsonWriter& w, const MethodOptions& options);
 // Writes the key "linear_head" and its object.
 void write_linear_head_options(JsonWriter& w, const LinearTrainOptions& head);

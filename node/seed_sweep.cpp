@@ -1,6 +1,6 @@
 #include "node/seed_sweep.h"
 
-#include "node/json.h"
+#include "core/json_writer.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 // The simulator's report: JSON (docs/report.md) and a short table for people.
-#include "node/json.h"
+#include "core/json_writer.h"
 #include "node/options_json.h"
 #include "node/simulator.h"
 

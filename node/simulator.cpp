@@ -1,7 +1,7 @@
 #include "node/simulator.h"
 
 #include "methods/fedcgs/fedcgs.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "node/elapsed.h"
 #include "node/machine.h"
 #include "topology/builders.h"

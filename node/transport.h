@@ -18,7 +18,7 @@
 #pragma once
 
 #include "crypto/curve.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <chrono>
 #include <functional>

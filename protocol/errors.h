@@ -2,7 +2,7 @@
 // code, so that a node can log it, count it and answer with an error message without parsing text.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <string>

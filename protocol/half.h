@@ -1,5 +1,5 @@
 // Internal to protocol/: branch-free binary16 conversions for bulk tensor encoding, bit-identical
-// to methods/float16.h (tests/protocol/test_half.cpp checks that) but several times faster,
+// to core/float16.h (tests/protocol/test_half.cpp checks that) but several times faster,
 // which matters for FedPFT's multi-megabyte 16-bit transfers. The technique is the one of
 // Maratyszcza's FP16 library: let the FPU do the rounding by scaling into the right exponent
 // range. It needs IEEE float semantics (no -ffast-math), which the project does not enable.

@@ -3,8 +3,8 @@
 #include "methods/registry.h"
 #include "protocol/tensor.h"
 
-#include "methods/float16.h"
-#include "methods/parallel.h"
+#include "core/float16.h"
+#include "core/parallel.h"
 
 #include <algorithm>
 #include <tuple>

@@ -1,6 +1,6 @@
 #include "protocol/limits.h"
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <string>
 

@@ -38,14 +38,4 @@ MessageType type_of(const Payload& p) {
   }
 }
 
-std::string RunId::to_hex() const {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
-
 }  // namespace fednode

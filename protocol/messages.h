@@ -23,14 +23,6 @@ constexpr uint32_t kProtocolVersion = 1;
 enum class MessageType : uint8_t { Hello = 1, Knowledge = 2, Head = 3, Ack = 4, Error = 5, Complete = 6 };
 const char* to_string(MessageType t);
 
-// Names one run of a federation. Message ids restart with every run, so without it a message
-// recorded in an earlier run with the same keys could be replayed into a fresh one.
-struct RunId {
-  std::array<uint8_t, 16> bytes{};
-  std::string to_hex() const;
-  bool operator==(const RunId& o) const { return bytes == o.bytes; }
-  bool operator!=(const RunId& o) const { return bytes != o.bytes; }
-};
 
 // Travels in the clear, bound to the ciphertext as associated data.
 struct EnvelopeHeader {
@@ -47,7 +39,7 @@ struct EnvelopeHeader {
 struct Hello {
   std::vector<uint32_t> versions{kProtocolVersion};  // every protocol version the sender speaks
   NodeId node = 0;                                   // must equal header.from
-  std::string method;                                // "fedpft", "fedcgs", "fedtc"
+  std::string method;                                // a name in methods/registry.h
   std::string backbone_fingerprint;
   int dim = 0;
   int num_classes = 0;

@@ -2,7 +2,7 @@
 
 #include "protocol/half.h"
 
-#include "methods/parallel.h"
+#include "core/parallel.h"
 
 #include <cfloat>
 #include <cmath>

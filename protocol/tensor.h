@@ -21,7 +21,7 @@ const char* dtype_name(DType d);
 size_t dtype_size(DType d);
 
 // The value conversions of a message's tensors, collected while its structure is written or read
-// and then run together on the worker pool (methods/parallel.h): a FedPFT message of 200 tensors
+// and then run together on the worker pool (core/parallel.h): a FedPFT message of 200 tensors
 // and 5 MB converts on every core instead of one. The outcome is the serial one: run() rethrows
 // the failure of the earliest tensor, in message order, whichever thread met it first.
 class TensorJobs {

@@ -1,6 +1,6 @@
 #include "topology/builders.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "topology/address.h"
 
 #include <set>

@@ -1,6 +1,6 @@
 #include "topology/topology.h"
 
-#include "features/digest.h"
+#include "core/digest.h"
 #include "topology/toml_io.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // File format, semantics and validation rules: docs/topologies.md.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 #include "topology/public_key.h"
 
 #include <functional>

@@ -1,5 +1,6 @@
 #include "methods/fedcgs/fedcgs.h"
 
+#include "core/json_writer.h"
 #include "methods/registry.h"
 
 #include <cstdio>
@@ -105,6 +106,12 @@ MethodDescriptor fedcgs_descriptor() {
   d.half_precision = [](const MethodOptions&) { return false; };  // statistics travel as float64
   // No seed draws an LDA head; the record keeps the linear head's, as it always has.
   d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };
+  d.write_options = [](JsonWriter& w, const MethodOptions& o) {
+    w.key("fedcgs").begin_object();
+    w.key("covariance").value(o.fedcgs.covariance == LdaCovariance::Total ? "total" : "within");
+    w.key("shrinkage").value(o.fedcgs.shrinkage);
+    w.end_object();
+  };
   return d;
 }
 

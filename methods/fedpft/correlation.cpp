@@ -1,7 +1,7 @@
 #include "methods/fedpft/correlation.h"
 
 #include "methods/gmm/gmm.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/QR>

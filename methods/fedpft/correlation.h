@@ -7,7 +7,7 @@
 #pragma once
 
 #include "methods/knowledge.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <vector>
 

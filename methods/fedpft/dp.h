@@ -5,7 +5,7 @@
 #pragma once
 
 #include "methods/knowledge.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <cstdint>
 

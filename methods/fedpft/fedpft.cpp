@@ -2,8 +2,9 @@
 #include "methods/fedpft/fedpft.h"
 
 #include "methods/fedpft/fedpft_core.h"
+#include "core/rng.h"
+#include "core/json_writer.h"
 #include "methods/registry.h"
-#include "methods/rng.h"
 
 namespace fednode {
 
@@ -66,6 +67,29 @@ MethodDescriptor fedpft_descriptor() {
   d.half_precision = [](const MethodOptions& o) { return o.fedpft.half_precision; };
   d.trains_linear_head = true;
   d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };
+  d.write_options = [](JsonWriter& w, const MethodOptions& o) {
+    const auto& p = o.fedpft;
+    w.key("fedpft").begin_object();
+    // What the run used: DP-FedPFT is one full Gaussian per class whatever the GMM options say.
+    w.key("components").value(p.dp ? 1 : p.gmm.components);
+    w.key("covariance").value(p.dp ? to_string(CovarianceType::Full) : to_string(p.gmm.covariance));
+    w.key("reg_covar").value(p.gmm.reg_covar);
+    w.key("tol").value(p.gmm.tol);
+    w.key("max_iter").value(p.gmm.max_iter);
+    w.key("n_init").value(p.gmm.n_init);
+    w.key("init").value(p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++");
+    w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
+    w.key("synthetic_multiplier").value(p.synthetic_multiplier);
+    w.key("sample_correlation").value(to_string(p.sample_correlation));
+    if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+      w.key("correlation_rank").value(p.correlation_rank);
+    w.key("dp").value(p.dp);
+    if (p.dp) {
+      w.key("dp_epsilon").value(p.dp_epsilon);
+      w.key("dp_delta").value(p.dp_delta);
+    }
+    w.end_object();
+  };
   return d;
 }
 

@@ -3,9 +3,9 @@
 #include "methods/fedpft/correlation.h"
 #include "methods/fedpft/dp.h"
 #include "methods/fedpft/half.h"
-#include "methods/float16.h"
+#include "core/float16.h"
 #include "methods/gmm/gmm.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <algorithm>
 #include <sstream>

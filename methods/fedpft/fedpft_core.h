@@ -3,7 +3,7 @@
 // real training set a head is trained on. Kept apart from the Method (fedpft.cpp) so that it
 // can be used and tested without LibTorch.
 //
-// Seeds (methods/rng.h), all from the run seed ctx.seed:
+// Seeds (core/rng.h), all from the run seed ctx.seed:
 //   EM initialisation of class c at node v:      (KMeansInit, v, c)
 //   DP noise of class c at node v:               (DpNoise, v, c)
 //   samples node v draws from piece P, class c:  (GmmSampling, v, c, hash of P's contributors)

@@ -1,6 +1,6 @@
 #include "methods/fedpft/half.h"
 
-#include "methods/float16.h"
+#include "core/float16.h"
 
 #include <Eigen/Cholesky>
 

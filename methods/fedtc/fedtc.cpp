@@ -6,8 +6,9 @@
 #include "methods/fedtc/fedtc.h"
 
 #include "methods/fedtc/prototypes.h"
+#include "core/rng.h"
+#include "core/json_writer.h"
 #include "methods/registry.h"
-#include "methods/rng.h"
 
 #include <algorithm>
 #include <map>
@@ -188,6 +189,23 @@ MethodDescriptor fedtc_descriptor() {
   d.make = [](const MethodOptions& o) { return make_fedtc(o.fedtc); };
   d.half_precision = [](const MethodOptions&) { return false; };
   d.head_seed = [](const MethodOptions& o) { return o.fedtc.head.seed; };
+  d.write_options = [](JsonWriter& w, const MethodOptions& o) {
+    const auto& t = o.fedtc;
+    w.key("fedtc").begin_object();
+    w.key("keep_ratio").value(t.keep_ratio);
+    w.key("prototype_batch").value(t.batch_size);
+    w.key("adapter").begin_object();
+    w.key("hidden").array(std::vector<int>{t.head.hidden1, t.head.hidden2});
+    w.key("lr").value(t.head.lr);
+    w.key("momentum").value(t.head.momentum);
+    w.key("epochs").value(t.head.epochs);
+    w.key("batch_size").value(t.head.batch_size);
+    w.key("weight_decay").value(t.head.weight_decay);
+    w.key("min_steps").value(t.head.min_steps);
+    w.key("scale_inputs").value(t.head.scale_inputs);
+    w.end_object();
+    w.end_object();
+  };
   return d;
 }
 

@@ -2,8 +2,8 @@
 // batch-level prototypes, for the features of one class.
 #pragma once
 
-#include "methods/rng.h"
-#include "methods/types.h"
+#include "core/rng.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <vector>

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "methods/blas_threads.h"
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <functional>
 #include <string>

@@ -1,7 +1,7 @@
 // EM for Gaussian mixtures: initialisation from k-means clusters, the fused E+M pass, the
 // M-step, and fit_gmm's n_init loop.
 #include "methods/gmm/blocks.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 #include "methods/gmm/density.h"
 #include "methods/gmm/gmm.h"
 #include "methods/gmm/simd_diag.h"

@@ -19,8 +19,8 @@
 
 #include "methods/knowledge.h"
 #include "methods/method.h"
-#include "methods/rng.h"
-#include "methods/types.h"
+#include "core/rng.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 // k-means for EM initialisation: greedy k-means++ seeding and Lloyd iterations.
 #include "methods/gmm/blocks.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 #include "methods/gmm/gmm.h"
 
 #include <cblas.h>

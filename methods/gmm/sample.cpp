@@ -1,6 +1,6 @@
 // Drawing synthetic features from a mixture (FedPFT's receiver side).
 #include "methods/gmm/blocks.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 #include "methods/gmm/gmm.h"
 
 #include <cblas.h>

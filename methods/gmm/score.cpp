@@ -1,6 +1,6 @@
 // Per-sample log-likelihood of data under a mixture.
 #include "methods/gmm/blocks.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 #include "methods/gmm/density.h"
 #include "methods/gmm/gmm.h"
 

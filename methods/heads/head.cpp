@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <istream>
 #include <ostream>
 
@@ -153,25 +152,6 @@ void Head::save(std::ostream& out) const {
   out.write(kMagic, sizeof(kMagic));
   write_string(out, kind());
   save_body(out);
-}
-
-void Head::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError("cannot open '" + path + "' for writing");
-  save(out);
-  out.flush();
-  if (!out) throw InputError("failed writing head to '" + path + "'");
-}
-
-std::unique_ptr<Head> Head::load(const std::string& path) {
-  require_regular_file(path, "head file");  // opening a FIFO would block
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open head file '" + path + "'");
-  auto head = load(in, path);
-  // A file holds exactly one head; anything after it means the file is not what it claims.
-  if (in.peek() != std::char_traits<char>::eof())
-    throw InputError(path + ": unexpected bytes after the head");
-  return head;
 }
 
 std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {

@@ -2,7 +2,7 @@
 // predicting needs no LibTorch; only training (train_*.h) does.
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <iosfwd>
 #include <memory>
@@ -30,10 +30,10 @@ class Head {
   double accuracy(const Features& test) const;
   std::vector<ClassAccuracy> per_class_accuracy(const Features& test) const;
 
-  // Binary format "FNHEAD1\0", documented in docs/methods/heads.md.
-  void save(const std::string& path) const;
+  // Binary format "FNHEAD1\0", documented in docs/methods/heads.md. Streams only: methods/ does
+  // no file I/O; a head in a file of its own is node/head_io.h's.
   void save(std::ostream& out) const;
-  static std::unique_ptr<Head> load(const std::string& path);
+  // `where` names the source in errors.
   static std::unique_ptr<Head> load(std::istream& in, const std::string& where);
 
  protected:

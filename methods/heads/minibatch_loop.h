@@ -4,7 +4,7 @@
 
 #include "methods/heads/train.h"
 #include "methods/heads/train_common.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <torch/torch.h>
 

@@ -5,7 +5,7 @@
 #include "methods/heads/train.h"
 #include "methods/heads/minibatch_loop.h"
 #include "methods/heads/train_common.h"
-#include "methods/torch_threads.h"
+#include "core/openmp_threads.h"
 
 #include <torch/torch.h>
 
@@ -141,7 +141,7 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
 }
 
 MatrixF adapter_scores_torch(const AdapterHead& head, const MatrixF& X) {
-  adopt_openmp_thread_default();  // before the first LibTorch call of this thread
+  adopt_openmp_thread_default(at::set_num_threads);  // before the first LibTorch call of this thread
   if (X.cols() != head.dim())
     throw InputError("adapter expects " + std::to_string(head.dim()) + " features, got " +
                      std::to_string(X.cols()));

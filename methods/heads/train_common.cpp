@@ -1,6 +1,6 @@
 #include "methods/heads/train_common.h"
 
-#include "methods/torch_threads.h"
+#include "core/openmp_threads.h"
 
 // Only the thread-pool API: far cheaper to compile than <torch/torch.h>.
 #include <ATen/Parallel.h>
@@ -90,7 +90,7 @@ MatrixF standardized(const Standardizer& s, const MatrixF& X) {
 }
 
 TorchThreadsGuard::TorchThreadsGuard(int threads) {
-  adopt_openmp_thread_default();  // before the first LibTorch call of this thread
+  adopt_openmp_thread_default(at::set_num_threads);  // before the first LibTorch call of this thread
   previous_ = at::get_num_threads();
   if (threads > 0) at::set_num_threads(threads);
   if (at::get_num_threads() > 1) blas_.emplace();

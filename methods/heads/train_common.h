@@ -5,8 +5,8 @@
 
 #include "methods/blas_threads.h"
 #include "methods/heads/train.h"
-#include "methods/rng.h"
-#include "methods/types.h"
+#include "core/rng.h"
+#include "core/types.h"
 
 #include <cstdint>
 #include <optional>

@@ -2,7 +2,7 @@
 #include "../common/run_cli.h"
 #include "../common/temp_dir.h"
 #include "features/npy.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <gtest/gtest.h>
 

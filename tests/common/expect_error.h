@@ -2,7 +2,7 @@
 // and its message must name each of the given fragments (the file, the field, the value...).
 #pragma once
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // and it must refuse (and wipe) whatever libsodium refuses.
 #include "crypto/aead.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 // The replay window, and its persistence across a restart.
 #include "crypto/replay.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/expect_error.h"
 

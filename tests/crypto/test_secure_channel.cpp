@@ -2,7 +2,7 @@
 #include "node/secure_channel.h"
 
 #include "../protocol/samples.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include "features/idx.h"
 
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/expect_error.h"
 #include "../common/temp_dir.h"

@@ -1,7 +1,7 @@
 // PNG and JPEG decoding and the class-folder layout, on the fixtures in tests/features/data/images
 // (written by data/make_images.py from the pixel formulas repeated here).
 #include "features/images.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/expect_error.h"
 #include "../common/temp_dir.h"

@@ -1,7 +1,7 @@
 #include "features/npy.h"
 
-#include "methods/float16.h"
-#include "methods/rng.h"
+#include "core/float16.h"
+#include "core/rng.h"
 
 #include "../common/expect_error.h"
 #include "../common/temp_dir.h"

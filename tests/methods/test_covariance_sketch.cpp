@@ -4,7 +4,7 @@
 #include "methods/fedpft/correlation.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "methods/fedpft/half.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/expect_error.h"
 #include "../common/node_context.h"

@@ -1,7 +1,7 @@
 // FedCGS: additive statistics are exact under any partition and topology, merging follows the
 // contributor rules, and the closed-form LDA head is right, finite and never predicts absent classes.
 #include "methods/fedcgs/fedcgs.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/node_context.h"
 

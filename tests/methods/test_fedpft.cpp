@@ -4,7 +4,7 @@
 #include "methods/fedpft/fedpft.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "methods/fedpft/half.h"
-#include "methods/float16.h"
+#include "core/float16.h"
 #include "methods/gmm/gmm.h"
 
 #include "../common/expect_error.h"

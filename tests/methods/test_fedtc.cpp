@@ -1,6 +1,6 @@
 #include "methods/fedtc/fedtc.h"
 #include "methods/fedtc/prototypes.h"
-#include "methods/rng.h"
+#include "core/rng.h"
 
 #include "../common/node_context.h"
 

@@ -1,5 +1,5 @@
 #include "methods/gmm/blocks.h"
-#include "methods/parallel.h"
+#include "core/parallel.h"
 #include "methods/gmm/gmm.h"
 #include "methods/gmm/simd_diag.h"
 

@@ -1,8 +1,8 @@
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/heads/train_common.h"
-#include "methods/rng.h"
-#include "methods/torch_threads.h"
+#include "core/rng.h"
+#include "core/openmp_threads.h"
 
 #include <gtest/gtest.h>
 
@@ -421,28 +421,6 @@ TEST(HeadFile, RoundTripsLinearLdaAndAdapter) {
     EXPECT_TRUE(same_bits(ad->layers()[l].b.transpose(), adapter->layers()[l].b.transpose()));
   }
   EXPECT_TRUE(same_bits(back->scores(X), adapter->scores(X)));
-}
-
-TEST(HeadFile, RoundTripsThroughAFile) {
-  const auto adapter = small_adapter();
-  char tmpl[] = "/tmp/fednode_head_XXXXXX";
-  const int fd = mkstemp(tmpl);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  const std::string path = tmpl;
-  adapter->save(path);
-  const auto back = Head::load(path);
-  EXPECT_EQ(bytes_of(*back), bytes_of(*adapter));
-
-  // Bytes after the head mean the file is not what it claims to be.
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::app);
-    out << "junk";
-  }
-  EXPECT_THROW(Head::load(path), InputError);
-  std::remove(path.c_str());
-  EXPECT_THROW(Head::load(path), InputError);
-  EXPECT_THROW(adapter->save("/nonexistent-dir/x/head.bin"), InputError);
 }
 
 void expect_rejected(const std::string& bytes, const std::string& why) {

@@ -2,7 +2,7 @@
 // networked node and the simulator both rely on: a node acts once its inputs are in, gives up
 // on a sender at its deadline, refits when that sender's knowledge comes late, and a star leaf
 // takes its hub's head, or waits a deadline for a refit that covers its own data.
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "node/machine.h"
 #include "node/state_store.h"
 #include "node/step.h"

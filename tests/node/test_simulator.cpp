@@ -1,5 +1,5 @@
 // The in-process federation over every method and topology, on small synthetic features.
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "node/seed_sweep.h"
 #include "node/simulator.h"
 

@@ -2,6 +2,7 @@
 // named in a clear error, and message ids never repeat.
 #include "node/secure_channel.h"
 #include "methods/heads/head.h"
+#include "node/head_io.h"
 #include "node/state_store.h"
 
 #include "../common/expect_error.h"
@@ -113,7 +114,7 @@ TEST_F(StateStoreTest, TheHeadAndItsContributorsSurviveAndDamageIsNamed) {
     s.save_head(LinearHead("linear", W, b), {0, 2, 7});
   }
   // The copy for applications is the head alone, in Head::save's format.
-  EXPECT_EQ(Head::load(dir_ + "/head")->num_classes(), 2);
+  EXPECT_EQ(load_head_file(dir_ + "/head")->num_classes(), 2);
   fs::remove(fs::path(dir_) / "head");  // as a crash between the two writes would leave it
   {
     StateStore s(dir_, run_, 1 << 20);

@@ -1,7 +1,7 @@
 // Small, seeded sample messages shared by the protocol tests.
 #pragma once
 
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "protocol/codec.h"
 
 #include <memory>

@@ -1,10 +1,10 @@
 // The bulk float16 conversions used for tensors (portable and F16C paths) are bit-identical to
-// methods/float16.h, which the simulator uses: a 16-bit transfer over the network and in the
+// core/float16.h, which the simulator uses: a 16-bit transfer over the network and in the
 // simulator must give the same numbers.
 #include "protocol/half.h"
 
-#include "methods/float16.h"
-#include "methods/rng.h"
+#include "core/float16.h"
+#include "core/rng.h"
 
 #include <gtest/gtest.h>
 

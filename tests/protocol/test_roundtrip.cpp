@@ -2,7 +2,7 @@
 // float32 rounding exactly as docs/protocol.md specifies.
 #include "samples.h"
 
-#include "methods/float16.h"
+#include "core/float16.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
 // Small builders for topology texts and a check that an error message says what it should.
 #pragma once
 
-#include "methods/rng.h"
+#include "core/rng.h"
 #include "topology/topology.h"
 
 #include "../common/expect_error.h"

@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <set>
@@ -22,6 +23,15 @@ using Labels = std::vector<int32_t>;
 
 using NodeId = uint32_t;
 using Contributors = std::set<NodeId>;
+
+// Names one run of a federation. Message ids restart with every run, so without it a message
+// recorded in an earlier run with the same keys could be replayed into a fresh one.
+struct RunId {
+  std::array<uint8_t, 16> bytes{};
+  std::string to_hex() const;
+  bool operator==(const RunId& o) const { return bytes == o.bytes; }
+  bool operator!=(const RunId& o) const { return bytes != o.bytes; }
+};
 
 // A labelled matrix of backbone outputs. Never leaves a node.
 struct Features {

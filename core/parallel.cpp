@@ -1,4 +1,4 @@
-#include "methods/parallel.h"
+#include "core/parallel.h"
 
 #include <omp.h>
 

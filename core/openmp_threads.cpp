@@ -1,6 +1,4 @@
-#include "methods/torch_threads.h"
-
-#include <ATen/Parallel.h>
+#include "core/openmp_threads.h"
 
 #include <mutex>
 
@@ -16,11 +14,11 @@ const int kOpenMpDefault = omp_get_max_threads();
 
 int openmp_thread_default() { return kOpenMpDefault; }
 
-void adopt_openmp_thread_default() {
+void adopt_openmp_thread_default(void (*set_torch_threads)(int)) {
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [set_torch_threads] {
     if (omp_get_max_threads() != kOpenMpDefault) return;  // someone has chosen already
-    at::set_num_threads(kOpenMpDefault);
+    set_torch_threads(kOpenMpDefault);
   });
 }
 

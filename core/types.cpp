@@ -1,4 +1,4 @@
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <cmath>
 #include <filesystem>
@@ -70,6 +70,16 @@ void require_regular_file(const std::string& path, const std::string& what) {
   if (ec) throw InputError(path + ": cannot look at the " + what + ": " + ec.message());
   if (fs::is_directory(st)) throw InputError(path + " is a directory, not " + article + what);
   throw InputError(path + " is not a regular file, so not " + article + what);
+}
+
+std::string RunId::to_hex() const {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
 }
 
 }  // namespace fednode

@@ -1,6 +1,6 @@
-#include "features/digest.h"
+#include "core/digest.h"
 
-#include "methods/types.h"
+#include "core/types.h"
 
 #include <sodium.h>
 
