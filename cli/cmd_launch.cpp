@@ -4,6 +4,8 @@
 #include "cli/commands.h"
 #include "topology/topology.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -13,7 +15,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -80,37 +81,26 @@ pid_t spawn(const std::string& exe, const std::string& topology_file, const Chil
   return pid;
 }
 
-// A few fields of a node's result.json, read without a JSON library: the file is ours.
-std::string json_field(const std::string& text, const std::string& key) {
-  const std::string k = "\"" + key + "\":";
-  const auto at = text.find(k);
-  if (at == std::string::npos) return "";
-  size_t i = at + k.size();
-  while (i < text.size() && text[i] == ' ') ++i;
-  if (i < text.size() && text[i] == '"') {
-    const auto end = text.find('"', i + 1);
-    return text.substr(i + 1, end - i - 1);
-  }
-  if (i < text.size() && text[i] == '[') {
-    const auto end = text.find(']', i);
-    return text.substr(i, end - i + 1);
-  }
-  size_t j = i;
-  while (j < text.size() && text[j] != ',' && text[j] != '}' && text[j] != '\n') ++j;
-  return text.substr(i, j - i);
+// The row of the result table for a node's result.json: its fields as written, "" for one that
+// is absent. A file that is not a JSON object is an unreadable result: `error` says why, naming
+// the file.
+struct ResultRow {
+  std::string status, contributors, accuracy, bytes_sent, bytes_received, error;
+};
+
+// A field's value as text: a string without its quotes, anything else as JSON ("null", 12345).
+std::string field_text(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-// "[0, 1, 2, 3, 5]" -> "0-3,5": a star of 32 nodes still fits the table.
-std::string compact_ids(const std::string& list) {
+// [0, 1, 2, 3, 5] -> "0-3,5": a star of 32 nodes still fits the table.
+std::string compact_ids(const nlohmann::json& list) {
   std::vector<long> ids;
-  std::string digits;
-  for (char c : list + ",") {
-    if (c >= '0' && c <= '9') digits.push_back(c);
-    else if (!digits.empty()) {
-      ids.push_back(std::stol(digits));
-      digits.clear();
-    }
-  }
+  if (list.is_array())
+    for (const auto& v : list)
+      if (v.is_number_integer()) ids.push_back(v.get<long>());
   std::string out;
   for (size_t i = 0; i < ids.size();) {
     size_t j = i;
@@ -119,6 +109,33 @@ std::string compact_ids(const std::string& list) {
     i = j + 1;
   }
   return out.empty() ? "-" : out;
+}
+
+ResultRow read_result_row(std::istream& in, const std::string& path) {
+  const auto unreadable = [&](const std::string& why) {
+    return ResultRow{"unreadable result", "-", "-", "-", "-", path + why};
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return unreadable(" is not valid JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) return unreadable(" is not a JSON object");
+  ResultRow row;
+  row.status = field_text(j, "status");
+  const auto contributors = j.find("contributors");
+  row.contributors = compact_ids(contributors == j.end() ? nlohmann::json() : *contributors);
+  row.accuracy = field_text(j, "accuracy");
+  const auto acc = j.find("accuracy");
+  if (acc != j.end() && acc->is_number()) {
+    char a[32];
+    std::snprintf(a, sizeof a, "%.4f", acc->get<double>());
+    row.accuracy = a;
+  }
+  row.bytes_sent = field_text(j, "bytes_sent");
+  row.bytes_received = field_text(j, "bytes_received");
+  return row;
 }
 
 }  // namespace
@@ -210,26 +227,22 @@ int cmd_launch(const std::vector<std::string>& argv) {
                 "bytes sent", "bytes recv");
   std::cout << line;
   for (const auto& c : children) {
-    std::ifstream in(c.state_dir + "/result.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string r = text.str();
-    std::string st = in ? json_field(r, "status") : "no result (exit " + std::to_string(c.exit_code) + ")";
-    if (st != "finished") all_finished = false;
+    const std::string path = c.state_dir + "/result.json";
+    std::ifstream in(path);
+    ResultRow r;
+    if (!in) {
+      r = ResultRow{"no result (exit " + std::to_string(c.exit_code) + ")", "-", "-", "-", "-", ""};
+    } else {
+      r = read_result_row(in, path);
+      if (!r.error.empty()) notes.push_back("node " + c.label + ": " + r.error);
+    }
+    if (r.status != "finished") all_finished = false;
     else if (c.exit_code != 0)
       notes.push_back("node " + c.label + ": the process launched here exited " + std::to_string(c.exit_code) +
                       ", but its result says finished (written by a later run of that node, or before the process "
                       "was stopped)");
-    std::string contributors = in ? compact_ids(json_field(r, "contributors")) : "-";
-    std::string acc = in ? json_field(r, "accuracy") : "-";
-    if (in && !acc.empty() && acc != "null") {
-      char a[32];
-      std::snprintf(a, sizeof a, "%.4f", std::atof(acc.c_str()));
-      acc = a;
-    }
-    std::snprintf(line, sizeof line, "%-10s %-20s %-16s %9s %12s %12s\n", c.label.c_str(), st.c_str(),
-                  contributors.c_str(), acc.c_str(), in ? json_field(r, "bytes_sent").c_str() : "-",
-                  in ? json_field(r, "bytes_received").c_str() : "-");
+    std::snprintf(line, sizeof line, "%-10s %-20s %-16s %9s %12s %12s\n", c.label.c_str(), r.status.c_str(),
+                  r.contributors.c_str(), r.accuracy.c_str(), r.bytes_sent.c_str(), r.bytes_received.c_str());
     std::cout << line;
   }
   for (const auto& n : notes) std::cout << n << "\n";

@@ -14,6 +14,7 @@ packages=(
   libgtest-dev            # unit and integration tests
   zlib1g-dev              # gzip IDX files
   libtomlplusplus-dev     # topology files (header-only TOML parser)
+  nlohmann-json3-dev      # reading result files in cli/ and tests (header-only JSON parser)
   libpng-dev libjpeg62-turbo-dev  # image folders
   dataset-fashion-mnist   # the built-in dataset
   iproute2                # the network-namespace test (ip netns, veth)

@@ -1,4 +1,5 @@
 // The fednode executable as a user runs it: real process, real files, exit codes and messages.
+#include "../common/read_json.h"
 #include "../common/run_cli.h"
 #include "../common/temp_dir.h"
 #include "features/npy.h"
@@ -21,7 +22,15 @@ namespace {
 namespace fs = std::filesystem;
 
 using fednode::test::CliRun;
+using fednode::test::element;
+using fednode::test::field;
+using fednode::test::int_list;
+using fednode::test::integer_or;
+using fednode::test::number_or;
+using fednode::test::parse_json;
+using fednode::test::read_json;
 using fednode::test::run_cli;
+using fednode::test::string_or;
 
 class Cli : public ::testing::Test {
  protected:
@@ -60,11 +69,9 @@ TEST_F(Cli, SimulateWritesAReport) {
                         " --dirichlet-alpha 0.5 --min-samples 5 --seed 3 --quiet --report " +
                         report.string());
   ASSERT_EQ(r.code, 0) << r.output;
-  std::ifstream in(report);
-  std::stringstream s;
-  s << in.rdbuf();
-  EXPECT_NE(s.str().find("\"centralized\""), std::string::npos);
-  EXPECT_NE(s.str().find("\"nodes\""), std::string::npos);
+  const nlohmann::json json = read_json(report);
+  EXPECT_TRUE(json.contains("centralized")) << json;
+  EXPECT_TRUE(json.contains("nodes")) << json;
 }
 
 TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
@@ -75,22 +82,27 @@ TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
                            " --nodes 3 --seed 2 --no-baselines --quiet --report " + report.string(),
                            "XDG_CACHE_HOME=" + (dir_ / "cache").string());
   ASSERT_EQ(r.code, 0) << r.output;
-  std::ifstream in(report);
-  std::stringstream s;
-  s << in.rdbuf();
+  const nlohmann::json json = read_json(report);
   // The knowledge and the report carry the backbone's sha256 fingerprint, not "pixels".
-  const auto at = s.str().find("\"backbone_fingerprint\": \"");
-  ASSERT_NE(at, std::string::npos);
-  const std::string fingerprint = s.str().substr(at + 25, 64);
+  const std::string fingerprint = string_or(field(field(json, "parameters"), "backbone_fingerprint")).substr(0, 64);
+  ASSERT_EQ(fingerprint.size(), 64u) << json;
   EXPECT_EQ(fingerprint.find_first_not_of("0123456789abcdef"), std::string::npos) << fingerprint;
   EXPECT_NE(run_cli("simulate " + data_args() + " --backbone default --quiet").code, 0);
 }
 
-// A number after `"key": ` in the report (the first occurrence after `from`).
-double report_number(const std::string& json, const std::string& key, size_t from = 0) {
-  const auto at = json.find("\"" + key + "\": ", from);
-  if (at == std::string::npos) return -1;
-  return std::stod(json.substr(at + key.size() + 4));
+// The first element of the array `list` whose `key` is `value` (a node by id, a run by seed);
+// null if there is none.
+const nlohmann::json& element_with(const nlohmann::json& list, const std::string& key, long value) {
+  static const nlohmann::json absent;
+  if (list.is_array())
+    for (const auto& e : list)
+      if (integer_or(field(e, key), -1) == value) return e;
+  return absent;
+}
+
+// A number of a report's first node (-1 if it has none).
+double first_node_number(const nlohmann::json& report, const std::string& key) {
+  return number_or(field(element(field(report, "nodes"), 0), key), -1);
 }
 
 TEST_F(Cli, SimulateExpandsFeaturesAndFedCgsStaysExact) {
@@ -108,11 +120,12 @@ TEST_F(Cli, SimulateExpandsFeaturesAndFedCgsStaysExact) {
   EXPECT_NE(json.find("expanded to 40 by a ReLU random projection (seed 9)"), std::string::npos);
   // The last node of the chain holds every node's statistics of the expanded features: its head
   // is the centralised LDA head on those features, to the last digit.
-  const double lda = report_number(json, "lda");
-  const auto last = json.rfind("\"id\": 2");
-  ASSERT_NE(last, std::string::npos);
+  const nlohmann::json parsed = read_json(report);
+  const double lda = number_or(field(field(parsed, "centralized"), "lda"), -1);
+  const nlohmann::json& last = element_with(field(parsed, "nodes"), "id", 2);
+  ASSERT_TRUE(last.is_object()) << json;
   EXPECT_GT(lda, 0.5);
-  EXPECT_EQ(report_number(json, "accuracy", last), lda);
+  EXPECT_EQ(number_or(field(last, "accuracy"), -1), lda);
 
   const CliRun seed_alone = run_cli("simulate " + data_args() + " --feature-expansion-seed 2 --quiet");
   EXPECT_EQ(seed_alone.code, 2);
@@ -129,23 +142,18 @@ TEST_F(Cli, SimulateOverSeveralSeeds) {
                            " --dirichlet-alpha 0.5 --min-samples 5 --seeds 4-5,9 --no-baselines --quiet --report " + report.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("3 seeds"), std::string::npos) << r.output;
-  std::ifstream in(report);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string json = s.str();
-  EXPECT_NE(json.find("\"seeds\": [4, 5, 9]"), std::string::npos) << json;
+  const nlohmann::json json = read_json(report);
+  EXPECT_EQ(int_list(field(json, "seeds")), (std::vector<long>{4, 5, 9})) << json;
   // Each run is the run its seed gives alone: seed 5's hub equals `--seed 5`'s.
   const fs::path alone = dir_ / "alone.json";
   ASSERT_EQ(run_cli("simulate " + data_args() +
                     " --method fedcgs --topology star --nodes 3 --partition dirichlet"
                     " --dirichlet-alpha 0.5 --min-samples 5 --seed 5 --no-baselines --quiet --report " + alone.string()).code, 0);
-  std::ifstream in_alone(alone);
-  std::stringstream a;
-  a << in_alone.rdbuf();
-  const auto run5 = json.find("\"seed\": 5");
-  ASSERT_NE(run5, std::string::npos);
-  EXPECT_EQ(report_number(json, "samples", run5), report_number(a.str(), "samples"));
-  EXPECT_EQ(report_number(json, "accuracy", run5), report_number(a.str(), "accuracy"));
+  const nlohmann::json a = read_json(alone);
+  const nlohmann::json& run5 = element_with(field(json, "runs"), "seed", 5);
+  ASSERT_TRUE(run5.is_object()) << json;
+  EXPECT_EQ(first_node_number(run5, "samples"), first_node_number(a, "samples"));
+  EXPECT_EQ(first_node_number(run5, "accuracy"), first_node_number(a, "accuracy"));
 
   for (const char* bad : {"--seeds 3-1", "--seeds 1,2,1", "--seeds x", "--seeds 1-", "--seeds 1 --seed 1",
                           "--seeds 0-5000"}) {
@@ -198,7 +206,8 @@ TEST_F(Cli, ReportToAStreamIsWrittenInPlace) {
   while ((got = ::read(fd, buf, sizeof buf)) > 0) received.append(buf, static_cast<size_t>(got));
   ::close(fd);
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(received.find("\"fednode_report\": 1"), std::string::npos) << received;
+  const nlohmann::json report = parse_json(received, pipe.string());
+  EXPECT_EQ(integer_or(field(report, "fednode_report"), -1), 1) << received;
   EXPECT_TRUE(fs::is_fifo(pipe));
   EXPECT_FALSE(fs::exists(pipe.string() + ".tmp"));
 }

@@ -1,8 +1,9 @@
 // Shared by the multi-process tests: a federation on loopback written to a temporary folder
 // (topology file, keys, state), the fednode executable run as a user runs it, and the few JSON
-// fields the tests compare (node result.json, simulate's report).
+// fields the tests compare (node result.json, simulate's report, parsed by ../common/read_json.h).
 #pragma once
 
+#include "../common/read_json.h"
 #include "../common/run_cli.h"
 #include "crypto/key_files.h"
 #include "topology/builders.h"
@@ -27,6 +28,12 @@ namespace fednode::testing_network {
 namespace fs = std::filesystem;
 
 using fednode::test::CliRun;
+using fednode::test::field;
+using fednode::test::int_list;
+using fednode::test::integer_or;
+using fednode::test::number_or;
+using fednode::test::read_json;
+using fednode::test::string_or;
 
 // One compute thread per process, as `fednode launch` runs its nodes, so that the simulator and
 // the nodes train their heads with the same floating-point sums.
@@ -41,33 +48,6 @@ inline std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// The value after "key": in `json`, from `from` on (numbers, strings without quotes, arrays as
-// their text); "" when absent.
-inline std::string field(const std::string& json, const std::string& key, size_t from = 0) {
-  const std::string k = "\"" + key + "\": ";
-  const auto at = json.find(k, from);
-  if (at == std::string::npos) return "";
-  size_t i = at + k.size();
-  if (json[i] == '"') return json.substr(i + 1, json.find('"', i + 1) - i - 1);
-  if (json[i] == '[') return json.substr(i, json.find(']', i) - i + 1);
-  size_t j = i;
-  while (j < json.size() && json[j] != ',' && json[j] != '\n' && json[j] != '}') ++j;
-  return json.substr(i, j - i);
-}
-
-inline std::vector<long> int_list(const std::string& text) {
-  std::vector<long> v;
-  std::string digits;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') digits.push_back(c);
-    else if (!digits.empty()) {
-      v.push_back(std::stol(digits));
-      digits.clear();
-    }
-  }
-  return v;
-}
-
 struct NodeOutcome {
   std::string status;
   double accuracy = -1;
@@ -76,35 +56,32 @@ struct NodeOutcome {
   long knowledge_bytes = -1;  // result.json's knowledge_bytes_sent, a report's bytes_sent
 };
 
+// A node's result.json; a missing or unparsable file is a test failure naming it (and gives an
+// outcome with nothing set).
 inline NodeOutcome read_result(const fs::path& state_dir) {
-  const std::string j = read_text(state_dir / "result.json");
+  const nlohmann::json j = read_json(state_dir / "result.json");
   NodeOutcome o;
-  o.status = field(j, "status");
-  const std::string acc = field(j, "accuracy");
-  if (!acc.empty() && acc != "null") o.accuracy = std::stod(acc);
+  o.status = string_or(field(j, "status"));
+  o.accuracy = number_or(field(j, "accuracy"), -1);  // null without a head
   o.contributors = int_list(field(j, "contributors"));
-  const std::string rej = field(j, "frames_rejected");
-  if (!rej.empty()) o.frames_rejected = std::stol(rej);
-  const std::string rs = field(j, "restarts");
-  if (!rs.empty()) o.restarts = std::stol(rs);
-  const std::string dup = field(j, "duplicates");
-  if (!dup.empty()) o.duplicates = std::stol(dup);
-  const std::string kb = field(j, "knowledge_bytes_sent");
-  if (!kb.empty()) o.knowledge_bytes = std::stol(kb);
+  o.frames_rejected = integer_or(field(j, "frames_rejected"), 0);
+  o.restarts = integer_or(field(j, "restarts"), 0);
+  o.duplicates = integer_or(field(j, "duplicates"), 0);
+  o.knowledge_bytes = integer_or(field(j, "knowledge_bytes_sent"), -1);
   return o;
 }
 
 // Per node of a `fednode simulate` report: accuracy, contributors and bytes sent, in node order.
 inline std::vector<NodeOutcome> read_report(const fs::path& report) {
-  const std::string j = read_text(report);
+  const nlohmann::json j = read_json(report);
   std::vector<NodeOutcome> nodes;
-  size_t at = j.find("\"nodes\": [");
-  if (at == std::string::npos) return nodes;
-  while ((at = j.find("\"id\": ", at + 1)) != std::string::npos) {
+  const nlohmann::json& listed = field(j, "nodes");
+  if (!listed.is_array()) return nodes;
+  for (const auto& n : listed) {
     NodeOutcome o;
-    o.accuracy = std::stod(field(j, "accuracy", at));
-    o.contributors = int_list(field(j, "contributors", at));
-    o.knowledge_bytes = std::stol(field(j, "bytes_sent", at));
+    o.accuracy = number_or(field(n, "accuracy"), -1);
+    o.contributors = int_list(field(n, "contributors"));
+    o.knowledge_bytes = integer_or(field(n, "bytes_sent"), -1);
     nodes.push_back(o);
   }
   return nodes;

@@ -180,7 +180,7 @@ TEST(Fault, MissingSendersStayMissingAcrossARestart) {
   ::usleep(300 * 1000);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_exit(pid, 30), 130);
-  const std::string result = read_text(f.state_dir(hub) / "result.json");
+  const nlohmann::json result = read_json(f.state_dir(hub) / "result.json");
   std::vector<long> leaves;
   for (NodeId id : f.topology.ids())
     if (id != hub) leaves.push_back(static_cast<long>(id));
@@ -214,7 +214,7 @@ TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   EXPECT_EQ(wait_exit(leaf_pid, 60), 3) << read_text(f.state_dir(leaf) / "node.log");
   const NodeOutcome got = read_result(f.state_dir(leaf));
   EXPECT_EQ(got.status, "incomplete");
-  EXPECT_EQ(int_list(field(read_text(f.state_dir(leaf) / "result.json"), "missing")), std::vector<long>{});
+  EXPECT_EQ(int_list(field(read_json(f.state_dir(leaf) / "result.json"), "missing")), std::vector<long>{});
   EXPECT_EQ(got.contributors, (std::vector<long>{static_cast<long>(std::min(hub, leaf)),
                                                  static_cast<long>(std::max(hub, leaf))}));
   ::kill(hub_pid, SIGKILL);  // it would wait a minute for the absent leaf's acknowledgement
