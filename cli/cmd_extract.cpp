@@ -1,5 +1,5 @@
 // fednode extract: images through a frozen backbone into PREFIX_X.npy / PREFIX_y.npy.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
 #include "cli/output_path.h"
 #include "features/allocator.h"

@@ -1,5 +1,5 @@
 // fednode keygen: a node's key pair, as topology files and `fednode run` expect it.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
 #include "crypto/key_files.h"
 

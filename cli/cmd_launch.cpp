@@ -1,6 +1,6 @@
 // fednode launch: every node of a topology file on this machine, each its own `fednode run`
 // process, with progress, one result table and an exit status that says whether all finished.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
 #include "topology/topology.h"
 

@@ -1,10 +1,11 @@
 // fednode simulate: the whole federation in one process.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
-#include "cli/method_options.h"
+#include "methods/method_options.h"
 #include "cli/output_path.h"
-#include "cli/data_options.h"
+#include "features/data_options.h"
 #include "node/durable_file.h"
+#include "protocol/limits.h"
 #include "node/seed_sweep.h"
 #include "node/simulator.h"
 #include "topology/topology.h"
@@ -157,7 +158,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
 
   if (a.has("report")) check_output_path("--report", a.required("report"));
 
-  LoadedData data = load_data(a, quiet);
+  LoadedData data = load_data(a, Limits{}.max_dim, quiet);
   o.backbone_fingerprint = data.fingerprint;
   o.dataset_description = data.description;
 

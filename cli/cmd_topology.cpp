@@ -1,9 +1,9 @@
 // fednode topology: a ready topology file (docs/topologies.md, "Builders") with a key pair per
 // node, so that a federation on one machine is one command away from running.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
-#include "cli/data_options.h"
-#include "cli/method_options.h"
+#include "features/data_options.h"
+#include "methods/method_options.h"
 #include "crypto/key_files.h"
 #include "methods/registry.h"
 #include "node/secure_channel.h"

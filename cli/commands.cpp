@@ -1,6 +1,6 @@
 #include "cli/commands.h"
 
-#include "cli/args.h"
+#include "core/options.h"
 #include "core/types.h"
 
 #include <exception>

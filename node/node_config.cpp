@@ -1,6 +1,126 @@
 #include "node/node_config.h"
 
+#include "core/options.h"
+#include "features/data_options.h"
+#include "methods/method_options.h"
+#include "protocol/limits.h"
+
+#include <set>
+#include <tuple>
+
 namespace fednode {
+namespace {
+
+// [federation.data] and [federation.options] as the command line they stand for, so that they
+// go through exactly the parser `fednode simulate` uses.
+std::vector<std::string> as_arguments(const OptionMap& data, const OptionMap& options, const std::string& method) {
+  std::vector<std::string> argv = {"--method", method};
+  for (const auto* map : {&data, &options})
+    for (const auto& [key, value] : *map) {
+      if (method_flag_names().count(key)) {
+        if (value == "true") argv.push_back("--" + key);
+        else if (value != "false") throw UsageError("option '" + key + "' is a flag: give true or false, not '" + value + "'");
+        continue;
+      }
+      argv.push_back("--" + key);
+      argv.push_back(value);
+    }
+  return argv;
+}
+
+// Settings come from the file, so a bad one is the file's mistake, named with it.
+template <class Parse>
+auto from_file(const Topology& topology, NodeId id, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const UsageError& e) {
+    throw InputError(topology.source + ", settings of " + topology.describe(id) + ": " + e.what());
+  }
+}
+
+// Each table takes its own kind: a partition setting among a node's method options would give
+// that node another partition than its peers'.
+void check_option_tables(const Topology& topology, NodeId id, const OptionMap& data, const OptionMap& options) {
+  std::set<std::string> data_names = data_option_names();
+  data_names.insert(partition_option_names().begin(), partition_option_names().end());
+  std::set<std::string> method_names = method_option_names();
+  method_names.insert(method_flag_names().begin(), method_flag_names().end());
+  for (const auto& [map, names, table] :
+       {std::tuple{&data, &data_names, "data settings"}, {&options, &method_names, "method options"}})
+    for (const auto& kv : *map)
+      if (!names->count(kv.first))
+        throw InputError(topology.source + ": unknown option '" + kv.first + "' among the " + table + " of " +
+                         topology.describe(id) +
+                         (data_names.count(kv.first) ? " (a data setting: it belongs in [federation.data] or [node.data])"
+                          : method_names.count(kv.first) ? " (a method setting: it belongs in [federation.options] or [node.options])"
+                                                        : ""));
+}
+
+// The node's data and method settings, parsed as one command line.
+Args node_arguments(const Topology& topology, NodeId id, const OptionMap& data) {
+  const OptionMap options = topology.options_for(id);
+  std::set<std::string> valued = data_option_names();
+  valued.insert(partition_option_names().begin(), partition_option_names().end());
+  valued.insert(method_option_names().begin(), method_option_names().end());
+  return from_file(topology, id, [&] {
+    return Args(as_arguments(data, options, topology.federation.method), valued, method_flag_names());
+  });
+}
+
+}  // namespace
+
+NodeConfig node_config(const Topology& topology, const std::string& id_or_name, const NodeSetup& setup) {
+  const NodeId id = topology.lookup(id_or_name).id;
+  const auto say = [&](const std::string& line) {
+    if (setup.progress) setup.progress(line);
+  };
+  OptionMap data = topology.data_for(id);
+  check_option_tables(topology, id, data, topology.options_for(id));
+  // Paths in a topology file are relative to the file (docs/topologies.md), not to where the
+  // node happens to be started.
+  for (const char* key : {"train-features", "train-labels", "test-features", "test-labels", "backbone"}) {
+    auto it = data.find(key);
+    if (it != data.end() && !(std::string(key) == "backbone" && it->second == "default"))
+      it->second = topology.resolve(it->second);
+  }
+  if (!data.count("dataset") && !data.count("train-features"))
+    throw InputError(topology.source + " gives " + topology.describe(id) +
+                     " no data: set dataset = \"fashion-mnist\" or the four .npy files in [federation.data] "
+                     "(fednode topology ... --data dataset=fashion-mnist)");
+  const bool whole = data.count("partition") && data.at("partition") == "none";
+  if (whole) data.erase("partition");
+  const Args parsed = node_arguments(topology, id, data);
+
+  NodeConfig config;
+  config.topology = topology;
+  config.id = id;
+  config.method = from_file(topology, id, [&] { return parse_method_options(parsed); });
+  config.run_name = run_name(topology);
+  say("loading data");
+  LoadedData loaded =
+      from_file(topology, id, [&] { return load_data(parsed, Limits{}.max_dim, setup.quiet, setup.stop); });
+  config.backbone_fingerprint = loaded.fingerprint;
+  if (whole) {
+    config.local = expand_features(std::move(loaded.train), loaded.expansion);
+  } else {
+    const PartitionOptions p = from_file(topology, id, [&] {
+      return parse_partition_options(parsed, static_cast<int>(topology.nodes.size()), topology.federation.seed);
+    });
+    const Partition partition = make_partition(loaded.train.y, loaded.train.num_classes, p);
+    const auto index = topology.partition_index(id);
+    config.local = expand_features(loaded.train.subset(partition.at(static_cast<size_t>(index))), loaded.expansion);
+  }
+  config.test = expand_features(std::move(loaded.test), loaded.expansion);  // never empty (load_data)
+  say("holds " + std::to_string(config.local.size()) + " samples");
+  return config;
+}
+
+MethodOptions method_options_for(const Topology& topology, NodeId id) {
+  check_option_tables(topology, id, {}, topology.options_for(id));
+  const Args parsed = node_arguments(topology, id, {});
+  return from_file(topology, id, [&] { return parse_method_options(parsed); });
+}
+
 
 void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   const auto& topo = config.topology;

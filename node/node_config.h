@@ -1,5 +1,7 @@
-// From a NodeConfig to the pieces a node is made of: the checks a config must pass before a node
-// touches its state directory, the allow list of peer keys, and the machine's settings.
+// A node's configuration: built from a topology file (node_config, what `fednode run` does and an
+// application may do too), and taken apart into the pieces a node is made of: the checks a config
+// must pass before a node touches its state directory, the allow list of peer keys, the
+// machine's settings, the transport's options and the hello.
 #pragma once
 
 #include "node/machine.h"
@@ -8,9 +10,30 @@
 #include "topology/plan.h"
 
 #include <atomic>
+#include <functional>
+#include <string>
 #include <memory>
 
 namespace fednode {
+
+// How node_config loads a node's data.
+struct NodeSetup {
+  bool quiet = false;                       // no extraction progress on stderr
+  const std::atomic<bool>* stop = nullptr;  // ends a backbone's extraction (Interrupted)
+  std::function<void(const std::string&)> progress;  // "loading data", "holds N samples"
+};
+
+// The NodeConfig of node `id_or_name` (its id or name) of `topology`, as `fednode run` makes it:
+// its data from [federation.data] / [node.data], loaded, partitioned like every other node's and
+// expanded; its method options from [federation.options] / [node.options]; the run name. The
+// state directory is the topology's. Throws InputError naming the file and the node for an
+// unknown or misplaced option, a bad value or no data; Interrupted when `stop` becomes true
+// while a backbone extracts features.
+NodeConfig node_config(const Topology& topology, const std::string& id_or_name, const NodeSetup& setup = {});
+
+// The method options the topology gives node `id` ([federation.options], [node.options]), for an
+// application that brings its own data. Throws InputError as node_config does.
+MethodOptions method_options_for(const Topology& topology, NodeId id);
 
 // Throws InputError for a config that cannot run: no run name, an invalid topology, another
 // method than the topology's, bad timing, inconsistent features, nothing to send or fit on.

@@ -7,15 +7,16 @@
 // with its keys and state directory as the file names them. The other nodes may be `fednode run`
 // processes or other applications.
 //
-// An application decides in code where its data and method options come from. Reading
-// [federation.data] and [federation.options] from the topology is what the `fednode run` CLI
-// does; this program only takes the method's name from the file and keeps its default options,
-// so the other nodes must run with defaults too.
+// An application decides in code where its data comes from; this one reads its own (above) and
+// takes its method options from the topology's [federation.options] and [node.options], as
+// every `fednode run` node of the file does (fednode::method_options_for). An application that
+// wants the file's [federation.data] too calls fednode::node_config, as `fednode run` does.
 #include "crypto/key_files.h"
 #include "features/idx.h"
 #include "features/npy.h"
 #include "features/partition.h"
 #include "node/node.h"
+#include "node/node_config.h"
 #include "topology/topology.h"
 
 #include <algorithm>
@@ -70,7 +71,7 @@ int main(int argc, char** argv) try {
   config.topology = fednode::load_topology(argv[1]);
   config.id = config.topology.lookup(argv[2]).id;
   config.run_name = fednode::run_name(config.topology);  // every node derives the same run id
-  config.method.method = config.topology.federation.method;
+  config.method = fednode::method_options_for(config.topology, config.id);
 
   // The whole dataset, then this node's share of it: the iid partition drawn from the
   // federation's seed, as every `fednode run` node of a file with partition=iid draws it.

@@ -1,6 +1,6 @@
 // fednode keygen and fednode topology, run in-process through the same dispatch as the
 // executable (commands() and run_guarded): exit codes, files, and what loads them back.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
 #include "crypto/key_files.h"
 #include "topology/topology.h"
@@ -237,13 +237,13 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
 }
 
 TEST(CliArgs, RepeatedOptionsKeepEveryValueInOrder) {
-  const cli::Args a({"--data", "a=1", "--x", "5", "--data=b=2", "--data", "a=3"}, {"x"}, {}, {"data"});
+  const Args a({"--data", "a=1", "--x", "5", "--data=b=2", "--data", "a=3"}, {"x"}, {}, {"data"});
   EXPECT_EQ(a.all("data"), (std::vector<std::string>{"a=1", "b=2", "a=3"}));
   EXPECT_TRUE(a.has("data"));
   EXPECT_TRUE(a.all("x").empty());
-  EXPECT_FALSE(cli::Args({}, {"x"}, {}, {"data"}).has("data"));
-  EXPECT_THROW(cli::Args({"--x", "1", "--x", "2"}, {"x"}, {}, {"data"}), cli::UsageError);
-  EXPECT_THROW(cli::Args({"--data"}, {"x"}, {}, {"data"}), cli::UsageError);
+  EXPECT_FALSE(Args({}, {"x"}, {}, {"data"}).has("data"));
+  EXPECT_THROW(Args({"--x", "1", "--x", "2"}, {"x"}, {}, {"data"}), UsageError);
+  EXPECT_THROW(Args({"--data"}, {"x"}, {}, {"data"}), UsageError);
 }
 
 }  // namespace

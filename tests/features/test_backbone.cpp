@@ -2,7 +2,7 @@
 // (issue 4, acceptance 1), fingerprints, the feature cache, exported torchvision models, and the
 // errors bad models and sidecars give. The reference is tests/features/torch_reference.py run by
 // Debian's /usr/bin/python3 (python3-torch); tests that need it are skipped, saying so, without it.
-#include "cli/args.h"
+#include "core/options.h"
 #include "cli/commands.h"
 #include "features/backbone.h"
 #include "features/extract.h"
@@ -150,17 +150,17 @@ TEST(ExtractCommand, MatchesPyTorchOnImageFolderWithCropBgrAndNormalisation) {
 
 TEST(ExtractCommand, RejectsBadUsage) {
   EXPECT_EQ(cli::cmd_extract({"--help"}), 0);
-  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist"}), cli::UsageError);  // no --out
-  EXPECT_THROW(cli::cmd_extract({"--out", "x"}), cli::UsageError);                  // no input
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist"}), UsageError);  // no --out
+  EXPECT_THROW(cli::cmd_extract({"--out", "x"}), UsageError);                  // no input
   EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--images", kImages, "--out", "x"}),
-               cli::UsageError);
-  EXPECT_THROW(cli::cmd_extract({"--dataset", "mnist", "--out", "x"}), cli::UsageError);
-  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--split", "val", "--out", "x"}), cli::UsageError);
-  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--limit", "0", "--out", "x"}), cli::UsageError);
-  EXPECT_THROW(cli::cmd_extract({"--images", kImages, "--split", "test", "--out", "x"}), cli::UsageError);
+               UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "mnist", "--out", "x"}), UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--split", "val", "--out", "x"}), UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--limit", "0", "--out", "x"}), UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--images", kImages, "--split", "test", "--out", "x"}), UsageError);
   EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--input-size", "4", "--out", "x"}),
-               cli::UsageError);
-  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--out", "x", "--bogus", "1"}), cli::UsageError);
+               UsageError);
+  EXPECT_THROW(cli::cmd_extract({"--dataset", "fashion-mnist", "--out", "x", "--bogus", "1"}), UsageError);
   // An output that cannot be written is refused before the (long) extraction: --no-cache and the
   // whole training split would take minutes otherwise.
   test::expect_input_error(

@@ -1,11 +1,11 @@
-#include "cli/args.h"
+#include "core/options.h"
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
-namespace fednode::cli {
+namespace fednode {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valued,
            const std::set<std::string>& flags, const std::set<std::string>& repeated) {
@@ -105,4 +105,4 @@ double Args::real(const std::string& name, double fallback, double lo, double hi
   return v;
 }
 
-}  // namespace fednode::cli
+}  // namespace fednode

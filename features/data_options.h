@@ -3,7 +3,7 @@
 // [federation.data] (docs/topologies.md), parsed by one piece of code for both.
 #pragma once
 
-#include "cli/args.h"
+#include "core/options.h"
 #include "features/expansion.h"
 #include "features/partition.h"
 #include "core/types.h"
@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-namespace fednode::cli {
+namespace fednode {
 
 const std::set<std::string>& data_option_names();       // dataset, .npy files, limits, backbone
 const std::set<std::string>& partition_option_names();  // partition, dirichlet-alpha, ...
@@ -46,10 +46,11 @@ DataSettings parse_data_settings(const Args& a, bool need_source = true);
 // Reads --dataset (optionally through --backbone) or the four .npy files, applies the limits,
 // gives both splits the same class count, and reads the expansion. Throws UsageError/InputError,
 // and Interrupted when `stop` becomes true during a backbone's extraction.
-LoadedData load_data(const DataSettings& settings, bool quiet, const std::atomic<bool>* stop = nullptr);
-LoadedData load_data(const Args& a, bool quiet, const std::atomic<bool>* stop = nullptr);
+// Features wider than `max_dim` (what a message may carry, Limits::max_dim) are refused.
+LoadedData load_data(const DataSettings& settings, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop = nullptr);
+LoadedData load_data(const Args& a, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop = nullptr);
 
 // The partition scheme and its parameters for `nodes` nodes drawn from `seed`.
 PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed);
 
-}  // namespace fednode::cli
+}  // namespace fednode

@@ -1,14 +1,13 @@
-#include "cli/data_options.h"
+#include "features/data_options.h"
 
 #include "features/allocator.h"
 #include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
-#include "protocol/limits.h"
 
 #include <algorithm>
 
-namespace fednode::cli {
+namespace fednode {
 
 const std::set<std::string>& data_option_names() {
   static const std::set<std::string> v = {"dataset",     "train-features", "train-labels",
@@ -68,7 +67,7 @@ DataSettings parse_data_settings(const Args& a, bool need_source) {
   return d;
 }
 
-LoadedData load_data(const DataSettings& s, bool quiet, const std::atomic<bool>* stop) {
+LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop) {
   LoadedData d;
   d.fingerprint = s.fingerprint;
   if (!s.dataset.empty() && !s.backbone.empty()) {
@@ -110,9 +109,8 @@ LoadedData load_data(const DataSettings& s, bool quiet, const std::atomic<bool>*
                      "), so no head could be scored");
   const int C = std::max(d.train.num_classes, d.test.num_classes);
   d.train.num_classes = d.test.num_classes = C;
-  // Nodes exchange at most this many dimensions, and FedCGS's statistics grow with its square:
+  // Nodes exchange at most max_dim dimensions, and FedCGS's statistics grow with its square:
   // wider features would run out of memory long before a message could carry them.
-  const uint32_t max_dim = Limits{}.max_dim;
   if (d.train.dim() > static_cast<int>(max_dim) || d.test.dim() > static_cast<int>(max_dim))
     throw InputError(d.description + ": features of " + std::to_string(std::max(d.train.dim(), d.test.dim())) +
                      " dimensions; fednode's messages carry at most " + std::to_string(max_dim) +
@@ -126,8 +124,8 @@ LoadedData load_data(const DataSettings& s, bool quiet, const std::atomic<bool>*
   return d;
 }
 
-LoadedData load_data(const Args& a, bool quiet, const std::atomic<bool>* stop) {
-  return load_data(parse_data_settings(a), quiet, stop);
+LoadedData load_data(const Args& a, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop) {
+  return load_data(parse_data_settings(a), max_dim, quiet, stop);
 }
 
 PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed) {
@@ -147,4 +145,4 @@ PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed
   return p;
 }
 
-}  // namespace fednode::cli
+}  // namespace fednode

@@ -1,5 +1,7 @@
-// A small command-line parser: "--name value" and "--flag", every option declared up front so
-// that a misspelt option is an error naming it rather than silently ignored.
+// A small option parser: "--name value" and "--flag", every option declared up front so that a
+// misspelt option is an error naming it rather than silently ignored. The command line and a
+// topology file's [federation.data] / [federation.options] tables (as the arguments they stand
+// for) go through it alike.
 #pragma once
 
 #include <map>
@@ -9,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace fednode::cli {
+namespace fednode {
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -39,4 +41,4 @@ class Args {
   bool help_ = false;
 };
 
-}  // namespace fednode::cli
+}  // namespace fednode

@@ -1,4 +1,4 @@
-#include "cli/method_options.h"
+#include "methods/method_options.h"
 
 #include "methods/fedpft/fedpft_core.h"
 #include "methods/registry.h"
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace fednode::cli {
+namespace fednode {
 
 const std::set<std::string>& method_option_names() {
   static const std::set<std::string> names = {
@@ -171,4 +171,4 @@ std::string method_options_help() {
   return h.str();
 }
 
-}  // namespace fednode::cli
+}  // namespace fednode
