@@ -3,6 +3,7 @@
 // testing the method's name, so a new method touches its folder, registry.cpp and MethodOptions.
 #pragma once
 
+#include "core/options.h"
 #include "methods/method.h"
 
 #include <functional>
@@ -22,8 +23,13 @@ struct MethodDescriptor {
   std::string name;        // on the command line, in topology files, hellos and knowledge
   KnowledgeKind knowledge = KnowledgeKind::Gmm;
   // Options only this method reads (command-line and [federation.options] names): given with
-  // another method they are refused rather than silently ignored.
-  std::vector<std::string> options;
+  // another method they are refused rather than silently ignored. `flags` take no value.
+  std::vector<std::string> options, flags;
+  // Reads those options from `args` into `options`, defaults where not given; throws UsageError
+  // naming a bad value or a combination that would be ignored.
+  std::function<void(const Args& args, MethodOptions& options)> parse_options;
+  // Its part of `--help`, defaults taken from its options struct so that they cannot drift.
+  std::function<std::string()> help;
   std::function<std::unique_ptr<Method>(const MethodOptions&)> make;
   // Whether its knowledge travels as float16 tensors (FedPFT's 16-bit transfer) or float32.
   std::function<bool(const MethodOptions&)> half_precision;

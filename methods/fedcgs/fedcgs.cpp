@@ -3,6 +3,8 @@
 #include "core/json_writer.h"
 #include "methods/registry.h"
 
+#include <sstream>
+
 #include <cstdio>
 #include <string>
 
@@ -91,6 +93,25 @@ class FedCgs final : public Method {
   FedCgsOptions options_;
 };
 
+void parse_fedcgs_options(const Args& a, MethodOptions& m) {
+  auto& c = m.fedcgs;
+  const std::string cov = a.str("lda-covariance", c.covariance == LdaCovariance::Total ? "total" : "within");
+  if (cov == "total") c.covariance = LdaCovariance::Total;
+  else if (cov == "within") c.covariance = LdaCovariance::Within;
+  else throw UsageError("--lda-covariance must be total or within, got '" + cov + "'");
+  c.shrinkage = a.real("shrinkage", c.shrinkage, 0.0, 1.0);
+}
+
+std::string fedcgs_options_help() {
+  const FedCgsOptions c;
+  std::ostringstream h;
+  h << "FedCGS:\n"
+       "  --lda-covariance total|within     ("
+    << (c.covariance == LdaCovariance::Within ? "within" : "total") << ")\n"
+    << "  --shrinkage S in [0, 1]           (" << c.shrinkage << ")\n";
+  return h.str();
+}
+
 }  // namespace
 
 std::unique_ptr<Method> make_fedcgs(const FedCgsOptions& options) {
@@ -102,6 +123,8 @@ MethodDescriptor fedcgs_descriptor() {
   d.name = "fedcgs";
   d.knowledge = KnowledgeKind::Stats;
   d.options = {"lda-covariance", "shrinkage"};
+  d.parse_options = parse_fedcgs_options;
+  d.help = fedcgs_options_help;
   d.make = [](const MethodOptions& o) { return make_fedcgs(o.fedcgs); };
   d.half_precision = [](const MethodOptions&) { return false; };  // statistics travel as float64
   // No seed draws an LDA head; the record keeps the linear head's, as it always has.

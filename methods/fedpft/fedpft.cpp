@@ -6,6 +6,9 @@
 #include "core/json_writer.h"
 #include "methods/registry.h"
 
+#include <sstream>
+#include <string>
+
 namespace fednode {
 
 namespace {
@@ -50,6 +53,75 @@ class FedPft final : public Method {
   FedPftOptions options_;
 };
 
+void parse_fedpft_options(const Args& a, MethodOptions& m) {
+  if (!a.flag("dp"))
+    for (const char* name : {"dp-epsilon", "dp-delta"})
+      if (a.has(name)) throw UsageError("--" + std::string(name) + " sets DP-FedPFT's privacy; it needs --dp");
+  auto& p = m.fedpft;
+  p.gmm.components = static_cast<int>(a.integer("components", p.gmm.components, 1, 1000));
+  p.gmm.covariance = parse_covariance_type(a.str("covariance", to_string(p.gmm.covariance)));
+  p.gmm.reg_covar = a.real("reg-covar", p.gmm.reg_covar, 0.0, 1e6);
+  p.gmm.tol = a.real("tol", p.gmm.tol, 0.0, 1e6);
+  p.gmm.max_iter = static_cast<int>(a.integer("max-iter", p.gmm.max_iter, 1, 100000));
+  p.gmm.n_init = static_cast<int>(a.integer("n-init", p.gmm.n_init, 1, 1000));
+  const std::string init = a.str("gmm-init", "kmeans");
+  if (init == "kmeans") p.gmm.init = GmmOptions::Init::KMeans;
+  else if (init == "kmeans++") p.gmm.init = GmmOptions::Init::KMeansPlusPlus;
+  else throw UsageError("--gmm-init must be kmeans or kmeans++, got '" + init + "'");
+  const std::string precision = a.str("transfer-precision", "float16");
+  if (precision == "float16") p.half_precision = true;
+  else if (precision == "float32") p.half_precision = false;
+  else throw UsageError("--transfer-precision must be float16 or float32, got '" + precision + "'");
+  p.dp = a.flag("dp");
+  p.dp_epsilon = a.real("dp-epsilon", p.dp_epsilon, 1e-9, 1e9);
+  p.dp_delta = a.real("dp-delta", p.dp_delta, 1e-300, 1.0 - 1e-12);
+  p.synthetic_multiplier = static_cast<int>(
+      a.integer("synthetic-multiplier", p.synthetic_multiplier, 1, kMaxSyntheticMultiplier));
+  const std::string correlation = a.str("sample-correlation", to_string(p.sample_correlation));
+  if (correlation == "none") p.sample_correlation = FedPftOptions::SampleCorrelation::None;
+  else if (correlation == "local") p.sample_correlation = FedPftOptions::SampleCorrelation::Local;
+  else if (correlation == "shared") p.sample_correlation = FedPftOptions::SampleCorrelation::Shared;
+  else throw UsageError("--sample-correlation must be none, local or shared, got '" + correlation + "'");
+  if (a.has("sample-correlation") && p.sample_correlation != FedPftOptions::SampleCorrelation::None &&
+      (p.dp || p.gmm.covariance == CovarianceType::Full))
+    throw UsageError("--sample-correlation " + correlation + " applies to diagonal and spherical mixtures; " +
+                     std::string(p.dp ? "DP-FedPFT's full Gaussians" : "full covariances") + " carry their own");
+  p.correlation_rank = static_cast<int>(a.integer("correlation-rank", p.correlation_rank, 1, kMaxCorrelationRank));
+  if (a.has("correlation-rank") && p.sample_correlation != FedPftOptions::SampleCorrelation::Shared)
+    throw UsageError("--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared");
+}
+
+std::string fedpft_options_help() {
+  const FedPftOptions p;
+  const auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  std::ostringstream h;
+  h << "FedPFT:\n"
+       "  --components K                    mixture components per class ("
+    << p.gmm.components << ")\n"
+    << "  --covariance full|diag|spherical  (" << to_string(p.gmm.covariance) << ")\n"
+    << "  --reg-covar R (" << num(p.gmm.reg_covar) << ") --tol T (" << num(p.gmm.tol) << ") --max-iter M ("
+    << p.gmm.max_iter << ") --n-init I (" << p.gmm.n_init << ")\n"
+    << "  --gmm-init kmeans|kmeans++        (" << (p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++")
+    << ")\n"
+    << "  --transfer-precision float16|float32   (" << (p.half_precision ? "float16" : "float32")
+    << ", as the paper)\n"
+    << "  --synthetic-multiplier M          synthetic draws per shared sample for the head ("
+    << p.synthetic_multiplier << ")\n"
+    << "  --sample-correlation none|local|shared\n"
+    << "                                    draw diag/spherical samples with no within-class correlation\n"
+    << "                                    (the paper), this node's own, or the one every node's\n"
+    << "                                    covariance sketch adds up to (sent beside the mixtures) ("
+    << to_string(p.sample_correlation) << ")\n"
+    << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
+    << "  --dp --dp-epsilon E (" << num(p.dp_epsilon) << ") --dp-delta D (" << num(p.dp_delta) << ")\n"
+    << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance)\n";
+  return h.str();
+}
+
 }  // namespace
 
 std::unique_ptr<Method> make_fedpft(const FedPftOptions& options) {
@@ -63,6 +135,9 @@ MethodDescriptor fedpft_descriptor() {
   d.options = {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
                "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier",
                "sample-correlation", "correlation-rank"};
+  d.flags = {"dp"};
+  d.parse_options = parse_fedpft_options;
+  d.help = fedpft_options_help;
   d.make = [](const MethodOptions& o) { return make_fedpft(o.fedpft); };
   d.half_precision = [](const MethodOptions& o) { return o.fedpft.half_precision; };
   d.trains_linear_head = true;

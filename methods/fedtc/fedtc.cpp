@@ -10,6 +10,8 @@
 #include "core/json_writer.h"
 #include "methods/registry.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -175,6 +177,43 @@ class FedTc final : public Method {
   FedTcOptions options_;
 };
 
+void parse_fedtc_options(const Args& a, MethodOptions& m) {
+  auto& t = m.fedtc;
+  t.keep_ratio = a.real("keep-ratio", t.keep_ratio, 1e-6, 1.0);
+  t.batch_size = static_cast<int>(a.integer("prototype-batch", t.batch_size, 1, 1 << 20));
+  t.head.lr = a.real("adapter-lr", t.head.lr, 1e-12, 10.0);
+  t.head.momentum = a.real("adapter-momentum", t.head.momentum, 0.0, 1.0);
+  t.head.epochs = static_cast<int>(a.integer("adapter-epochs", t.head.epochs, 1, 100000));
+  t.head.batch_size = static_cast<int>(a.integer("adapter-batch-size", t.head.batch_size, 1, 1 << 24));
+  t.head.weight_decay = a.real("adapter-weight-decay", t.head.weight_decay, 0.0, 10.0);
+  // Widths up to 8192: the second layer's hidden1 x hidden2 weights and their momentum then
+  // stay within about 1 GiB (the paper's adapter is 1024 x 512).
+  t.head.hidden1 = static_cast<int>(a.integer("adapter-hidden1", t.head.hidden1, 1, 8192));
+  t.head.hidden2 = static_cast<int>(a.integer("adapter-hidden2", t.head.hidden2, 1, 8192));
+  t.head.min_steps = static_cast<int>(a.integer("adapter-min-steps", t.head.min_steps, 0, 1 << 30));
+  if (a.flag("adapter-raw-inputs")) t.head.scale_inputs = false;
+  t.head.threads = m.fedpft.head.threads;  // --threads, read with the linear head's options
+}
+
+std::string fedtc_options_help() {
+  const FedTcOptions t;
+  const auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  std::ostringstream h;
+  h << "FedTC:\n"
+    << "  --keep-ratio A (" << num(t.keep_ratio) << ") --prototype-batch B (" << t.batch_size << ")\n"
+    << "  --adapter-lr (" << num(t.head.lr) << ") --adapter-momentum (" << num(t.head.momentum)
+    << ") --adapter-epochs (" << t.head.epochs << ") --adapter-batch-size (" << t.head.batch_size << ")\n"
+    << "  --adapter-weight-decay (" << num(t.head.weight_decay) << ") --adapter-hidden1 (" << t.head.hidden1
+    << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n"
+    << "  --adapter-raw-inputs              train on raw features (default: divided by their RMS value,\n"
+       "                                    folded into the first layer)\n";
+  return h.str();
+}
+
 }  // namespace
 
 std::unique_ptr<Method> make_fedtc(const FedTcOptions& options) { return std::make_unique<FedTc>(options); }
@@ -186,6 +225,9 @@ MethodDescriptor fedtc_descriptor() {
   d.options = {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
                "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
                "adapter-min-steps", "adapter-raw-inputs"};
+  d.flags = {"adapter-raw-inputs"};
+  d.parse_options = parse_fedtc_options;
+  d.help = fedtc_options_help;
   d.make = [](const MethodOptions& o) { return make_fedtc(o.fedtc); };
   d.half_precision = [](const MethodOptions&) { return false; };
   d.head_seed = [](const MethodOptions& o) { return o.fedtc.head.seed; };
