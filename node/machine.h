@@ -91,8 +91,9 @@ class Machine {
   Actions accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now);
   // A peer refused something this node sent (an error reply, now or before a restart).
   void peer_refused(NodeId peer);
-  // A restart: the phases the state directory marks done and the head it holds, after every
-  // stored message went through accept(fresh = false).
+  // The node starts: the phases its state directory marks done and the head it holds (none of
+  // either on a first start), after every stored message went through accept(fresh = false).
+  // Waits are counted from `now`.
   void restart(bool phase1_done, bool phase2_done, std::shared_ptr<const Head> head,
                const Contributors& head_contributors, double now);
   // Time passed: give up on senders past their deadline, then do whatever is due.
