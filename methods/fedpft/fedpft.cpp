@@ -93,17 +93,12 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
 
 std::string fedpft_options_help() {
   const FedPftOptions p;
-  const auto num = [](double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-  };
   std::ostringstream h;
   h << "FedPFT:\n"
        "  --components K                    mixture components per class ("
     << p.gmm.components << ")\n"
     << "  --covariance full|diag|spherical  (" << to_string(p.gmm.covariance) << ")\n"
-    << "  --reg-covar R (" << num(p.gmm.reg_covar) << ") --tol T (" << num(p.gmm.tol) << ") --max-iter M ("
+    << "  --reg-covar R (" << p.gmm.reg_covar << ") --tol T (" << p.gmm.tol << ") --max-iter M ("
     << p.gmm.max_iter << ") --n-init I (" << p.gmm.n_init << ")\n"
     << "  --gmm-init kmeans|kmeans++        (" << (p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++")
     << ")\n"
@@ -117,7 +112,7 @@ std::string fedpft_options_help() {
     << "                                    covariance sketch adds up to (sent beside the mixtures) ("
     << to_string(p.sample_correlation) << ")\n"
     << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
-    << "  --dp --dp-epsilon E (" << num(p.dp_epsilon) << ") --dp-delta D (" << num(p.dp_delta) << ")\n"
+    << "  --dp --dp-epsilon E (" << p.dp_epsilon << ") --dp-delta D (" << p.dp_delta << ")\n"
     << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance)\n";
   return h.str();
 }

@@ -197,17 +197,12 @@ void parse_fedtc_options(const Args& a, MethodOptions& m) {
 
 std::string fedtc_options_help() {
   const FedTcOptions t;
-  const auto num = [](double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-  };
   std::ostringstream h;
   h << "FedTC:\n"
-    << "  --keep-ratio A (" << num(t.keep_ratio) << ") --prototype-batch B (" << t.batch_size << ")\n"
-    << "  --adapter-lr (" << num(t.head.lr) << ") --adapter-momentum (" << num(t.head.momentum)
+    << "  --keep-ratio A (" << t.keep_ratio << ") --prototype-batch B (" << t.batch_size << ")\n"
+    << "  --adapter-lr (" << t.head.lr << ") --adapter-momentum (" << t.head.momentum
     << ") --adapter-epochs (" << t.head.epochs << ") --adapter-batch-size (" << t.head.batch_size << ")\n"
-    << "  --adapter-weight-decay (" << num(t.head.weight_decay) << ") --adapter-hidden1 (" << t.head.hidden1
+    << "  --adapter-weight-decay (" << t.head.weight_decay << ") --adapter-hidden1 (" << t.head.hidden1
     << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n"
     << "  --adapter-raw-inputs              train on raw features (default: divided by their RMS value,\n"
        "                                    folded into the first layer)\n";
