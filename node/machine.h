@@ -142,7 +142,7 @@ class Machine {
   // Sends the hub's head to every leaf, in phase 1 or as an offer after a refit.
   void send_head(const std::shared_ptr<const Head>& head, const Contributors& contributors, int phase,
                  Actions& out);
-  void send_knowledge(NodeId to, const Knowledge& k, MessageType type, int phase, Actions& out) const;
+  void send_knowledge(NodeId to, std::shared_ptr<const Knowledge> k, MessageType type, int phase, Actions& out) const;
   void set_head(std::shared_ptr<const Head> head, const Contributors& contributors, Actions& out);
   // run_admitting (node/phases.h) over the pieces held, discarding any that makes `work` fail.
   template <class Work>
