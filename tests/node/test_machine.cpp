@@ -46,19 +46,21 @@ struct Federation {
     o.method = "fedcgs";
     method = make_method(o);
     for (int i = 0; i < n; ++i) local.push_back(blobs(20, 3, 4, 100 + i));
-    for (int i = 0; i < n; ++i) {
-      MachineConfig m;
-      m.topology = &topology;
-      m.plan = plans[i];
-      m.method = method.get();
-      m.local = &local[i];
-      m.ctx.node = static_cast<NodeId>(i);
-      m.ctx.backbone_fingerprint = "test";
-      m.ctx.num_classes = 3;
-      m.ctx.dim = 4;
-      machines.push_back(std::make_unique<Machine>(std::move(m)));
-    }
+    for (int i = 0; i < n; ++i) machines.push_back(std::make_unique<Machine>(config(i)));
     for (auto& m : machines) m->restart(false, false, nullptr, {}, 0.0);
+  }
+  // Node i's settings: a second machine made from them is node i started again.
+  MachineConfig config(int i) const {
+    MachineConfig m;
+    m.topology = &topology;
+    m.plan = plans[i];
+    m.method = method.get();
+    m.local = &local[i];
+    m.ctx.node = static_cast<NodeId>(i);
+    m.ctx.backbone_fingerprint = "test";
+    m.ctx.num_classes = 3;
+    m.ctx.dim = 4;
+    return m;
   }
   Machine& operator[](int i) { return *machines[i]; }
 };
@@ -163,16 +165,7 @@ TEST(Machine, ARestartWithPhaseOneDoneDoesNotMergeAgain) {
   Federation f(TopologyMode::Linear, 2);
   const auto sends = of_kind(f[0].tick(0.0), Action::Kind::Send);
   const auto head = f[0].outcome().head;
-  MachineConfig m;
-  m.topology = &f.topology;
-  m.plan = f.plans[0];
-  m.method = f.method.get();
-  m.local = &f.local[0];
-  m.ctx.node = 0;
-  m.ctx.backbone_fingerprint = "test";
-  m.ctx.num_classes = 3;
-  m.ctx.dim = 4;
-  Machine again(std::move(m));
+  Machine again(f.config(0));
   again.restart(true, false, head, {0}, 0.0);
   EXPECT_TRUE(again.plan_done());
   EXPECT_TRUE(again.tick(1.0).empty());
