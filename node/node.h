@@ -57,9 +57,10 @@ struct NodeConfig {
   // Resends of an unacknowledged frame: first after retry_initial, doubling up to retry_max.
   std::chrono::milliseconds retry_initial{200};
   std::chrono::milliseconds retry_max{3000};
-  // How long a finished node still waits for the acknowledgements of its last sends before it
-  // gives up on them (they are reported).
-  double ack_deadline_seconds = 60;
+  // How long a node that has done its work still waits for the acknowledgements of its last
+  // sends before it gives up on them (they are reported), and a finished node for the receipts
+  // of its own acknowledgements. Empty: the topology's [federation] ack_deadline_seconds.
+  std::optional<double> ack_deadline_seconds;
   NodeCallbacks callbacks;
 };
 

@@ -133,7 +133,8 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   const auto bad = [&](const std::string& what) { throw InputError(self + "'s " + what); };
   if (config.retry_initial.count() <= 0) bad("retry_initial must be positive");
   if (config.retry_max < config.retry_initial) bad("retry_max must be at least retry_initial");
-  if (!(config.ack_deadline_seconds > 0 && config.ack_deadline_seconds <= kMaxDeadlineSeconds))
+  if (config.ack_deadline_seconds &&
+      !(*config.ack_deadline_seconds > 0 && *config.ack_deadline_seconds <= kMaxDeadlineSeconds))
     bad("ack_deadline_seconds must lie in (0, " + std::to_string(static_cast<int64_t>(kMaxDeadlineSeconds)) + "]");
   config.local.validate(self + "'s training features");
   if (config.local.size() == 0 && plan.wait_for.empty() && plan.late_from.empty())

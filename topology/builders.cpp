@@ -58,6 +58,7 @@ Topology build_topology(const TopologyBuildOptions& o) {
   if (!o.run.empty()) f.run = o.run;
   f.seed = o.seed;
   f.deadline_seconds = o.deadline_seconds;
+  f.ack_deadline_seconds = o.ack_deadline_seconds;
   f.hop_encryption = o.hop_encryption;
   f.options = o.options;
   f.data = o.data;

@@ -25,6 +25,7 @@ struct TopologyBuildOptions {
   std::string run;                   // [federation] run; empty: none (run_name's default)
   uint64_t seed = 0;                 // the federation's seed; also draws the random graph
   double deadline_seconds = kDefaultDeadlineSeconds;
+  double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   HopEncryption hop_encryption = HopEncryption::None;  // [federation] hop_encryption
   OptionMap options;                 // [federation.options]
   OptionMap data;                    // [federation.data]

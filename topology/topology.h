@@ -41,6 +41,9 @@ constexpr size_t kMaxTopologyFileBytes = 4u << 20;
 // Deadlines beyond a week are almost certainly a unit mistake (milliseconds given as seconds).
 constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
 constexpr double kDefaultDeadlineSeconds = 300.0;
+// How long a node that has done its work waits for its last acknowledgements, and a finished node
+// for the receipts that say its own acknowledgements were recorded (docs/node.md, "Closing").
+constexpr double kDefaultAckDeadlineSeconds = 60.0;
 // A run name is hashed into the run id; the bound only keeps names readable in logs.
 constexpr size_t kMaxRunNameBytes = 128;
 
@@ -80,6 +83,7 @@ struct FederationSettings {
   std::optional<std::string> run;
   uint64_t seed = 0;
   double deadline_seconds = kDefaultDeadlineSeconds;
+  double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   HopEncryption hop_encryption = HopEncryption::None;
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)

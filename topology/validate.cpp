@@ -104,6 +104,10 @@ class Checker {
       fail(f.line_of("deadline_seconds"),
            "[federation] deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
                        "], got " + exact_text(f.deadline_seconds));
+    if (!(f.ack_deadline_seconds > 0) || f.ack_deadline_seconds > kMaxDeadlineSeconds)
+      fail(f.line_of("ack_deadline_seconds"),
+           "[federation] ack_deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
+               "], got " + exact_text(f.ack_deadline_seconds));
     // A topology built in memory may hold any value the enum's storage allows.
     if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
       fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");

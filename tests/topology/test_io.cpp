@@ -159,6 +159,22 @@ TEST(TopologyIo, WholeDeadlinesPrintAsWholeNumbers) {
   EXPECT_NE(to_toml(t).find("deadline_seconds = 300.0\n"), std::string::npos);
 }
 
+// The ack deadline is written only when it is not the default: the run name of a file without a
+// `run` key derives from its text, and files written before the key existed keep theirs.
+TEST(TopologyIo, AckDeadlineIsWrittenOnlyWhenSet) {
+  Topology t = test::parse(test::federation("linear") + test::nodes(1));
+  EXPECT_EQ(t.federation.ack_deadline_seconds, kDefaultAckDeadlineSeconds);
+  EXPECT_EQ(to_toml(t).find("ack_deadline_seconds"), std::string::npos);
+  t.federation.ack_deadline_seconds = 12.5;
+  const std::string printed = to_toml(t);
+  EXPECT_NE(printed.find("ack_deadline_seconds = 12.5\n"), std::string::npos) << printed;
+  EXPECT_EQ(test::parse(printed).federation.ack_deadline_seconds, 12.5);
+  EXPECT_ERROR(test::federation("linear", "ack_deadline_seconds = 0") + test::nodes(1),
+               "t.toml:4: [federation] ack_deadline_seconds must be in (0, 604800], got 0");
+  EXPECT_ERROR(test::federation("linear", "ack_deadline_seconds = \"60\"") + test::nodes(1),
+               "'ack_deadline_seconds' must be a number, got a string");
+}
+
 TEST(TopologyIo, OptionTextsSurviveRoundTripsExactly) {
   Topology t = test::parse(test::federation("linear") + test::nodes(1));
   const std::vector<std::string> values = {"0",     "-3",   "007",   "-0",    "1e-6",   "1e-06", "0.1",  "3.0",
