@@ -2,6 +2,9 @@
 
 #include "node/printable.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace fednode {
 namespace {
 
@@ -80,7 +83,7 @@ Actions Inbox::handle(Incoming& in, double now) {
   }
   const auto& h = msg.header;
   if (h.type == MessageType::Ack || h.type == MessageType::Error) {
-    settle(msg);
+    settle(in, msg);
     return {};
   }
   std::string refusal;
@@ -128,10 +131,23 @@ void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
     send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, "payload refused");
 }
 
-void Inbox::settle(const Message& msg) {
+void Inbox::settle(const Incoming& in, const Message& msg) {
   const auto& h = msg.header;
   if (h.type == MessageType::Ack) {
-    outbox_.acknowledged(h.from, std::get<Ack>(msg.payload).acked_id);
+    const uint64_t acked = std::get<Ack>(msg.payload).acked_id;
+    if (outbox_.acknowledged(h.from, acked)) {
+      // Stored by now (Outbox::acknowledged): the receiver may stop waiting for a resend.
+      Ack receipt;
+      receipt.acked_id = h.msg_id;
+      answer(in, h.from, Payload(receipt));
+      return;
+    }
+    const auto it = std::find_if(awaited_.begin(), awaited_.end(), [&](const AwaitedReceipt& a) {
+      return a.from == h.from && std::find(a.ack_ids.begin(), a.ack_ids.end(), acked) != a.ack_ids.end();
+    });
+    if (it != awaited_.end()) awaited_.erase(it);
+    // Also when the ack it names is one we no longer wait for: the peer sends receipts.
+    sends_receipts_.insert(h.from);
     return;
   }
   const auto& err = std::get<ErrorMessage>(msg.payload);
@@ -145,7 +161,45 @@ void Inbox::settle(const Message& msg) {
 void Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
   Ack a;
   a.acked_id = acked;
-  answer(in, to, Payload(a));
+  const uint64_t ack_id = answer(in, to, Payload(a));
+  if (ack_id == 0) {
+    say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
+    return;
+  }
+  auto it = std::find_if(awaited_.begin(), awaited_.end(),
+                         [&](const AwaitedReceipt& w) { return w.from == to && w.msg_id == acked; });
+  if (it == awaited_.end()) {
+    awaited_.push_back({});
+    it = std::prev(awaited_.end());
+    it->from = to;
+    it->msg_id = acked;
+  }
+  it->ack_ids.push_back(ack_id);
+  it->route = in.route;
+  it->via_dealer = in.via_dealer;
+  it->acked_at = Clock::now();
+}
+
+std::vector<NodeId> Inbox::awaiting_receipts() const {
+  std::set<NodeId> peers;
+  for (const auto& a : awaited_)
+    if (sends_receipts_.count(a.from)) peers.insert(a.from);
+  return {peers.begin(), peers.end()};
+}
+
+void Inbox::remind(std::chrono::milliseconds reminder_interval) {
+  const auto now = Clock::now();
+  for (auto& a : awaited_) {
+    if (!sends_receipts_.count(a.from) || now - a.acked_at < reminder_interval) continue;
+    a.acked_at = now;
+    Incoming again;
+    again.route = a.route;
+    again.via_dealer = a.via_dealer;
+    Ack ack;
+    ack.acked_id = a.msg_id;
+    // Quietly: the connection of a sender that died is gone, and its resend will come on a new one.
+    if (const uint64_t id = answer(again, a.from, Payload(ack))) a.ack_ids.push_back(id);
+  }
 }
 
 void Inbox::send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort,
@@ -156,13 +210,15 @@ void Inbox::send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64
   e.ref_id = ref;
   e.abort = abort;
   e.text = text.substr(0, 500);
-  answer(in, to, Payload(e));
+  if (answer(in, to, Payload(e)) == 0) say_("could not answer " + who_(to) + ": its connection is gone");
 }
 
-void Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
-  const std::string frame = channel_.seal(to, store_.next_msg_id(), p);
-  if (transport_.reply(in, frame)) tally_.bytes_answered += static_cast<int64_t>(frame.size());
-  else say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
+uint64_t Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
+  const uint64_t id = store_.next_msg_id();
+  const std::string frame = channel_.seal(to, id, p);
+  if (!transport_.reply(in, frame)) return 0;
+  tally_.bytes_answered += static_cast<int64_t>(frame.size());
+  return id;
 }
 
 void Inbox::say_rejection(const std::string& line) {

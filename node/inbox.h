@@ -4,7 +4,13 @@
 // its state directory holds through the same decode and the same check.
 //
 // Acknowledgements and error replies settle frames in the Outbox; every other answer (an ack,
-// an error) is sealed and sent back here, on the connection the frame came in on.
+// an error, a receipt) is sealed and sent back here, on the connection the frame came in on.
+//
+// Receipts close the acknowledgement window (docs/node.md, "Closing"). A sender that hears an
+// ack stores it, then answers with a receipt: an ack naming the ack. Until a message's receipt
+// comes, its receiver cannot tell "the sender has my ack on disk" from "the sender was killed
+// before storing it, and will resend when it is back"; a finished node therefore keeps answering
+// while receipts are outstanding (up to its ack deadline), so that the restarted sender finds it.
 #pragma once
 
 #include "node/machine.h"
@@ -14,7 +20,10 @@
 #include "node/transport.h"
 
 #include <chrono>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -43,6 +52,15 @@ class Inbox {
   // The line saying how many rejections went unlogged, if any (before the node reports).
   void say_rejections_left_out();
 
+  // Peers that send receipts and have not yet sent the receipt of some acknowledgement of ours,
+  // in ascending order. A peer that never sent a receipt (one that implements protocol version 1
+  // without them) is not waited for.
+  std::vector<NodeId> awaiting_receipts() const;
+  // Acknowledges again each message whose receipt is overdue (reminder_interval since its last
+  // ack), on the connection it came in on: a receipt lost on the way is answered anew, while a
+  // sender that died has no connection left and is waited for until it resends.
+  void remind(std::chrono::milliseconds reminder_interval);
+
   const InboxTally& tally() const { return tally_; }
   // When the last frame came (the closing node waits for a quiet moment).
   std::chrono::steady_clock::time_point last_frame() const { return last_frame_; }
@@ -50,13 +68,17 @@ class Inbox {
  private:
   // Steps 1-4 failed: answer an authentic duplicate with another ack, count the rest.
   void rejected(const Incoming& in, const RejectedMessage& e);
-  // An Ack or Error settles a frame in the outbox.
-  void settle(const Message& msg);
+  // An Ack or Error settles a frame in the outbox; an ack of our frame is answered with a receipt,
+  // and a receipt (an ack of one of our acks) ends that wait.
+  void settle(const Incoming& in, const Message& msg);
   // Step 5, and the plan's check: empty when the machine takes the message, else why not.
   std::string decode_and_check(const EnvelopeHeader& h, std::string_view plaintext, Payload& payload) const;
+  // Acknowledges `acked` and waits for its receipt.
   void send_ack(const Incoming& in, NodeId to, uint64_t acked);
   void send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort, const std::string& text);
-  void answer(const Incoming& in, NodeId to, const Payload& p);
+  // Seals `p` with a new message id and replies on `in`'s connection: the id, or 0 when that
+  // connection is gone.
+  uint64_t answer(const Incoming& in, NodeId to, const Payload& p);
   // At most kRejectionLines lines per kRejectionWindow, then one line saying how many were left out:
   // a flood of bad frames must not flood the log as well.
   void say_rejection(const std::string& line);
@@ -70,6 +92,17 @@ class Inbox {
   Outbox::Who who_;
   ReplayGuard replay_;
   InboxTally tally_;
+  // A message this node acknowledged whose receipt has not come.
+  struct AwaitedReceipt {
+    NodeId from = 0;
+    uint64_t msg_id = 0;
+    std::vector<uint64_t> ack_ids;  // every ack sent for it: a receipt names one of them
+    std::string route;              // the connection of the last ack (Incoming::route, via_dealer)
+    std::optional<NodeId> via_dealer;
+    std::chrono::steady_clock::time_point acked_at{};
+  };
+  std::vector<AwaitedReceipt> awaited_;
+  std::set<NodeId> sends_receipts_;
   std::chrono::steady_clock::time_point last_frame_{};
   std::chrono::steady_clock::time_point rejection_window_{};
   int rejections_said_ = 0;

@@ -30,8 +30,11 @@ constexpr int kFramesPerStep = 256;
 // After finishing, the node keeps answering for a moment: its last acknowledgement may be lost
 // when it closes its connection (ZeroMQ drops what the peer has not read yet from a connection
 // that goes away), and the peer's resend must then find it still there. At least kClosingGrace
-// seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s).
+// seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s);
+// and while a receipt is outstanding, up to the ack deadline (node/inbox.h).
 constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
+// An outstanding receipt is asked for again (the message acknowledged again) this often.
+constexpr std::chrono::milliseconds kReceiptReminder{1000};
 
 }  // namespace
 
@@ -53,6 +56,7 @@ struct Node::Impl {
 
   Clock::time_point started = Clock::now(), done_at{}, closing_since{};
   bool done = false;
+  bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
   NodeResult result;
   // An exception from the application's callback must not leave the node half-way through what
@@ -70,6 +74,9 @@ struct Node::Impl {
                 config.limits) {}
 
   double now() const { return seconds_since(started); }
+  double ack_deadline() const {
+    return config.ack_deadline_seconds.value_or(config.topology.federation.ack_deadline_seconds);
+  }
   std::string who(NodeId id) const { return config.topology.describe(id); }
   void say(const std::string& msg) const {
     if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
@@ -227,7 +234,7 @@ struct Node::Impl {
     if (done_at == Clock::time_point{}) done_at = Clock::now();
     if (outbox->settled()) finish(NodeStatus::Finished);
     // Offers still open then do not make the node incomplete; frames its plan sends do.
-    else if (seconds_since(done_at) > config.ack_deadline_seconds)
+    else if (seconds_since(done_at) > ack_deadline())
       finish(outbox->unacknowledged().empty() ? NodeStatus::Finished : NodeStatus::Incomplete);
   }
 
@@ -244,7 +251,8 @@ struct Node::Impl {
     }
   }
 
-  // True once a finished node has answered long enough (kClosingGrace, kClosingQuiet).
+  // True once a finished node has answered long enough (kClosingGrace, kClosingQuiet) and has
+  // every receipt, or has waited the ack deadline for them.
   bool closed(std::chrono::milliseconds budget) {
     const auto until = Clock::now() + budget;
     do {
@@ -259,7 +267,13 @@ struct Node::Impl {
         return false;
       }
       const double open_for = seconds_since(closing_since);
-      if (open_for >= kClosingMax || (open_for >= kClosingGrace && seconds_since(inbox->last_frame()) >= kClosingQuiet)) {
+      const bool answered =
+          open_for >= kClosingMax || (open_for >= kClosingGrace && seconds_since(inbox->last_frame()) >= kClosingQuiet);
+      if (answered && !receipts_settled(open_for)) {
+        inbox->remind(kReceiptReminder);
+        continue;
+      }
+      if (answered) {
         // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
         inbox->say_rejections_left_out();
         sync_result();
@@ -267,6 +281,27 @@ struct Node::Impl {
         return true;
       }
     } while (Clock::now() < until);
+    return false;
+  }
+
+  // Whether the node may close as far as receipts go: all came, or the ack deadline passed (a
+  // sender restarted after that ends incomplete; docs/node.md, "What a restart guarantees").
+  bool receipts_settled(double open_for) {
+    const std::vector<NodeId> waiting = inbox->awaiting_receipts();
+    if (waiting.empty()) return true;
+    std::string peers;
+    for (NodeId id : waiting) peers += (peers.empty() ? "" : ", ") + who(id);
+    if (open_for >= ack_deadline()) {
+      say("closing without the receipt of my acknowledgements from " + peers + " after " +
+          std::to_string(static_cast<int>(ack_deadline())) +
+          " s; a sender restarted from now on will end incomplete though its message arrived");
+      return true;
+    }
+    if (!said_receipt_wait) {
+      said_receipt_wait = true;
+      say("waiting for " + peers + " to confirm it stored my acknowledgement (it may be restarting; up to " +
+          std::to_string(static_cast<int>(ack_deadline())) + " s)");
+    }
     return false;
   }
 

@@ -80,13 +80,17 @@ bool Outbox::offer_expired(const Pending& p) const {
   return p.offer() && p.tries > 0 && seconds_since(p.first_try) > timing_.warn_after_seconds;
 }
 
-void Outbox::acknowledged(NodeId from, uint64_t msg_id) {
-  for (auto& p : pending_)
-    if (p.entry.to == from && p.entry.msg_id == msg_id && !p.entry.acked) {
-      p.entry.acked = true;
-      store_.mark_acked(p.entry);
-      if (p.warned) say_(who_(from) + " acknowledged at last");
-    }
+bool Outbox::acknowledged(NodeId from, uint64_t msg_id) {
+  bool ours = false;
+  for (auto& p : pending_) {
+    if (p.entry.to != from || p.entry.msg_id != msg_id) continue;
+    ours = true;
+    if (p.entry.acked) continue;
+    p.entry.acked = true;
+    store_.mark_acked(p.entry);
+    if (p.warned) say_(who_(from) + " acknowledged at last");
+  }
+  return ours;
 }
 
 void Outbox::refused(NodeId from, uint64_t msg_id) {

@@ -58,7 +58,9 @@ class Outbox {
   // The node is done: offers still open are given up (and so not made again by a rerun).
   void give_up_offers();
 
-  void acknowledged(NodeId from, uint64_t msg_id);
+  // True when `msg_id` is a frame this outbox sent `from` (acknowledged now or before): the ack
+  // is on disk, and the caller may tell the peer so (a receipt, docs/protocol.md 5.4).
+  bool acknowledged(NodeId from, uint64_t msg_id);
   void refused(NodeId from, uint64_t msg_id);
 
   // Sends every peer's oldest unsettled frame whose next try is due.

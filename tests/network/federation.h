@@ -143,12 +143,17 @@ inline Federation make_federation(const fs::path& dir, TopologyMode mode, int no
   return f;
 }
 
-// Writes the federation's file again with another deadline, for tests of what deadlines do.
-inline void set_deadline(Federation& f, double seconds) {
-  f.topology.federation.deadline_seconds = seconds;
+// Writes the federation's file again after a test changed its topology.
+inline void save_again(Federation& f) {
   fs::remove(f.file);
   save_topology(f.topology, f.file.string());
   f.topology = load_topology(f.file.string());
+}
+
+// Writes the federation's file again with another deadline, for tests of what deadlines do.
+inline void set_deadline(Federation& f, double seconds) {
+  f.topology.federation.deadline_seconds = seconds;
+  save_again(f);
 }
 
 // Waits up to a minute for `line` to appear in the log at `path` at or after byte `from`;

@@ -5,6 +5,7 @@
 // what it holds when the complete knowledge that comes back is partial. `fednode launch` counts
 // a node it started, killed and then run again by hand, as finished.
 #include "federation.h"
+#include "tcp_relay.h"
 
 #include "node/secure_channel.h"
 #include "node/state_store.h"
@@ -287,6 +288,87 @@ TEST(Fault, LaunchCountsANodeRunAgainByHandAsFinished) {
   EXPECT_NE(out.output.find("the process launched here exited 137, but its result says finished"), std::string::npos)
       << out.output;
   EXPECT_NE(out.output.find("every node finished"), std::string::npos) << out.output;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The acknowledgement window (docs/node.md, "What a restart guarantees"): `sender` is killed
+// after `receiver` stored its message and acknowledged it, before the sender heard the ack (a
+// relay swallows it), and is restarted only once the receiver has finished and would, without
+// receipts, have closed. The receiver keeps answering until the sender's receipt, so the resend
+// is acknowledged and the run ends as if nothing happened: every node exits 0, equal to simulate.
+// The relay holds the receiver's answers once `hold_after_bytes` went its way: the `messages`-th
+// message of the sender's is the one whose ack is swallowed.
+void restart_inside_the_ack_window(Federation& f, NodeId sender, NodeId receiver, int relay_port,
+                                   int64_t hold_after_bytes = 8192, int messages = 1) {
+  auto& node = f.topology.nodes[receiver];
+  node.bind = node.address;
+  node.address = "tcp://127.0.0.1:" + std::to_string(relay_port);
+  const int target_port = std::stoi(node.bind.substr(node.bind.rfind(':') + 1));
+  f.topology.federation.ack_deadline_seconds = 30;  // without receipts the sender would end incomplete after it
+  save_again(f);
+  // Hellos are a few hundred bytes; the held message (knowledge, a head) is larger.
+  TcpRelay relay(relay_port, target_port, hold_after_bytes);
+
+  std::vector<pid_t> pids;
+  for (NodeId id : f.topology.ids()) pids.push_back(spawn_node(f, id));
+  const fs::path inbox = f.state_dir(receiver) / "inbox";
+  const auto stored_from_sender = [&] {
+    if (!fs::exists(inbox)) return false;
+    int stored = 0;
+    for (const auto& e : fs::directory_iterator(inbox)) {
+      const std::string name = e.path().filename().string();  // F-M.msg, zero-padded
+      if (e.path().extension() == ".msg" && std::stoul(name.substr(0, name.find('-'))) == sender) ++stored;
+    }
+    return stored >= messages;
+  };
+  for (int i = 0; i < 2400 && !(relay.holding() && stored_from_sender() && relay.held_bytes() > 0); ++i)
+    ::usleep(50 * 1000);
+  ASSERT_TRUE(relay.holding() && stored_from_sender() && relay.held_bytes() > 0)
+      << read_text(f.state_dir(receiver) / "node.log");
+  ::usleep(200 * 1000);  // the ack is among the swallowed bytes by now
+  ASSERT_EQ(::kill(pids[sender], SIGKILL), 0);
+  ::waitpid(pids[sender], nullptr, 0);
+  // Inside the window: the sender holds no ack of a frame to the receiver after its hello.
+  int frames = 0, acked = 0;
+  for (const auto& e : fs::directory_iterator(f.state_dir(sender) / "outbox")) {
+    if (e.path().extension() == ".acked") ++acked;
+    if (e.path().extension() == ".frame") ++frames;
+  }
+  EXPECT_LT(acked, frames) << "the sender recorded every ack: the kill came too late";
+
+  // The receiver finishes; without receipts it would close within about 1.5 s.
+  ASSERT_TRUE(wait_for_log(f.state_dir(receiver) / "node.log", "finished")) << read_text(f.state_dir(receiver) / "node.log");
+  ::usleep(3000 * 1000);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pids[receiver], &status, WNOHANG), 0) << "the receiver closed before the sender came back";
+  pids[sender] = spawn_node(f, sender);
+  for (NodeId id : f.topology.ids()) EXPECT_EQ(wait_exit(pids[id], 120), 0) << "node " << id;
+  expect_every_node_equals_simulate(f);
+  EXPECT_EQ(read_result(f.state_dir(sender)).restarts, 1);
+  EXPECT_GE(read_result(f.state_dir(receiver)).duplicates, 1) << "the resend was acknowledged as a duplicate";
+}
+
+TEST(Fault, ChainNodeRestartedInsideTheAckWindowCompletes) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23380, {}, fault_data());
+  restart_inside_the_ack_window(f, 1, 2, 23389);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The ring's second pass: node 1's complete knowledge is its second large message to node 2.
+TEST(Fault, RingNodeRestartedInsideTheAckWindowCompletes) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Ring, 4, "fedcgs", 23460, {}, fault_data());
+  // A FedCGS message on 784 pixels is about 2.5 MB (the Gram matrix's upper triangle in float64).
+  restart_inside_the_ack_window(f, 1, 2, 23469, 3'000'000, 2);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+TEST(Fault, StarHubRestartedInsideTheAckWindowCompletes) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Star, 4, "fedcgs", 23450, {}, fault_data());
+  const NodeId hub = *f.topology.federation.hub;
+  restart_inside_the_ack_window(f, hub, hub == 1 ? 2 : 1, 23459);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

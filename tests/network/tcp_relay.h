@@ -1,0 +1,158 @@
+// A TCP relay between a node and the port its peer binds, for tests that need a fault at an exact
+// moment of a conversation. It forwards both ways, except on the first connection that carries
+// more than `hold_after_bytes` towards the target: from then on what the target answers on that
+// connection is swallowed. With the threshold between a hello and a knowledge frame, that is the
+// acknowledgement of the knowledge: the receiver has stored the message, the sender never hears
+// so, and killing the sender then is a kill inside the acknowledgement window, every time.
+// Connections after that one pass untouched (the restarted sender's resend gets through).
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fednode::testing_network {
+
+class TcpRelay {
+ public:
+  TcpRelay(int listen_port, int target_port, int64_t hold_after_bytes)
+      : target_port_(target_port), hold_after_(hold_after_bytes) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int yes = 1;
+    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    sockaddr_in a = loopback(listen_port);
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 8) != 0)
+      throw std::runtime_error("relay: cannot listen on port " + std::to_string(listen_port));
+    if (::pipe(wake_) != 0) throw std::runtime_error("relay: pipe failed");
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~TcpRelay() {
+    stop_ = true;
+    (void)!::write(wake_[1], "x", 1);
+    thread_.join();
+    for (const Pair& p : pairs_) {
+      ::close(p.client);
+      ::close(p.server);
+    }
+    ::close(listener_);
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+  TcpRelay(const TcpRelay&) = delete;
+  TcpRelay& operator=(const TcpRelay&) = delete;
+
+  // Bytes the target sent on the held connection since the hold began (swallowed).
+  int64_t held_bytes() const { return held_bytes_.load(); }
+  bool holding() const { return holding_.load(); }
+
+ private:
+  struct Pair {
+    int client = -1, server = -1;
+    int64_t forwarded = 0;
+    bool held = false;
+  };
+
+  static sockaddr_in loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+  }
+
+  static bool write_all(int fd, const char* data, ssize_t n) {
+    while (n > 0) {
+      const ssize_t w = ::send(fd, data, static_cast<size_t>(n), MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      data += w;
+      n -= w;
+    }
+    return true;
+  }
+
+  void accept_one() {
+    const int client = ::accept(listener_, nullptr, nullptr);
+    if (client < 0) return;
+    const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = loopback(target_port_);
+    if (::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(server);
+      ::close(client);  // the target is not up yet: the node's DEALER dials again
+      return;
+    }
+    pairs_.push_back({client, server});
+  }
+
+  // One read on `from`; false when the connection pair is done.
+  bool pass(Pair& p, bool towards_target) {
+    char buf[1 << 16];
+    const int from = towards_target ? p.client : p.server, to = towards_target ? p.server : p.client;
+    const ssize_t n = ::recv(from, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) return true;
+    if (n <= 0) return false;
+    if (towards_target) {
+      p.forwarded += n;
+      if (!hold_used_ && p.forwarded > hold_after_) {
+        hold_used_ = true;
+        p.held = true;
+        holding_ = true;
+      }
+      return write_all(to, buf, n);
+    }
+    if (p.held) {
+      held_bytes_ += n;
+      return true;
+    }
+    return write_all(to, buf, n);
+  }
+
+  void loop() {
+    while (!stop_) {
+      std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
+      for (const Pair& p : pairs_) {
+        fds.push_back({p.client, POLLIN, 0});
+        fds.push_back({p.server, POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 200) <= 0) continue;
+      if (fds[1].revents & POLLIN) accept_one();
+      for (size_t i = 0; i < pairs_.size();) {
+        const pollfd& c = fds[2 + 2 * i];
+        const pollfd& s = fds[2 + 2 * i + 1];
+        bool alive = true;
+        if (c.revents) alive = pass(pairs_[i], true);
+        if (alive && s.revents) alive = pass(pairs_[i], false);
+        if (alive) {
+          ++i;
+          continue;
+        }
+        ::close(pairs_[i].client);
+        ::close(pairs_[i].server);
+        pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(i));
+        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(2 + 2 * i), fds.begin() + static_cast<std::ptrdiff_t>(4 + 2 * i));
+      }
+    }
+  }
+
+  int target_port_;
+  int64_t hold_after_;
+  int listener_ = -1;
+  int wake_[2] = {-1, -1};
+  std::vector<Pair> pairs_;  // only the relay's thread touches it until the destructor joins it
+  bool hold_used_ = false;
+  std::atomic<bool> stop_{false}, holding_{false};
+  std::atomic<int64_t> held_bytes_{0};
+  std::thread thread_;
+};
+
+}  // namespace fednode::testing_network
