@@ -12,7 +12,7 @@
 // time runs from the first fork to the last exit.
 // Then the simulator runs the same data, partition, method and seed, also with one thread.
 //
-// Usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N]
+// Usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] [--method M]
 //                   [--base-port P] [--timeout SECONDS] [--keep] [--json FILE]
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -211,10 +211,11 @@ std::string load_average() {
 int bench_main(int argc, char** argv) {
   int nodes = 32;
   long train_limit = 20000, test_limit = 2000, base_port = 0, timeout_s = 900;
-  std::string fednode = FEDNODE_CLI_PATH, json_path;
+  std::string fednode = FEDNODE_CLI_PATH, json_path, method = "fedpft";
   bool keep = false;
   if (fednode::bench::wants_help(argc, argv)) {
     std::printf("usage: bench_star [--nodes 32] [--fednode PATH (the built CLI)] [--train-limit 20000] [--test-limit 2000]\n"
+                "                  [--method fedpft|fedcgs|fedtc (default fedpft)]\n"
                 "                  [--base-port P (default: from the process id)] [--timeout 900] [--keep] [--json FILE]\n");
     return 0;
   }
@@ -228,20 +229,23 @@ int bench_main(int argc, char** argv) {
     const char* value = argv[++i];
     if (flag == "--nodes") nodes = static_cast<int>(parse_long("--nodes", value, 2, 1024));
     else if (flag == "--fednode") fednode = value;
+    else if (flag == "--method") method = value;
     else if (flag == "--train-limit") train_limit = parse_long("--train-limit", value, 1, 1L << 30);
     else if (flag == "--test-limit") test_limit = parse_long("--test-limit", value, 1, 1L << 30);
     else if (flag == "--base-port") base_port = parse_long("--base-port", value, 1, 65535);
     else if (flag == "--timeout") timeout_s = parse_long("--timeout", value, 1, 1L << 20);
     else if (flag == "--json") json_path = value, fednode::bench::require_writable("bench_star", "--json", json_path);
     else {
-      std::fprintf(stderr, "usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] "
+      std::fprintf(stderr, "usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] [--method M] "
                            "[--base-port P] [--timeout SECONDS] [--keep] [--json FILE]\n");
       return 2;
     }
   }
   if (::access(fednode.c_str(), X_OK) != 0) die("no fednode executable at '" + fednode + "' (give --fednode)");
-  // A port range per process id, so two runs on one machine do not collide.
-  if (base_port == 0) base_port = 20000 + (static_cast<long>(::getpid()) % 400) * 100;
+  // A port range per process id, so two runs on one machine do not collide; below the ephemeral
+  // range (32768-60999), where a DEALER dialling a port nobody listens on yet can connect to
+  // itself (TCP simultaneous open) and see that connection break.
+  if (base_port == 0) base_port = 20000 + (static_cast<long>(::getpid()) % 100) * 100;
   if (base_port + nodes > 65535) die("--base-port: the nodes' ports would run past 65535");
 
   char tmpl[] = "/tmp/fednode-star-XXXXXX";
@@ -256,7 +260,7 @@ int bench_main(int argc, char** argv) {
     std::vector<Proc> p(1);
     p[0].label = "topology";
     p[0].start = Clock::now();
-    p[0].pid = spawn({fednode, "topology", "star", "--nodes", n, "--out", topology, "--base-port",
+    p[0].pid = spawn({fednode, "topology", "star", "--nodes", n, "--method", method, "--out", topology, "--base-port",
                       std::to_string(base_port), "--run", "bench-star-" + std::to_string(::getpid()), "--data",
                       "dataset=fashion-mnist", "--data", "partition=dirichlet", "--data", "dirichlet-alpha=0.5",
                       "--data", "train-limit=" + train, "--data", "test-limit=" + test},
@@ -287,7 +291,7 @@ int bench_main(int argc, char** argv) {
   sim[0].label = "simulate";
   sim[0].start = Clock::now();
   sim[0].pid = spawn({fednode, "simulate", "--dataset", "fashion-mnist", "--partition", "dirichlet",
-                      "--dirichlet-alpha", "0.5", "--train-limit", train, "--test-limit", test, "--method", "fedpft",
+                      "--dirichlet-alpha", "0.5", "--train-limit", train, "--test-limit", test, "--method", method,
                       "--topology", "star", "--nodes", n, "--seed", "0", "--no-baselines", "--quiet", "--report",
                       dir + "/simulate.json"},
                      dir + "/simulate.log");
@@ -299,6 +303,9 @@ int bench_main(int argc, char** argv) {
   int finished = 0;
   std::vector<double> leaf_rss, leaf_wall, leaf_cpu, leaf_pss, leaf_private, after_result, result_at;
   double cpu_total = 0;
+  // Frames on the wire, from every node's result.json (its last process): first sends, resends,
+  // and the duplicates receivers counted (a resend whose original had arrived).
+  long first_sends = 0, resends = 0, duplicates = 0;
   std::string hub_accuracy = "-";
   for (int i = 0; i < nodes; ++i) {
     const Proc& p = procs[static_cast<size_t>(i)];
@@ -311,6 +318,13 @@ int bench_main(int argc, char** argv) {
       after_result.push_back(p.exited_at - written);
       if (i > 0) result_at.push_back(written - t0_wall);
     }
+    const auto count = [&](const char* key) {
+      const std::string v = json_value(result, key);
+      return v.empty() ? 0L : std::stol(v);
+    };
+    first_sends += count("messages_sent");
+    resends += count("resends");
+    duplicates += count("duplicates");
     if (i == 0) hub_accuracy = json_value(result, "accuracy");
     else {
       leaf_rss.push_back(mib(p.maxrss_kb));
@@ -327,9 +341,9 @@ int bench_main(int argc, char** argv) {
                                           sim[0].exit_code, dir.c_str());
 
   const Proc& hub = procs[0];
-  std::printf("Star of %d nodes (1 hub, %d leaves) on loopback, FedPFT (K=10, diag, float16), Fashion-MNIST pixels, "
+  std::printf("Star of %d nodes (1 hub, %d leaves) on loopback, %s (defaults), Fashion-MNIST pixels, "
               "Dirichlet 0.5, train %ld / test %ld, 1 thread per process\n",
-              nodes, nodes - 1, train_limit, test_limit);
+              nodes, nodes - 1, method.c_str(), train_limit, test_limit);
   std::printf("load average before / after the nodes / after simulate: %s / %s / %s\n", load_before.c_str(),
               load_mid.c_str(), load_after.c_str());
   auto lo = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
@@ -361,12 +375,15 @@ int bench_main(int argc, char** argv) {
   }
   std::printf("nodes finished: %d of %d; hub accuracy %s, simulate's %s\n", finished, nodes, hub_accuracy.c_str(),
               sim_accuracy.empty() ? "-" : sim_accuracy.c_str());
+  const long frames = first_sends + resends;
+  std::printf("frames sent: %ld first sends, %ld resends; duplicates received: %ld (%.2f%% of frames)\n", first_sends,
+              resends, duplicates, frames > 0 ? 100.0 * static_cast<double>(duplicates) / static_cast<double>(frames) : 0.0);
 
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     if (!out) die("cannot write '" + json_path + "'");
     out.precision(6);
-    out << "{\n  \"nodes\": " << nodes << ", \"train_limit\": " << train_limit << ", \"test_limit\": " << test_limit
+    out << "{\n  \"nodes\": " << nodes << ", \"method\": \"" << method << "\", \"train_limit\": " << train_limit << ", \"test_limit\": " << test_limit
         << ",\n  \"load_average\": [\"" << load_before << "\", \"" << load_mid << "\", \"" << load_after << "\"],\n"
         << "  \"finished\": " << finished << ", \"network_wall_s\": " << network_wall << ", \"network_cpu_s\": "
         << cpu_total << ", \"network_peak_pss_kib\": " << network_peak_pss
@@ -374,6 +391,7 @@ int bench_main(int argc, char** argv) {
         << ", \"hub_result_s\": " << mtime(dir + "/state/n0/result.json") - t0_wall
         << ", \"exit_after_result_s\": {\"median\": " << (after_result.empty() ? 0.0 : median(after_result))
         << ", \"max\": " << (after_result.empty() ? 0.0 : hi(after_result)) << "}"
+        << ",\n  \"first_sends\": " << first_sends << ", \"resends\": " << resends << ", \"duplicates\": " << duplicates
         << ",\n  \"hub_accuracy\": " << (hub_accuracy.empty() ? "null" : hub_accuracy)
         << ", \"simulate_accuracy\": " << (sim_accuracy.empty() ? "null" : sim_accuracy)
         << ",\n  \"simulate\": {\"wall_s\": " << sim[0].wall_s << ", \"cpu_s\": " << sim[0].cpu_s

@@ -117,7 +117,7 @@ struct Node::Impl {
     const auto name = [this](NodeId id) { return who(id); };
     outbox = std::make_unique<Outbox>(
         *store, *transport,
-        OutboxTiming{config.retry_initial, config.retry_max, std::min(10.0, topo.federation.deadline_seconds)},
+        OutboxTiming{config.retry_initial, config.resend_after, std::min(10.0, topo.federation.deadline_seconds)},
         say_line, name, config.id, config.limits.max_message_bytes);
     check_configuration(*store, config);
     inbox = std::make_unique<Inbox>(channel, *store, *transport, *outbox, *machine, say_line, name);

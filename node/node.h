@@ -54,9 +54,13 @@ struct NodeConfig {
   std::string run_name;    // names the run: its id is derive_run_id(run_name); must not be empty
   Limits limits;
   TransportOptions transport;
-  // Resends of an unacknowledged frame: first after retry_initial, doubling up to retry_max.
+  // Resends (node/outbox.h): a frame the peer's one-frame queue did not take is tried again
+  // after 1 ms, doubling up to retry_initial. One that went out is sent again at once if its connection
+  // breaks, and otherwise after resend_after without an acknowledgement (plus its transfer time
+  // at 20 MB/s), then after twice as long, and so on: a connection that did not break loses
+  // nothing, so a resend on it would only be a duplicate.
   std::chrono::milliseconds retry_initial{200};
-  std::chrono::milliseconds retry_max{3000};
+  std::chrono::milliseconds resend_after{15000};
   // How long a node that has done its work still waits for the acknowledgements of its last
   // sends before it gives up on them (they are reported), and a finished node for the receipts
   // of its own acknowledgements. Empty: the topology's [federation] ack_deadline_seconds.

@@ -132,7 +132,7 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   const std::string self = "node " + std::to_string(config.id);
   const auto bad = [&](const std::string& what) { throw InputError(self + "'s " + what); };
   if (config.retry_initial.count() <= 0) bad("retry_initial must be positive");
-  if (config.retry_max < config.retry_initial) bad("retry_max must be at least retry_initial");
+  if (config.resend_after < config.retry_initial) bad("resend_after must be at least retry_initial");
   if (config.ack_deadline_seconds &&
       !(*config.ack_deadline_seconds > 0 && *config.ack_deadline_seconds <= kMaxDeadlineSeconds))
     bad("ack_deadline_seconds must lie in (0, " + std::to_string(static_cast<int64_t>(kMaxDeadlineSeconds)) + "]");

@@ -77,7 +77,7 @@ void Outbox::give_up(Pending& p) {
 void Outbox::give_up_offers() { give_up_open_offers(std::nullopt); }
 
 bool Outbox::offer_expired(const Pending& p) const {
-  return p.offer() && p.tries > 0 && seconds_since(p.first_try) > timing_.warn_after_seconds;
+  return p.offer() && p.attempted() && seconds_since(p.first_try) > timing_.warn_after_seconds;
 }
 
 bool Outbox::acknowledged(NodeId from, uint64_t msg_id) {
@@ -119,26 +119,40 @@ SendTally Outbox::pump() {
       continue;
     }
     if (!busy.insert(p.entry.to).second) continue;
-    if (now < p.next_try) continue;
-    if (p.tries == 0) p.first_try = now;
-    if (transport_.send(p.entry.to, p.entry.frame)) {
-      tally.bytes += static_cast<int64_t>(p.entry.frame.size());
-      if (p.tries == 0) ++tally.messages;
-      else ++tally.resends;
+    if (p.attempted()) warn_if_silent(p);
+    const uint64_t breaks = transport_.breaks(p.entry.to);
+    const bool broke = p.tries > 0 && breaks > p.breaks_at_send;
+    if (now < p.next_try && !broke) continue;
+    if (!p.attempted()) p.first_try = now;
+    if (!transport_.send(p.entry.to, p.entry.frame)) {
+      // The peer's one-frame queue is full: a copy of this frame waits there while the peer is
+      // down, or a receipt that goes out in a moment. Tried again soon, then less and less often.
+      p.queue_backoff = std::clamp(p.queue_backoff * 2, std::chrono::milliseconds(1), timing_.retry_initial);
+      p.next_try = now + p.queue_backoff;
+      continue;
     }
+    p.queue_backoff = std::chrono::milliseconds(0);
+    tally.bytes += static_cast<int64_t>(p.entry.frame.size());
+    if (p.tries == 0) ++tally.messages;
+    else ++tally.resends;
     ++p.tries;
+    p.breaks_at_send = breaks;
     schedule_retry(p, now);
   }
   return tally;
 }
 
 void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
-  // The first resend waits long enough for a large frame to be received and stored (at a
-  // pessimistic 20 MB/s), so that a multi-megabyte head is not sent twice for nothing.
+  // Long enough for a large frame to be received and stored (at a pessimistic 20 MB/s) on top,
+  // so that a multi-megabyte head is not sent twice for nothing. Capped at an hour: doubling
+  // must not overflow in a run that lasts days.
   const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.entry.frame.size() / 20000));
-  p.backoff = p.backoff.count() == 0 ? timing_.retry_initial + transfer
-                                     : std::min(p.backoff * 2, timing_.retry_max + transfer);
+  p.backoff = p.backoff.count() == 0 ? timing_.resend_after + transfer
+                                     : std::min(p.backoff * 2, std::chrono::milliseconds(3600 * 1000));
   p.next_try = now + p.backoff;
+}
+
+void Outbox::warn_if_silent(Pending& p) {
   if (!p.offer() && !p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
     p.warned = true;
     say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
@@ -157,7 +171,7 @@ std::chrono::milliseconds Outbox::until_next_resend(std::chrono::milliseconds ca
     return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(t - now));
   };
   for (const auto& p : pending_)
-    if (p.open() && p.tries > 0) {
+    if (p.open() && p.attempted()) {
       wait = std::min(wait, until(p.next_try));
       // An offer is given up on time, not at its next resend.
       if (p.offer())

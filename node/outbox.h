@@ -1,8 +1,12 @@
 #pragma once
 // The frames a node has sealed and still has to deliver (docs/node.md, "Reliability").
 //
-// Each frame is on disk (StateStore) before its first send, and is sent again, with exponential
-// backoff, until the peer acknowledges or refuses it. Stop-and-wait per peer: a peer gets its next
+// Each frame is on disk (StateStore) before its first send, and is sent again until the peer
+// acknowledges or refuses it: at once when the connection it went out on broke since (the frame
+// or its ack may be lost; Transport::breaks), and otherwise only after a long silence, with
+// exponential backoff. A resend on a connection that did not break would only put a duplicate
+// on the wire behind the original — a busy hub, slow to acknowledge, drew hundreds of those
+// from its leaves when resends came every few hundred milliseconds. Stop-and-wait per peer: a peer gets its next
 // frame only once the previous one is settled, so frames to one peer arrive in the order they were
 // queued (hello, knowledge, complete) even across resends and restarts. An offer (kOfferPhase)
 // unacknowledged for warn_after_seconds after its first send is given up on, with one line, and
@@ -21,10 +25,14 @@ namespace fednode {
 
 class Transport;
 
-// NodeConfig's resend timing: the first resend after retry_initial, doubling up to retry_max.
+// NodeConfig's resend timing.
 struct OutboxTiming {
+  // A frame the peer's one-frame queue did not take (an earlier copy still waits there while
+  // the peer is down, or a receipt) is tried again after 1 ms, doubling up to this.
   std::chrono::milliseconds retry_initial;
-  std::chrono::milliseconds retry_max;
+  // On a connection that did not break, a frame unacknowledged for this long (plus its transfer
+  // time at a pessimistic 20 MB/s) is sent again, then after twice as long, and so on.
+  std::chrono::milliseconds resend_after;
   double warn_after_seconds;  // a frame unacknowledged this long is reported, once; an offer, given up
 };
 
@@ -63,11 +71,13 @@ class Outbox {
   bool acknowledged(NodeId from, uint64_t msg_id);
   void refused(NodeId from, uint64_t msg_id);
 
-  // Sends every peer's oldest unsettled frame whose next try is due.
+  // Sends every peer's oldest unsettled frame whose next try is due, or whose connection broke
+  // since it was handed over.
   SendTally pump();
   // Every frame acknowledged or refused, or an offer given up on.
   bool settled() const;
-  // How long until a resend is due, at least 1 ms; `cap` if none is due sooner.
+  // How long until a timed resend is due, at least 1 ms; `cap` if none is due sooner. (A broken
+  // connection ends the transport's wait by itself.)
   std::chrono::milliseconds until_next_resend(std::chrono::milliseconds cap) const;
 
   // The peer of each refused frame, and of each frame neither acknowledged nor refused (offers
@@ -81,12 +91,17 @@ class Outbox {
     OutboxEntry entry;
     std::chrono::steady_clock::time_point next_try{}, first_try{};
     std::chrono::milliseconds backoff{0};
-    int tries = 0;
+    uint64_t breaks_at_send = 0;  // Transport::breaks of the peer when it was last handed over
+    std::chrono::milliseconds queue_backoff{0};  // while the peer's queue is full
+    int tries = 0;  // times handed over to the transport
     bool warned = false;
     bool open() const { return !entry.acked && !entry.failed && !entry.given_up; }
     bool offer() const { return entry.phase == kOfferPhase; }
+    bool attempted() const { return first_try != std::chrono::steady_clock::time_point{}; }
   };
   void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
+  // Says once that the peer has not acknowledged `p` for warn_after_seconds.
+  void warn_if_silent(Pending& p);
   void give_up(Pending& p);
   // Gives up the open offers to `to` (a newer one replaces them), or to everyone.
   void give_up_open_offers(std::optional<NodeId> to);

@@ -38,7 +38,9 @@ struct Transport::Impl {
   zmq::socket_t router{context, zmq::socket_type::router};
   struct Peer {
     std::string address;
-    std::unique_ptr<zmq::socket_t> dealer;  // connected on first send
+    std::unique_ptr<zmq::socket_t> dealer;   // connected on first send
+    std::unique_ptr<zmq::socket_t> monitor;  // the dealer's DISCONNECTED events (zmq_socket_monitor)
+    uint64_t breaks = 0;
   };
   std::map<NodeId, Peer> peers;
   TransportOptions options;
@@ -48,6 +50,7 @@ struct Transport::Impl {
   std::map<PublicKey, int64_t> refused_by_key;
   int64_t refused_untracked = 0, refusals = 0;
   size_t next_socket = 0;  // where receive() looks first: round robin, so that no socket starves
+  uint64_t monitors_made = 0;  // names each monitor's inproc endpoint
 
   zmq::socket_t& dealer(NodeId peer) {
     auto it = peers.find(peer);
@@ -77,6 +80,15 @@ struct Transport::Impl {
       // (answers go out through the listening socket, which keeps linger_ms).
       s->set(zmq::sockopt::linger, 0);
       if (options.curve.keys) options.curve.keys->make_client(s->handle(), options.curve.peers.at(peer));
+      // Before connecting: a connection that breaks at once is counted too.
+      const std::string endpoint = "inproc://fednode-monitor-" + std::to_string(peer) + "-" +
+                                   std::to_string(++monitors_made);
+      if (zmq_socket_monitor(s->handle(), endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+        throw zmq::error_t();
+      auto monitor = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+      monitor->set(zmq::sockopt::linger, 0);
+      monitor->connect(endpoint);
+      it->second.monitor = std::move(monitor);
       try {
         s->connect(it->second.address);
       } catch (const zmq::error_t& e) {
@@ -177,6 +189,7 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
   if (p.address != address) {
     p.address = address;
     p.dealer.reset();
+    p.monitor.reset();
   }
 }
 
@@ -228,7 +241,14 @@ bool Transport::send(NodeId peer, const std::string& frame) {
 
 void Transport::drop_queued(NodeId peer) {
   const auto it = impl_->peers.find(peer);
-  if (it != impl_->peers.end()) it->second.dealer.reset();  // linger 0: the queue goes with it
+  if (it == impl_->peers.end()) return;
+  it->second.dealer.reset();  // linger 0: the queue goes with it
+  it->second.monitor.reset();
+}
+
+uint64_t Transport::breaks(NodeId peer) const {
+  const auto it = impl_->peers.find(peer);
+  return it == impl_->peers.end() ? 0 : it->second.breaks;
 }
 
 bool Transport::reply(const Incoming& in, const std::string& frame) {
@@ -256,6 +276,12 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
         owners.push_back(id);
       }
     const size_t data_items = items.size();
+    std::vector<Impl::Peer*> monitored;
+    for (auto& [id, p] : impl_->peers)
+      if (p.monitor) {
+        items.push_back({p.monitor->handle(), 0, ZMQ_POLLIN, 0});
+        monitored.push_back(&p);
+      }
     if (impl_->zap) items.push_back({impl_->zap->handle(), 0, ZMQ_POLLIN, 0});
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 deadline - std::chrono::steady_clock::now()));
@@ -268,6 +294,22 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     // Admission first: a handshake waits on its answer, while data can wait for the next turn.
     if (impl_->zap && (items.back().revents & ZMQ_POLLIN))
       while (impl_->zap->get(zmq::sockopt::events) & ZMQ_POLLIN) impl_->answer_zap();
+    // A broken connection returns at once: its frames may need sending again (Outbox::pump).
+    bool broke = false;
+    for (size_t k = 0; k < monitored.size(); ++k) {
+      if (!(items[data_items + k].revents & ZMQ_POLLIN)) continue;
+      // Each event is two parts: 2 bytes of event id and 4 of value, then the endpoint.
+      for (auto parts = Impl::read_all(*monitored[k]->monitor); !parts.empty();
+           parts = Impl::read_all(*monitored[k]->monitor)) {
+        uint16_t event = 0;
+        if (parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+          ++monitored[k]->breaks;
+          broke = true;
+        }
+      }
+    }
+    if (broke) return std::nullopt;
     // Starting where the last frame came from, one past it: a flood on the ROUTER must not
     // keep the acknowledgements that come in on the DEALERs waiting.
     for (size_t k = 0; k < data_items; ++k) {

@@ -109,11 +109,16 @@ class Transport {
   // one, which also connects at once instead of after libzmq's reconnect backoff). For a frame
   // the caller no longer wants delivered: a stale one would otherwise go out ahead of the next.
   void drop_queued(NodeId peer);
+  // How many times a connection to `peer` broke after it was made (a peer that restarted, a
+  // heartbeat that timed out). A frame handed over before a break may never have arrived, and
+  // its acknowledgement may be lost; on a connection that did not break, neither happens
+  // (TCP delivers, and libzmq drops nothing on a live connection of these sockets).
+  uint64_t breaks(NodeId peer) const;
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 
   // Waits up to `timeout` for one frame from any socket, answering CURVE admission (ZAP)
-  // requests meanwhile.
+  // requests meanwhile; returns early, with nothing, when a connection to a peer broke.
   std::optional<Incoming> receive(std::chrono::milliseconds timeout);
 
   // CURVE clients the ZAP handler has refused so far.

@@ -42,7 +42,7 @@ struct InProcessFederation {
     c.method.method = "fedcgs";
     c.local = train.subset(parts.at(static_cast<size_t>(f.topology.partition_index(id))));
     c.test = test;
-    c.retry_initial = c.retry_max = std::chrono::milliseconds(20);
+    c.retry_initial = c.resend_after = std::chrono::milliseconds(20);
     return c;
   }
   Identity identity(NodeId id) const { return load_identity(f.topology.key_dir_of(id)); }

@@ -128,7 +128,7 @@ TEST(Embedding, AStateDirectoryIsContinuedOnlyUnderItsConfiguration) {
   NodeConfig same = chain.config(0);
   same.topology.federation.deadline_seconds = 7;
   same.test = same.test->first(100);
-  same.retry_max = 500ms;
+  same.resend_after = 500ms;
   {
     Node continued(std::move(same), chain.identity(0));
     EXPECT_EQ(continued.result().restarts, 1);

@@ -93,6 +93,36 @@ TEST_F(OutboxTest, APeerGetsItsNextFrameOnlyOnceThePreviousIsSettled) {
   EXPECT_TRUE(outbox.settled());
 }
 
+// A live connection loses nothing, so a frame goes out once however long its acknowledgement
+// takes; a connection that breaks may have lost it, and it goes out again at once.
+TEST_F(OutboxTest, AFrameIsResentWhenItsConnectionBreaksAndNotBefore) {
+  Transport self(0, "tcp://127.0.0.1:23601");
+  self.add_peer(1, "tcp://127.0.0.1:23602");
+  Outbox outbox(store_, self, OutboxTiming{milliseconds(20), milliseconds(3600 * 1000), 3600.0},
+                [](const std::string&) {}, [](NodeId id) { return "node " + std::to_string(id); });
+  add(outbox, 1, "knowledge");
+  const auto received = [&](Transport& peer, milliseconds for_how_long) {
+    int got = 0;
+    for (const auto until = std::chrono::steady_clock::now() + for_how_long; std::chrono::steady_clock::now() < until;) {
+      outbox.pump();
+      self.receive(milliseconds(5));  // where the transport hears of a broken connection
+      if (auto in = peer.receive(milliseconds(5))) {
+        EXPECT_EQ(in->frame.view(), "knowledge");
+        ++got;
+      }
+    }
+    return got;
+  };
+  {
+    Transport peer(1, "tcp://127.0.0.1:23602");
+    EXPECT_EQ(received(peer, milliseconds(1500)), 1) << "no resend on a connection that did not break";
+    EXPECT_EQ(self.breaks(1), 0u);
+  }
+  Transport restarted(1, "tcp://127.0.0.1:23602");
+  EXPECT_EQ(received(restarted, milliseconds(3000)), 1) << "sent again once the connection broke";
+  EXPECT_GE(self.breaks(1), 1u);
+}
+
 TEST_F(OutboxTest, WhatIsSettledIsStoredAndARestartResendsOnlyTheRest) {
   Transport self(0, "tcp://127.0.0.1:23651"), peer(2, "tcp://127.0.0.1:23652");
   self.add_peer(2, "tcp://127.0.0.1:23652");
