@@ -180,6 +180,7 @@ MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, con
 TransportOptions transport_options(const NodeConfig& config, std::shared_ptr<const CurveKeyPair> curve_keys) {
   TransportOptions t = config.transport;
   t.max_message_bytes = config.limits.max_message_bytes;
+  t.silence_ms = static_cast<int>(config.topology.federation.silence_seconds * 1000);
   t.curve = CurveSettings{};
   if (curve_keys) {
     t.curve.keys = std::move(curve_keys);

@@ -214,9 +214,14 @@ void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
   s.set(zmq::sockopt::linger, options.linger_ms);
   s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_message_bytes));
   s.set(zmq::sockopt::rcvhwm, options.receive_queue);
-  s.set(zmq::sockopt::heartbeat_ivl, options.heartbeat_ivl_ms);
-  s.set(zmq::sockopt::heartbeat_timeout, options.heartbeat_timeout_ms);
-  s.set(zmq::sockopt::heartbeat_ttl, options.heartbeat_timeout_ms);
+  const int silence_s = std::max(1, options.silence_ms / 1000);
+  s.set(zmq::sockopt::tcp_keepalive, 1);
+  // Probes start after a third of the silence and come every sixth: three unanswered ones
+  // (the count) end the connection within the silence.
+  s.set(zmq::sockopt::tcp_keepalive_idle, std::max(1, silence_s / 3));
+  s.set(zmq::sockopt::tcp_keepalive_intvl, std::max(1, silence_s / 6));
+  s.set(zmq::sockopt::tcp_keepalive_cnt, 3);
+  s.set(zmq::sockopt::tcp_maxrt, options.silence_ms);
   // A peer that is down is redialled every 0.1 s, backing off to 0.5 s: a finished node run
   // again listens for about a second, and with libzmq's backoff up to 2 s a hub's redial fell
   // between its starts and missed it (it never took the refitted head the hub was offering).

@@ -7,7 +7,8 @@
 //    its peer restarts; its send queue holds one frame (ZMQ_SNDHWM 1), so retries for a peer
 //    that is down never pile up duplicate multi-megabyte frames. (Not ZMQ_IMMEDIATE: it makes
 //    libzmq discard unread inbound frames of a connection that closes — a peer's last ack.)
-//  - ZMTP heartbeats (ZMQ_HEARTBEAT_*) detect a dead TCP connection and make the DEALER reconnect.
+//  - silence ends a connection (TransportOptions::silence_ms: TCP keepalive and TCP_USER_TIMEOUT,
+//    not ZMTP heartbeats), and the DEALER reconnects.
 // The transport moves opaque single-part frames; sealing, acks, retries and deadlines are the
 // node's (node/link.h, node/node.h). ZMQ_MAXMSGSIZE bounds what a peer can make it allocate.
 //
@@ -44,8 +45,13 @@ struct CurveSettings {
 
 struct TransportOptions {
   uint64_t max_message_bytes = uint64_t{256} << 20;  // larger frames drop their connection
-  int heartbeat_ivl_ms = 1000;
-  int heartbeat_timeout_ms = 10000;
+  // A connection whose peer acknowledges nothing for this long is dropped (and a DEALER dials
+  // again): data sent and not acknowledged by the peer's TCP (TCP_USER_TIMEOUT, ZMQ_TCP_MAXRT),
+  // or, while idle, keepalive probes unanswered. Silence, not the clock: a slow transfer that
+  // moves is never cut. Not ZMTP heartbeats: libzmq 4.3.4 aborts (stream_engine_base.cpp:331,
+  // zeromq/libzmq#4364) when a heartbeat timer fires on a connection that already failed, which
+  // a 128-leaf star's hub hit under load. A Node sets this from [federation] silence_seconds.
+  int silence_ms = 30000;
   int linger_ms = 2000;  // on close: how long unsent answers (a last ack) may still go out
   // Complete frames libzmq may queue per connection before it stops reading that connection
   // (TCP then holds the sender back; nothing is lost). A peer has at most one unacknowledged

@@ -26,6 +26,7 @@ struct TopologyBuildOptions {
   uint64_t seed = 0;                 // the federation's seed; also draws the random graph
   double deadline_seconds = kDefaultDeadlineSeconds;
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
+  double silence_seconds = kDefaultSilenceSeconds;
   HopEncryption hop_encryption = HopEncryption::None;  // [federation] hop_encryption
   OptionMap options;                 // [federation.options]
   OptionMap data;                    // [federation.data]

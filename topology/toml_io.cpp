@@ -197,7 +197,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.line = line_of(*fed);
   for (auto&& [key, value] : *fed) f.key_lines[std::string(key.str())] = line_of(value);
   const std::string fw = "[federation]";
-  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "hop_encryption", "hub", "start",
+  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "hop_encryption", "hub", "start",
                           "options", "data"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
@@ -213,6 +213,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.seed = static_cast<uint64_t>(r.integer(*fed, "seed", fw, 0, INT64_MAX).value_or(0));
   f.deadline_seconds = r.number(*fed, "deadline_seconds", fw).value_or(kDefaultDeadlineSeconds);
   f.ack_deadline_seconds = r.number(*fed, "ack_deadline_seconds", fw).value_or(kDefaultAckDeadlineSeconds);
+  f.silence_seconds = r.number(*fed, "silence_seconds", fw).value_or(kDefaultSilenceSeconds);
   if (const auto hop = r.string(*fed, "hop_encryption", fw)) {
     try {
       f.hop_encryption = parse_hop_encryption(*hop);
@@ -383,6 +384,7 @@ std::string to_toml(const Topology& t) {
   // the run name they had before the key existed.
   if (f.ack_deadline_seconds != kDefaultAckDeadlineSeconds)
     out << "ack_deadline_seconds = " << float_text(f.ack_deadline_seconds) << "\n";
+  if (f.silence_seconds != kDefaultSilenceSeconds) out << "silence_seconds = " << float_text(f.silence_seconds) << "\n";
   if (f.hop_encryption != HopEncryption::None) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";
   if (f.start) out << "start = " << *f.start << "\n";

@@ -44,6 +44,9 @@ constexpr double kDefaultDeadlineSeconds = 300.0;
 // How long a node that has done its work waits for its last acknowledgements, and a finished node
 // for the receipts that say its own acknowledgements were recorded (docs/node.md, "Closing").
 constexpr double kDefaultAckDeadlineSeconds = 60.0;
+// A connection whose peer acknowledges nothing for this long — data it was sent, or keepalive
+// probes while idle — is dropped and dialled again (docs/node.md, "Transport").
+constexpr double kDefaultSilenceSeconds = 30.0;
 // A run name is hashed into the run id; the bound only keeps names readable in logs.
 constexpr size_t kMaxRunNameBytes = 128;
 
@@ -84,6 +87,7 @@ struct FederationSettings {
   uint64_t seed = 0;
   double deadline_seconds = kDefaultDeadlineSeconds;
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
+  double silence_seconds = kDefaultSilenceSeconds;
   HopEncryption hop_encryption = HopEncryption::None;
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)

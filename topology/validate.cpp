@@ -108,6 +108,11 @@ class Checker {
       fail(f.line_of("ack_deadline_seconds"),
            "[federation] ack_deadline_seconds must be in (0, " + std::to_string(int64_t(kMaxDeadlineSeconds)) +
                "], got " + exact_text(f.ack_deadline_seconds));
+    // TCP keepalive counts whole seconds: below 1 s it could not be honoured.
+    if (!(f.silence_seconds >= 1) || f.silence_seconds > kMaxDeadlineSeconds)
+      fail(f.line_of("silence_seconds"),
+           "[federation] silence_seconds must be in [1, " + std::to_string(int64_t(kMaxDeadlineSeconds)) + "], got " +
+               exact_text(f.silence_seconds));
     // A topology built in memory may hold any value the enum's storage allows.
     if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
       fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");

@@ -175,6 +175,16 @@ TEST(TopologyIo, AckDeadlineIsWrittenOnlyWhenSet) {
                "'ack_deadline_seconds' must be a number, got a string");
 }
 
+TEST(TopologyIo, SilenceIsWrittenOnlyWhenSetAndCountsWholeSeconds) {
+  Topology t = test::parse(test::federation("linear") + test::nodes(1));
+  EXPECT_EQ(t.federation.silence_seconds, kDefaultSilenceSeconds);
+  EXPECT_EQ(to_toml(t).find("silence_seconds"), std::string::npos);
+  t.federation.silence_seconds = 120;
+  EXPECT_EQ(test::parse(to_toml(t)).federation.silence_seconds, 120);
+  EXPECT_ERROR(test::federation("linear", "silence_seconds = 0.5") + test::nodes(1),
+               "t.toml:4: [federation] silence_seconds must be in [1, 604800], got 0.5");
+}
+
 TEST(TopologyIo, OptionTextsSurviveRoundTripsExactly) {
   Topology t = test::parse(test::federation("linear") + test::nodes(1));
   const std::vector<std::string> values = {"0",     "-3",   "007",   "-0",    "1e-6",   "1e-06", "0.1",  "3.0",
