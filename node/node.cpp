@@ -33,8 +33,10 @@ constexpr int kFramesPerStep = 256;
 // seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s);
 // and while a receipt is outstanding, up to the ack deadline (node/inbox.h).
 constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
-// An outstanding receipt is asked for again (the message acknowledged again) this often.
+// An outstanding receipt is asked for again (the message acknowledged again) this often; the
+// wait is said after kReceiptPatience seconds of closing (a busy hub's receipts take a moment).
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
+constexpr double kReceiptPatience = 5.0;
 
 }  // namespace
 
@@ -297,7 +299,7 @@ struct Node::Impl {
           " s; a sender restarted from now on will end incomplete though its message arrived");
       return true;
     }
-    if (!said_receipt_wait) {
+    if (!said_receipt_wait && open_for >= kReceiptPatience) {
       said_receipt_wait = true;
       say("waiting for " + peers + " to confirm it stored my acknowledgement (it may be restarting; up to " +
           std::to_string(static_cast<int>(ack_deadline())) + " s)");
