@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "core/options.h"
 #include "crypto/key_files.h"
+#include "features/allocator.h"
 #include "node/node.h"
 #include "node/node_config.h"
 #include "topology/topology.h"
@@ -74,6 +75,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     say("stopped while extracting features; nothing was cached or stored, the same command starts again");
     return 130;
   }
+  release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
   config.state_dir = a.str("state-dir", "");
   config.callbacks.progress = say;
 

@@ -46,6 +46,8 @@ BatchAllocations::~BatchAllocations() {
   malloc_trim(0);
 }
 
+void release_freed_memory() { malloc_trim(0); }
+
 const char* batch_allocations_tunables() {
   static const std::string text = "glibc.malloc.mmap_threshold=" + std::to_string(kBatchHeapUpTo) +
                                   ":glibc.malloc.trim_threshold=" + std::to_string(kBatchHeapUpTo);
