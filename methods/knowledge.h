@@ -4,6 +4,7 @@
 
 #include "core/types.h"
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <variant>
@@ -87,6 +88,51 @@ struct Knowledge {
   // Size of the payload as it travels (float32 or float16 tensors, float64 statistics),
   // excluding framing; used for the bytes-sent columns of reports.
   int64_t payload_bytes(bool half_precision) const;
+};
+
+// The pieces a method combines, seen where they lie: a node holds each received piece once, and
+// merging 128 FedCGS pieces of a 5 MB Gram matrix each must not copy them first (a star's hub
+// held three copies of every piece at its peak). Built from the node's own storage (pointers,
+// or a vector of pieces), or, for tests and small programs, from a braced list of pieces, which
+// it then holds. Neither copyable nor movable: it is made where a call needs it.
+class KnowledgeList {
+ public:
+  KnowledgeList() = default;
+  KnowledgeList(std::vector<const Knowledge*> pieces) : refs_(std::move(pieces)) {}  // NOLINT: a view
+  KnowledgeList(const std::vector<Knowledge>& pieces) {  // NOLINT: a view
+    for (const Knowledge& k : pieces) refs_.push_back(&k);
+  }
+  KnowledgeList(std::initializer_list<Knowledge> pieces) : owned_(pieces) {
+    for (const Knowledge& k : owned_) refs_.push_back(&k);
+  }
+  KnowledgeList(const KnowledgeList&) = delete;
+  KnowledgeList& operator=(const KnowledgeList&) = delete;
+
+  size_t size() const { return refs_.size(); }
+  bool empty() const { return refs_.empty(); }
+  const Knowledge& operator[](size_t i) const { return *refs_[i]; }
+
+  class const_iterator {
+   public:
+    explicit const_iterator(std::vector<const Knowledge*>::const_iterator at) : at_(at) {}
+    const Knowledge& operator*() const { return **at_; }
+    const Knowledge* operator->() const { return *at_; }
+    const_iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    bool operator!=(const const_iterator& o) const { return at_ != o.at_; }
+    bool operator==(const const_iterator& o) const { return at_ == o.at_; }
+
+   private:
+    std::vector<const Knowledge*>::const_iterator at_;
+  };
+  const_iterator begin() const { return const_iterator(refs_.begin()); }
+  const_iterator end() const { return const_iterator(refs_.end()); }
+
+ private:
+  std::vector<Knowledge> owned_;
+  std::vector<const Knowledge*> refs_;
 };
 
 // Contributor rules (docs/architecture.md, "Rules that keep merging honest").

@@ -11,7 +11,7 @@ const char* to_string(FedPftOptions::SampleCorrelation c) {
   return "?";
 }
 
-Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,
+Selection select_for_combination(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx, const std::string& method) {
   for (size_t i = 0; i < received.size(); ++i)
     check_compatible(received[i], method, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint,

@@ -95,9 +95,9 @@ class Method {
   virtual ~Method() = default;
   virtual std::string name() const = 0;
   virtual Knowledge summarize(const Features& local, const NodeContext& ctx) const = 0;
-  virtual Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+  virtual Knowledge merge(const KnowledgeList& received, const Features* local,
                           const NodeContext& ctx) const = 0;
-  virtual std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+  virtual std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                          const NodeContext& ctx) const = 0;
   // Throws InputError if merge or fit_head would refuse this one piece: the same checks they
   // make, so that a node refuses a bad piece when it arrives rather than when it combines, by
@@ -113,7 +113,7 @@ struct Selection {
   bool use_local = false;                // the node is not among their contributors
   Contributors contributors;             // union of everything combined, local included
 };
-Selection select_for_combination(const std::vector<Knowledge>& received, const Features* local,
+Selection select_for_combination(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx, const std::string& method);
 
 }  // namespace fednode

@@ -107,7 +107,7 @@ bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
   const auto& k = std::get<Knowledge>(p);
   const auto kind = *routing_kind(type);
   for (const auto& piece : pieces_)
-    if (piece.from == from && piece.kind == kind && piece.knowledge.contributors == k.contributors) return true;
+    if (piece.from == from && piece.kind == kind && piece.knowledge->contributors == k.contributors) return true;
   return false;
 }
 
@@ -128,14 +128,14 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
   piece.from = from;
   piece.seq = seq;
   piece.kind = kind;
-  piece.knowledge = std::get<Knowledge>(std::move(payload));
+  piece.knowledge = std::make_shared<const Knowledge>(std::get<Knowledge>(std::move(payload)));
   // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
   // order), so the piece naming it completes what the plan waits for from it.
-  const bool completes = piece.knowledge.contributors.count(from) != 0 || kind == PlanMessage::Complete;
-  if (fresh && config_.on_knowledge) config_.on_knowledge(from, piece.knowledge);
+  const bool completes = piece.knowledge->contributors.count(from) != 0 || kind == PlanMessage::Complete;
+  if (fresh && config_.on_knowledge) config_.on_knowledge(from, *piece.knowledge);
   if (fresh)
     say("received " + std::string(to_string(type)) + " from " + who(from) + " (contributors " +
-        to_string(piece.knowledge.contributors) + ")");
+        to_string(piece.knowledge->contributors) + ")");
   const auto& late_from = config_.plan.late_from;
   piece.late = progress_.stage() != PlanProgress::Stage::Gather && kind == PlanMessage::Knowledge &&
                std::find(late_from.begin(), late_from.end(), from) == late_from.end();
@@ -234,7 +234,7 @@ auto Machine::with_admission(const std::string& what, Work&& work) {
 
 void Machine::discard(const ReceivedPiece& p, const std::string& why) {
   say("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
-      to_string(p.knowledge.contributors) + "): " + why);
+      to_string(p.knowledge->contributors) + "): " + why);
   add_once(outcome_.discarded_from, p.from);
   // `p` may be one of `pieces_`: copy the key before moving elements around.
   const NodeId from = p.from;
@@ -326,14 +326,15 @@ void Machine::take_complete(Actions& out) {
   if (!complete) return;
   // Partial when a node upstream gave up on someone: then what this node already holds (its
   // phase-1 inputs) still counts, combined with it, rather than being thrown away.
-  const Contributors& covers = complete->knowledge.contributors;
+  const Contributors& covers = complete->knowledge->contributors;
   const bool partial = !includes(covers, outcome_.contributors);
   say("refitting the head on the complete knowledge " + to_string(covers) +
       (partial ? ", with the knowledge this node holds, since it covers less than " + to_string(outcome_.contributors)
                : std::string()));
-  std::vector<Knowledge> inputs;
+  std::vector<const Knowledge*> inputs;
   if (partial) inputs = knowledge_in_order(pieces_);  // the Knowledge pieces
-  inputs.push_back(complete->knowledge);
+  inputs.push_back(complete->knowledge.get());
+  const std::shared_ptr<const Knowledge> complete_knowledge = complete->knowledge;  // discard() may erase `complete`
   std::optional<Refit> r;
   try {
     r = refit_head(*config_.method, inputs, *config_.local, config_.ctx);
@@ -344,8 +345,7 @@ void Machine::take_complete(Actions& out) {
   outcome_.seconds_head += r->seconds;
   set_head(std::shared_ptr<const Head>(std::move(r->head)), r->contributors, out);
   if (config_.plan.complete_to)
-    send_knowledge(*config_.plan.complete_to, std::make_shared<const Knowledge>(complete->knowledge),
-                   MessageType::Complete, 2, out);
+    send_knowledge(*config_.plan.complete_to, complete_knowledge, MessageType::Complete, 2, out);
 }
 
 void Machine::refit(Actions& out) {

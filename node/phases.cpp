@@ -28,9 +28,10 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
         std::find(plan.wait_for.begin(), plan.wait_for.end(), p.from) != plan.wait_for.end())
       order.push_back(&p);
   sort_inputs(order);
-  std::vector<Knowledge> in;
-  in.reserve(order.size());
-  for (const ReceivedPiece* p : order) in.push_back(p->knowledge);
+  std::vector<const Knowledge*> pieces;
+  pieces.reserve(order.size());
+  for (const ReceivedPiece* p : order) pieces.push_back(p->knowledge.get());
+  const KnowledgeList in(pieces);
 
   const bool ring_last = plan.complete_to && !plan.complete_from;
   const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
@@ -50,7 +51,7 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
         const auto& b = in[j].contributors;
         contained = j != i && std::includes(b.begin(), b.end(), a.begin(), a.end()) && (a != b || j < i);
       }
-      if (!contained) r.outgoing.push_back(in[i]);
+      if (!contained) r.outgoing.push_back(in[i]);  // a copy: what a relay forwards is its own
     }
     const auto t0 = std::chrono::steady_clock::now();
     r.outgoing.push_back(method.summarize(local, ctx));
@@ -66,7 +67,7 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
   return r;
 }
 
-Refit refit_head(const Method& method, const std::vector<Knowledge>& knowledge, const Features& local,
+Refit refit_head(const Method& method, const KnowledgeList& knowledge, const Features& local,
                  const NodeContext& ctx) {
   Refit r;
   StepOutput out = run_step(method, knowledge, local, ctx, false, true);

@@ -19,22 +19,24 @@ struct ReceivedPiece {
   NodeId from = 0;
   uint64_t seq = 0;  // the sender's order (message id on the network)
   PlanMessage kind = PlanMessage::Knowledge;
-  Knowledge knowledge;
+  // Shared, never copied: a piece is held once however many lists of inputs name it (a FedCGS
+  // piece is a d x d matrix, 5 MB at d = 784, and a hub holds one per leaf).
+  std::shared_ptr<const Knowledge> knowledge;
 };
 void sort_inputs(std::vector<ReceivedPiece>& pieces);
 void sort_inputs(std::vector<const ReceivedPiece*>& pieces);
 
 // Every Knowledge piece (not Complete) in that order: what a refit after phase 1 combines.
-// `Piece` is ReceivedPiece or derived from it; each knowledge is copied once, into the result.
+// `Piece` is ReceivedPiece or derived from it; the pointers are to the pieces' own knowledge.
 template <class Piece>
-std::vector<Knowledge> knowledge_in_order(const std::vector<Piece>& pieces) {
+std::vector<const Knowledge*> knowledge_in_order(const std::vector<Piece>& pieces) {
   std::vector<const ReceivedPiece*> order;
   for (const ReceivedPiece& p : pieces)
     if (p.kind == PlanMessage::Knowledge) order.push_back(&p);
   sort_inputs(order);
-  std::vector<Knowledge> knowledge;
+  std::vector<const Knowledge*> knowledge;
   knowledge.reserve(order.size());
-  for (const ReceivedPiece* p : order) knowledge.push_back(p->knowledge);
+  for (const ReceivedPiece* p : order) knowledge.push_back(p->knowledge.get());
   return knowledge;
 }
 
@@ -59,7 +61,7 @@ struct Refit {
 };
 // A head on everything `knowledge` and the local data hold (ring's complete knowledge, graph
 // feedback, late arrivals), by the contributor rules.
-Refit refit_head(const Method& method, const std::vector<Knowledge>& knowledge, const Features& local,
+Refit refit_head(const Method& method, const KnowledgeList& knowledge, const Features& local,
                  const NodeContext& ctx);
 
 // Runs `work` on `pieces`. Pieces that each passed Method::validate can still fail together (a

@@ -10,7 +10,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-StepOutput run_step(const Method& method, const std::vector<Knowledge>& received, const Features& local,
+StepOutput run_step(const Method& method, const KnowledgeList& received, const Features& local,
                     const NodeContext& ctx, bool forwards, bool fits_head) {
   StepOutput out;
   if (forwards) {

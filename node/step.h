@@ -18,7 +18,7 @@ struct StepOutput {
   double head_seconds = 0;
 };
 
-StepOutput run_step(const Method& method, const std::vector<Knowledge>& received, const Features& local,
+StepOutput run_step(const Method& method, const KnowledgeList& received, const Features& local,
                     const NodeContext& ctx, bool forwards, bool fits_head);
 
 // Bytes a head occupies in its saved form (what a hub sends back to each leaf).

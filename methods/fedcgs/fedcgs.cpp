@@ -25,7 +25,7 @@ class FedCgs final : public Method {
     return wrap(compute_stats(local), Contributors{ctx.node}, ctx);
   }
 
-  Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+  Knowledge merge(const KnowledgeList& received, const Features* local,
                   const NodeContext& ctx) const override {
     if (local) check_local(*local, ctx);
     const Selection sel = select_for_combination(received, local, ctx, name());
@@ -48,7 +48,7 @@ class FedCgs final : public Method {
     validate_stats(std::get<StatsKnowledge>(piece.payload), ctx.num_classes, ctx.dim, where);
   }
 
-  std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx) const override {
     const Knowledge k = merge(received, local, ctx);
     LdaDiagnostics diag;

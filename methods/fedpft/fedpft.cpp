@@ -25,12 +25,12 @@ class FedPft final : public Method {
     return fedpft_summarize(local, options_, ctx);
   }
 
-  Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+  Knowledge merge(const KnowledgeList& received, const Features* local,
                   const NodeContext& ctx) const override {
     return fedpft_merge(received, local, options_, ctx);
   }
 
-  std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx) const override {
     const Features train = fedpft_training_set(received, local, options_, ctx);
     LinearTrainOptions head = options_.head;

@@ -115,7 +115,7 @@ const ClassMixture* find_class(const Knowledge& k, int label) {
 }
 
 // The pieces select_for_combination chose, validated.
-Selection choose(const std::vector<Knowledge>& received, const Features* local,
+Selection choose(const KnowledgeList& received, const Features* local,
                  const NodeContext& ctx) {
   if (local) check_local(*local, ctx);
   for (size_t i = 0; i < received.size(); ++i)
@@ -268,7 +268,7 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   return k;
 }
 
-Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
+Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
                        const FedPftOptions& o, const NodeContext& ctx) {
   validate_fedpft_options(o, "fedpft options");
   const Selection sel = choose(received, local, ctx);
@@ -310,7 +310,7 @@ Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* l
   return out;
 }
 
-Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,
+Features fedpft_training_set(const KnowledgeList& received, const Features* local,
                              const FedPftOptions& o, const NodeContext& ctx) {
   validate_fedpft_options(o, "fedpft options");
   const Selection sel = choose(received, local, ctx);

@@ -39,7 +39,7 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& options,
 // the class is refitted on the union (count = sum). Contributors = union. With
 // SampleCorrelation::Shared the pieces' sketches and the local data's are combined and truncated
 // to options.correlation_rank.
-Knowledge fedpft_merge(const std::vector<Knowledge>& received, const Features* local,
+Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
                        const FedPftOptions& options, const NodeContext& ctx);
 
 // Throws InputError if sampling this piece alone to its counts (times the synthetic
@@ -50,7 +50,7 @@ void check_piece_fits(const Knowledge& k, const FedPftOptions& options, const No
 // What the head is trained on: every chosen piece sampled to its counts, plus the local real
 // features if this node is not already among the pieces' contributors. Diagonal and spherical
 // mixtures are drawn with the correlation options.sample_correlation names.
-Features fedpft_training_set(const std::vector<Knowledge>& received, const Features* local,
+Features fedpft_training_set(const KnowledgeList& received, const Features* local,
                              const FedPftOptions& options, const NodeContext& ctx);
 
 // The seed of the stream node ctx.node draws class `label` of a piece with these contributors from.

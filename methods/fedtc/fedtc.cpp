@@ -92,7 +92,7 @@ class FedTc final : public Method {
     return k;
   }
 
-  Knowledge merge(const std::vector<Knowledge>& received, const Features* local,
+  Knowledge merge(const KnowledgeList& received, const Features* local,
                   const NodeContext& ctx) const override {
     const Selection sel = select_for_combination(received, local, ctx, kMethod);
     std::vector<const Knowledge*> parts = sel.pieces;
@@ -140,7 +140,7 @@ class FedTc final : public Method {
     check_prototypes(piece, where);
   }
 
-  std::unique_ptr<Head> fit_head(const std::vector<Knowledge>& received, const Features* local,
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx) const override {
     const Knowledge k = merge(received, local, ctx);
     const auto& classes = std::get<PrototypeKnowledge>(k.payload).classes;

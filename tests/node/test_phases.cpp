@@ -13,9 +13,11 @@ ReceivedPiece piece(NodeId from, uint64_t seq, int64_t samples) {
   ReceivedPiece p;
   p.from = from;
   p.seq = seq;
-  p.knowledge.contributors = {from};
-  p.knowledge.payload = StatsKnowledge{};
-  std::get<StatsKnowledge>(p.knowledge.payload).N = {samples};
+  Knowledge k;
+  k.contributors = {from};
+  k.payload = StatsKnowledge{};
+  std::get<StatsKnowledge>(k.payload).N = {samples};
+  p.knowledge = std::make_shared<const Knowledge>(std::move(k));
   return p;
 }
 
@@ -29,7 +31,7 @@ struct BudgetedWork {
     int64_t total = 0;
     std::vector<NodeId> used;
     for (const auto& p : pieces) {
-      const int64_t n = std::get<StatsKnowledge>(p.knowledge.payload).N[0];
+      const int64_t n = std::get<StatsKnowledge>(p.knowledge->payload).N[0];
       if (n < 0) throw InputError("node " + std::to_string(p.from) + ": negative count");
       total += n;
       used.push_back(p.from);
