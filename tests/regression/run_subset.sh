@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI check (ctest: regression_subset): runs the regression suite's subset with FEDNODE_BINARY and
-# compares every report with the golden files in tests/regression/baseline-subset/, recorded with
-# the binary of commit 47f191c (tests/regression/README.md). Any difference in accuracy,
+# compares every report with the golden files in tests/regression/baseline-subset/ (their history:
+# tests/regression/README.md). Any difference in accuracy,
 # contributors, bytes ... fails. Ports 26230-26233 (the launched diamond).
 #   bash tests/regression/run_subset.sh FEDNODE_BINARY
 set -u
