@@ -60,7 +60,7 @@ struct NodeConfig {
   // at 20 MB/s), then after twice as long, and so on: a connection that did not break loses
   // nothing, so a resend on it would only be a duplicate.
   std::chrono::milliseconds retry_initial{200};
-  std::chrono::milliseconds resend_after{60000};
+  std::chrono::milliseconds resend_after{300000};
   // How long a node that has done its work still waits for the acknowledgements of its last
   // sends before it gives up on them (they are reported), and a finished node for the receipts
   // of its own acknowledgements. Empty: the topology's [federation] ack_deadline_seconds.
