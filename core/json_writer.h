@@ -50,14 +50,7 @@ class JsonWriter {
   JsonWriter& null() { prefix(); out_ << "null"; return *this; }
 
   template <typename T>
-  JsonWriter& array(const std::vector<T>& values) {
-    begin_array();
-    compact_ = true;
-    for (const auto& v : values) value(v);
-    compact_ = false;
-    close_compact(']');
-    return *this;
-  }
+  JsonWriter& array(const std::vector<T>& values) { return array_of(values); }
   template <typename Container>
   JsonWriter& array_of(const Container& values) {
     begin_array();
