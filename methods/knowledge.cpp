@@ -3,6 +3,7 @@
 #include "methods/registry.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 
 namespace fednode {
@@ -108,6 +109,14 @@ Contributors united(const Contributors& a, const Contributors& b) {
   Contributors out = a;
   out.insert(b.begin(), b.end());
   return out;
+}
+
+void KnowledgeSum::add(const Knowledge& piece, const std::string& where) {
+  if (!disjoint(piece.contributors, contributors_))
+    throw std::logic_error("folding " + to_string(piece.contributors) + " into a sum of " + to_string(contributors_) +
+                           ": contributors overlap");
+  add_payload(piece, where);
+  contributors_.insert(piece.contributors.begin(), piece.contributors.end());
 }
 
 CombinePlan plan_combination(const std::vector<const Contributors*>& pieces) {

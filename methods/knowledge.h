@@ -90,15 +90,39 @@ struct Knowledge {
   int64_t payload_bytes(bool half_precision) const;
 };
 
+// Knowledge that adds up (FedCGS's statistics), folded piece by piece into one running sum as it
+// arrives (Method::start_sum), so that a node holds the sum rather than every piece: a star's hub
+// of 128 leaves held 128 Gram matrices. Only the method that made a sum reads what it holds.
+class KnowledgeSum {
+ public:
+  virtual ~KnowledgeSum() = default;
+  // Adds `piece`, which passed the method's validate() and whose contributors are disjoint from
+  // those already added (std::logic_error otherwise: the caller decides what may be folded).
+  // Throws InputError, the sum unchanged, if the piece cannot be summed.
+  void add(const Knowledge& piece, const std::string& where);
+  // Whose data the sum holds: the union of the pieces' contributors.
+  const Contributors& contributors() const { return contributors_; }
+
+ protected:
+  virtual void add_payload(const Knowledge& piece, const std::string& where) = 0;
+
+ private:
+  Contributors contributors_;
+};
+
 // The pieces a method combines, seen where they lie: a node holds each received piece once, and
 // merging 128 FedCGS pieces of a 5 MB Gram matrix each must not copy them first (a star's hub
 // held three copies of every piece at its peak). Built from the node's own storage (pointers,
 // or a vector of pieces), or, for tests and small programs, from a braced list of pieces, which
 // it then holds. Neither copyable nor movable: it is made where a call needs it.
+// It may also carry a sum of pieces already folded (KnowledgeSum): the contributor rules treat
+// the sum as one more piece whose contributors are the union of the folded pieces'.
 class KnowledgeList {
  public:
   KnowledgeList() = default;
   KnowledgeList(std::vector<const Knowledge*> pieces) : refs_(std::move(pieces)) {}  // NOLINT: a view
+  KnowledgeList(std::vector<const Knowledge*> pieces, const KnowledgeSum* folded)
+      : refs_(std::move(pieces)), folded_(folded) {}
   KnowledgeList(const std::vector<Knowledge>& pieces) {  // NOLINT: a view
     for (const Knowledge& k : pieces) refs_.push_back(&k);
   }
@@ -108,9 +132,12 @@ class KnowledgeList {
   KnowledgeList(const KnowledgeList&) = delete;
   KnowledgeList& operator=(const KnowledgeList&) = delete;
 
+  // The pieces, not counting the folded sum.
   size_t size() const { return refs_.size(); }
-  bool empty() const { return refs_.empty(); }
   const Knowledge& operator[](size_t i) const { return *refs_[i]; }
+  // Nothing received: no piece, and no folded sum with any contributor.
+  bool empty() const { return refs_.empty() && (!folded_ || folded_->contributors().empty()); }
+  const KnowledgeSum* folded() const { return folded_; }
 
   class const_iterator {
    public:
@@ -133,6 +160,7 @@ class KnowledgeList {
  private:
   std::vector<Knowledge> owned_;
   std::vector<const Knowledge*> refs_;
+  const KnowledgeSum* folded_ = nullptr;
 };
 
 // Contributor rules (docs/architecture.md, "Rules that keep merging honest").

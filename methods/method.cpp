@@ -18,11 +18,13 @@ Selection select_for_combination(const KnowledgeList& received, const Features* 
                      "received knowledge #" + std::to_string(i));
   std::vector<const Contributors*> sets;
   for (const auto& k : received) sets.push_back(&k.contributors);
+  if (received.folded()) sets.push_back(&received.folded()->contributors());  // index received.size()
   const CombinePlan plan = plan_combination(sets);
   Selection s;
   for (size_t idx : plan.chosen) {
-    s.pieces.push_back(&received[idx]);
-    s.contributors.insert(received[idx].contributors.begin(), received[idx].contributors.end());
+    if (idx == received.size()) s.use_folded = true;
+    else s.pieces.push_back(&received[idx]);
+    s.contributors.insert(sets[idx]->begin(), sets[idx]->end());
   }
   s.use_local = local != nullptr && local->size() > 0 && s.contributors.count(ctx.node) == 0;
   if (s.use_local) s.contributors.insert(ctx.node);

@@ -103,13 +103,20 @@ class Method {
   // make, so that a node refuses a bad piece when it arrives rather than when it combines, by
   // which time the piece is stored and acknowledged (node/node.cpp).
   virtual void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const = 0;
+  // An empty running sum, for a method whose knowledge adds up: a node may then fold pieces into
+  // it as they arrive and hand it to merge and fit_head in a KnowledgeList, which must give what
+  // the pieces themselves give. Null (the default) for knowledge that does not add: mixtures and
+  // prototypes are merged by taking every piece's components.
+  virtual std::unique_ptr<KnowledgeSum> start_sum(const NodeContext&) const { return nullptr; }
 };
 
 std::unique_ptr<Method> make_method(const MethodOptions& options);
 
 // The pieces of `received` a node may combine, and whether its own data is still new to them.
+// A folded sum in `received` is one more candidate, by the same rules.
 struct Selection {
   std::vector<const Knowledge*> pieces;  // disjoint contributor sets
+  bool use_folded = false;               // received.folded() is combined too, disjoint from `pieces`
   bool use_local = false;                // the node is not among their contributors
   Contributors contributors;             // union of everything combined, local included
 };

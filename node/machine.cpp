@@ -6,6 +6,7 @@
 #include "node/step.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 namespace fednode {
@@ -46,6 +47,19 @@ Precision transfer_precision(const MethodOptions& m) {
 
 Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(config_.plan) {
   outcome_.expected_contributors = config_.plan.expected_contributors;
+  const NodePlan& plan = config_.plan;
+  if (relays_pieces(plan) || plan.complete_from) return;
+  folded_ = config_.method->start_sum(config_.ctx);
+  if (!folded_) return;
+  std::map<NodeId, int> routes;  // per contributor, the senders that can bring its data here
+  for (const auto& [sender, possible] : plan.sources)
+    for (NodeId c : possible) ++routes[c];
+  for (NodeId from : plan.wait_for) {
+    const auto it = plan.sources.find(from);
+    if (it != plan.sources.end() && it->second == Contributors{from} && routes[from] == 1)
+      foldable_senders_.push_back(from);
+  }
+  std::sort(foldable_senders_.begin(), foldable_senders_.end());
 }
 
 std::string Machine::who(NodeId id) const { return config_.topology->describe(id); }
@@ -108,7 +122,29 @@ bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
   const auto kind = *routing_kind(type);
   for (const auto& piece : pieces_)
     if (piece.from == from && piece.kind == kind && piece.knowledge->contributors == k.contributors) return true;
+  if (kind == PlanMessage::Knowledge)
+    for (const auto& piece : folded_pieces_)
+      if (piece.from == from && piece.contributors == k.contributors) return true;
   return false;
+}
+
+bool Machine::fold(NodeId from, PlanMessage kind, const Knowledge& k) {
+  if (!folded_ || kind != PlanMessage::Knowledge ||
+      !std::binary_search(foldable_senders_.begin(), foldable_senders_.end(), from))
+    return false;
+  try {
+    folded_->add(k, "knowledge from " + who(from));
+  } catch (const InputError& e) {
+    // Held as it is: merging then finds the same trouble and discards the piece, naming it.
+    return false;
+  }
+  folded_pieces_.push_back(FoldedPiece{from, k.contributors});
+  return true;
+}
+
+template <class P>
+KnowledgeList Machine::knowledge_held(const std::vector<P>& held) const {
+  return KnowledgeList(knowledge_in_order(held), folded_.get());
 }
 
 Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
@@ -140,7 +176,7 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
   piece.late = progress_.stage() != PlanProgress::Stage::Gather && kind == PlanMessage::Knowledge &&
                std::find(late_from.begin(), late_from.end(), from) == late_from.end();
   const bool late = piece.late;
-  pieces_.push_back(std::move(piece));
+  if (!fold(from, kind, *piece.knowledge)) pieces_.push_back(std::move(piece));
   if (completes) progress_.received(from, kind);
   if (late) refit_pending_ = true;
   return out;
@@ -186,6 +222,8 @@ void Machine::restart(bool phase1_done, bool phase2_done, std::shared_ptr<const 
 
 void Machine::release_inputs() {
   std::vector<Piece>().swap(pieces_);
+  folded_.reset();
+  std::vector<FoldedPiece>().swap(folded_pieces_);
   hub_head_.reset();
 }
 
@@ -250,7 +288,7 @@ void Machine::phase1(Actions& out, double now) {
   const Features& local = *config_.local;
   say("merging what arrived with " + std::to_string(local.size()) + " local samples (" + config_.method->name() + ")");
   PhaseOne one = with_admission("merging", [&](const std::vector<ReceivedPiece>& received) {
-    return run_phase_one(*config_.method, plan, received, local, config_.ctx);
+    return run_phase_one(*config_.method, plan, received, folded_.get(), local, config_.ctx);
   });
   outcome_.seconds_merge += one.merge_seconds;
   outcome_.seconds_head += one.head_seconds;
@@ -332,7 +370,7 @@ void Machine::take_complete(Actions& out) {
       (partial ? ", with the knowledge this node holds, since it covers less than " + to_string(outcome_.contributors)
                : std::string()));
   std::vector<const Knowledge*> inputs;
-  if (partial) inputs = knowledge_in_order(pieces_);  // the Knowledge pieces
+  if (partial) inputs = knowledge_in_order(pieces_);  // the Knowledge pieces (none folded: see folded_)
   inputs.push_back(complete->knowledge.get());
   const std::shared_ptr<const Knowledge> complete_knowledge = complete->knowledge;  // discard() may erase `complete`
   std::optional<Refit> r;
@@ -354,7 +392,7 @@ void Machine::refit(Actions& out) {
   if (covers == outcome_.contributors) return;
   say("refitting the head with knowledge that came after phase 1: " + to_string(covers));
   Refit r = with_admission("refitting", [&](const std::vector<ReceivedPiece>& held) {
-    return refit_head(*config_.method, knowledge_in_order(held), *config_.local, config_.ctx);
+    return refit_head(*config_.method, knowledge_held(held), *config_.local, config_.ctx);
   });
   outcome_.seconds_head += r.seconds;
   std::shared_ptr<const Head> refitted(std::move(r.head));
@@ -366,7 +404,7 @@ void Machine::refit(Actions& out) {
 }
 
 Contributors Machine::held_contributors() const {
-  return select_for_combination(knowledge_in_order(pieces_), config_.local, config_.ctx, config_.method->name())
+  return select_for_combination(knowledge_held(pieces_), config_.local, config_.ctx, config_.method->name())
       .contributors;
 }
 

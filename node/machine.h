@@ -112,6 +112,8 @@ class Machine {
   std::vector<NodeId> never_delivered() const { return progress_.missing(); }
   const MachineOutcome& outcome() const { return outcome_; }
   const NodePlan& plan() const { return config_.plan; }
+  // Knowledge pieces folded into a running sum as they arrived (see foldable_senders_).
+  size_t folded_count() const { return folded_pieces_.size(); }
   // A driver that will deliver nothing more (the simulator, once the machine is done) frees
   // the pieces it holds.
   void release_inputs();
@@ -121,6 +123,18 @@ class Machine {
   struct Piece : ReceivedPiece {
     bool late = false;  // arrived after phase 1 was done: merged into the head only
   };
+  // What is kept of a piece folded into `folded_`: enough to know a repeat.
+  struct FoldedPiece {
+    NodeId from = 0;
+    Contributors contributors;
+  };
+
+  // Folds an accepted Knowledge piece into the running sum if the plan never needs it apart;
+  // false (nothing changed) if it must be held as it is.
+  bool fold(NodeId from, PlanMessage kind, const Knowledge& k);
+  // The Knowledge pieces of `held` in input order, with the folded sum.
+  template <class P>
+  KnowledgeList knowledge_held(const std::vector<P>& held) const;
 
   // Phase 1: merges the wait_for senders' knowledge with the local data, fits the head, and sends
   // the merged knowledge on (knowledge, feedback, the ring's complete; the hub's head).
@@ -158,6 +172,14 @@ class Machine {
   PlanProgress progress_;
   MachineOutcome outcome_;
   std::vector<Piece> pieces_;
+  // Additive knowledge (Method::start_sum) from senders in foldable_senders_ is folded into
+  // folded_ as it arrives, so that a star's hub holds one sum rather than a piece per leaf. A
+  // sender qualifies when nothing could ever want its piece apart: it is waited for, it can send
+  // only its own data, and nobody else can send that data here; and this node neither relays
+  // pieces nor takes a ring's complete knowledge (which must be able to replace the pieces).
+  std::unique_ptr<KnowledgeSum> folded_;
+  std::vector<NodeId> foldable_senders_;  // sorted
+  std::vector<FoldedPiece> folded_pieces_;
   std::optional<HeadMessage> hub_head_;
   double hub_head_arrived_ = 0;
   bool hub_refused_ = false;  // the hub refused this leaf's knowledge: no refit will come

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace fednode {
 
@@ -20,8 +21,14 @@ void sort_inputs(std::vector<const ReceivedPiece*>& pieces) {
                    [](const ReceivedPiece* a, const ReceivedPiece* b) { return input_order(*a, *b); });
 }
 
+bool relays_pieces(const NodePlan& plan) {
+  const bool ring_last = plan.complete_to && !plan.complete_from;
+  const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
+  return forwards && !plan.forward_merged;
+}
+
 PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
-                       const Features& local, const NodeContext& ctx) {
+                       const KnowledgeSum* folded, const Features& local, const NodeContext& ctx) {
   std::vector<const ReceivedPiece*> order;
   for (const auto& p : received)
     if (p.kind == PlanMessage::Knowledge &&
@@ -31,12 +38,12 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
   std::vector<const Knowledge*> pieces;
   pieces.reserve(order.size());
   for (const ReceivedPiece* p : order) pieces.push_back(p->knowledge.get());
-  const KnowledgeList in(pieces);
+  const KnowledgeList in(std::move(pieces), folded);
 
   const bool ring_last = plan.complete_to && !plan.complete_from;
   const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
   PhaseOne r;
-  if (plan.forward_merged || !forwards) {
+  if (!relays_pieces(plan)) {
     StepOutput out = run_step(method, in, local, ctx, forwards, plan.fits_head);
     r.merge_seconds = out.merge_seconds;
     r.head_seconds = out.head_seconds;
@@ -44,6 +51,7 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
     r.head = std::move(out.head);
   } else {
     // A relay (docs/topologies.md, "Diamonds").
+    if (folded) throw std::logic_error("a relay was given folded pieces");
     for (size_t i = 0; i < in.size(); ++i) {
       bool contained = false;
       for (size_t j = 0; j < in.size() && !contained; ++j) {

@@ -48,11 +48,16 @@ struct PhaseOne {
   double merge_seconds = 0, head_seconds = 0;
 };
 
+// A relay forwards the pieces it received as they are (docs/topologies.md, "Diamonds"), so it
+// must hold them apart: it may not fold them into a sum.
+bool relays_pieces(const NodePlan& plan);
+
 // Phase 1 (docs/topologies.md): merge the wait_for senders' knowledge with the local data, fit
 // the head, and what to forward — one merged piece, or, for a relay, every piece unchanged
-// (except those contained in another) plus the node's own summary, last.
+// (except those contained in another) plus the node's own summary, last. `folded`, when not null,
+// holds wait_for senders' pieces folded as they arrived (never at a relay).
 PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
-                       const Features& local, const NodeContext& ctx);
+                       const KnowledgeSum* folded, const Features& local, const NodeContext& ctx);
 
 struct Refit {
   std::unique_ptr<Head> head;

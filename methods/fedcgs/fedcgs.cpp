@@ -3,13 +3,26 @@
 #include "core/json_writer.h"
 #include "methods/registry.h"
 
-#include <sstream>
-
 #include <cstdio>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace fednode {
 namespace {
+
+// FedCGS's running sum: statistics summed exactly, so that folding pieces as they arrive gives
+// bit for bit what merging the same pieces at once gives.
+class FoldedStats final : public KnowledgeSum {
+ public:
+  FoldedStats(int num_classes, int dim) : sum(num_classes, dim) {}
+  StatsSum sum;
+
+ private:
+  void add_payload(const Knowledge& piece, const std::string& where) override {
+    sum.add(std::get<StatsKnowledge>(piece.payload), where);
+  }
+};
 
 class FedCgs final : public Method {
  public:
@@ -32,15 +45,24 @@ class FedCgs final : public Method {
     if (sel.pieces.empty() && !sel.use_local)
       throw InputError("FedCGS merge on node " + std::to_string(ctx.node) +
                        ": neither received statistics nor local data to combine");
-    StatsKnowledge sum = zero_stats(ctx.num_classes, ctx.dim);
+    StatsSum sum(ctx.num_classes, ctx.dim);
+    if (sel.use_folded) {
+      const auto* folded = dynamic_cast<const FoldedStats*>(received.folded());
+      if (!folded) throw std::logic_error("FedCGS merge: the folded sum is not FedCGS's");
+      sum.add(folded->sum);
+    }
     for (const Knowledge* piece : sel.pieces) {
       const std::string where = "statistics from contributors " + to_string(piece->contributors);
       const auto& stats = std::get<StatsKnowledge>(piece->payload);
       validate_stats(stats, ctx.num_classes, ctx.dim, where);
-      accumulate_stats(sum, stats, where);
+      sum.add(stats, where);
     }
-    if (sel.use_local) accumulate_stats(sum, compute_stats(*local), "local statistics");
-    return wrap(std::move(sum), sel.contributors, ctx);
+    if (sel.use_local) sum.add(compute_stats(*local), "local statistics");
+    return wrap(sum.total(), sel.contributors, ctx);
+  }
+
+  std::unique_ptr<KnowledgeSum> start_sum(const NodeContext& ctx) const override {
+    return std::make_unique<FoldedStats>(ctx.num_classes, ctx.dim);
   }
 
   void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {

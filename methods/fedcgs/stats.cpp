@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace fednode {
 namespace {
@@ -45,6 +46,12 @@ void check_features(const Features& f) {
         throw InputError("FedCGS features: non-finite value at row " + std::to_string(first_row + i) +
                          ", column " + std::to_string(j));
   throw InputError("FedCGS features: non-finite value");
+}
+
+// Finite and below ExactSums::kTermLimit, every entry: what StatsSum adds exactly.
+bool summable(const MatrixD& m) {
+  const Eigen::Map<const Eigen::VectorXd> v(m.data(), m.size());
+  return v.size() == 0 || (v.allFinite() && v.cwiseAbs().maxCoeff() < ExactSums::kTermLimit);
 }
 
 void mirror_upper(MatrixD& B) {
@@ -93,26 +100,60 @@ StatsKnowledge compute_stats(const Features& features, int64_t chunk_rows) {
   return s;
 }
 
-void accumulate_stats(StatsKnowledge& into, const StatsKnowledge& other, const std::string& where) {
-  if (into.A.rows() != other.A.rows() || into.A.cols() != other.A.cols() ||
-      into.N.size() != other.N.size() || into.B.rows() != other.B.rows() ||
-      into.B.cols() != other.B.cols())
-    throw InputError(where + ": statistics of shape " + std::to_string(other.A.rows()) + "x" +
-                     std::to_string(other.A.cols()) + " cannot be added to " +
-                     std::to_string(into.A.rows()) + "x" + std::to_string(into.A.cols()));
-  for (size_t j = 0; j < into.N.size(); ++j) {
-    if (other.N[j] < 0 || into.N[j] < 0 || other.N[j] > kMaxCount - into.N[j])
-      throw InputError(where + ": count of class " + std::to_string(j) + " is negative or overflows");
-  }
-  for (size_t j = 0; j < into.N.size(); ++j) into.N[j] += other.N[j];
-  into.A += other.A;
-  into.B += other.B;
+StatsSum::StatsSum(int num_classes, int dim)
+    : num_classes_(num_classes),
+      dim_(dim),
+      counts_(static_cast<size_t>(std::max(num_classes, 0)), 0),
+      class_sums_(static_cast<size_t>(std::max(num_classes, 0)) * static_cast<size_t>(std::max(dim, 0))),
+      gram_(static_cast<size_t>(std::max(dim, 0)) * (static_cast<size_t>(std::max(dim, 0)) + 1) / 2) {
+  if (num_classes <= 0) throw InputError("FedCGS statistics need at least one class");
+  if (dim <= 0) throw InputError("FedCGS statistics need a positive feature dimension");
 }
 
-StatsKnowledge add_stats(const StatsKnowledge& a, const StatsKnowledge& b) {
-  StatsKnowledge out = a;
-  accumulate_stats(out, b, "add_stats");
-  return out;
+void StatsSum::add(const StatsKnowledge& s, const std::string& where) {
+  if (s.A.rows() != num_classes_ || s.A.cols() != dim_ || s.N.size() != counts_.size() || s.B.rows() != dim_ ||
+      s.B.cols() != dim_)
+    throw InputError(where + ": statistics of shape " + std::to_string(s.A.rows()) + "x" +
+                     std::to_string(s.A.cols()) + " cannot be added to " + std::to_string(num_classes_) + "x" +
+                     std::to_string(dim_));
+  for (size_t j = 0; j < counts_.size(); ++j)
+    if (s.N[j] < 0 || s.N[j] > kMaxCount - counts_[j])
+      throw InputError(where + ": count of class " + std::to_string(j) + " is negative or overflows");
+  // Checked before anything is added, so that a refused piece leaves the sum as it was.
+  if (!summable(s.A) || !summable(s.B))
+    throw InputError(where + ": a statistic is NaN, Inf or of magnitude 2^320 or more, beyond what FedCGS sums exactly");
+  for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += s.N[j];
+  bool added = class_sums_.add(0, s.A.data(), static_cast<size_t>(s.A.size()));
+  size_t at = 0;
+  for (Eigen::Index i = 0; i < dim_; ++i) {
+    const auto n = static_cast<size_t>(dim_ - i);
+    added = added && gram_.add(at, &s.B(i, i), n);  // row-major: row i from the diagonal on is contiguous
+    at += n;
+  }
+  if (!added) throw std::logic_error("StatsSum::add: a term passed the check but was refused");
+}
+
+void StatsSum::add(const StatsSum& other) {
+  if (other.num_classes_ != num_classes_ || other.dim_ != dim_)
+    throw std::logic_error("StatsSum::add: sums of different shapes");
+  for (size_t j = 0; j < counts_.size(); ++j) {
+    if (other.counts_[j] > kMaxCount - counts_[j])
+      throw InputError("FedCGS statistics: count of class " + std::to_string(j) + " overflows");
+  }
+  for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += other.counts_[j];
+  class_sums_.add(other.class_sums_);
+  gram_.add(other.gram_);
+}
+
+StatsKnowledge StatsSum::total() const {
+  StatsKnowledge s = zero_stats(num_classes_, dim_);
+  s.N = counts_;
+  for (Eigen::Index k = 0; k < s.A.size(); ++k) s.A.data()[k] = class_sums_.value(static_cast<size_t>(k));
+  size_t at = 0;
+  for (Eigen::Index i = 0; i < dim_; ++i)
+    for (Eigen::Index j = i; j < dim_; ++j) s.B(i, j) = gram_.value(at++);
+  mirror_upper(s.B);
+  return s;
 }
 
 void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std::string& where) {
@@ -160,6 +201,9 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
         throw InputError(where + ": class sum A(" + std::to_string(j) + ", " + std::to_string(k) +
                          ") is too large for the class's count and the Gram matrix's diagonal");
     }
+  // What the bounds above leave open (B off its diagonal) must still be summable.
+  if (!summable(s.A) || !summable(s.B))
+    throw InputError(where + ": a statistic has magnitude 2^320 or more, beyond what FedCGS sums exactly");
   // Decoded statistics are symmetric by construction (the wire carries one triangle); statistics
   // handed over in-process must be too, up to the rounding of whoever produced them.
   // Tile by tile: B(j, i) walks a column, and at d = 4096 a plain double loop missed the cache

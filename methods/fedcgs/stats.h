@@ -3,9 +3,11 @@
 // statistics of the whole, which is what makes FedCGS independent of topology and partition.
 #pragma once
 
+#include "core/exact_sum.h"
 #include "methods/knowledge.h"
 
 #include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -19,12 +21,28 @@ StatsKnowledge compute_stats(const Features& features, int64_t chunk_rows = 0);
 // Zero statistics for `num_classes` classes of dimension `dim`.
 StatsKnowledge zero_stats(int num_classes, int dim);
 
-// into += other (A, N and B summed). Shapes must agree; counts must not overflow.
-void accumulate_stats(StatsKnowledge& into, const StatsKnowledge& other, const std::string& where);
-StatsKnowledge add_stats(const StatsKnowledge& a, const StatsKnowledge& b);
+// Statistics summed exactly (core/exact_sum.h): the total does not depend on the order in which
+// pieces were added, so a node may fold pieces in as they arrive (a star's hub, in whatever order
+// its leaves answer) and fit the same head as any other order, and holds C*d + d(d+1)/2 sums
+// rather than a C x d and a d x d matrix per piece. The total is rounded to double once.
+class StatsSum {
+ public:
+  StatsSum(int num_classes, int dim);
+  // Throws InputError naming `where`, the sum unchanged, for a shape other than this sum's,
+  // counts that overflow, or an entry at or beyond ExactSums::kTermLimit (2^320).
+  void add(const StatsKnowledge& s, const std::string& where);
+  void add(const StatsSum& other);  // same shape
+  StatsKnowledge total() const;     // both triangles of B filled
+
+ private:
+  int num_classes_, dim_;
+  std::vector<int64_t> counts_;
+  ExactSums class_sums_;  // A, row-major
+  ExactSums gram_;        // B's upper triangle, row by row from the diagonal
+};
 
 // Checks what a received payload must satisfy before it is summed: shapes C x d, C and d x d,
-// finite values, non-negative counts, zero sums for empty classes, a symmetric B with a
+// finite values below ExactSums::kTermLimit, non-negative counts, zero sums for empty classes, a symmetric B with a
 // non-negative diagonal. Throws InputError naming `where` and the first violation.
 void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std::string& where);
 

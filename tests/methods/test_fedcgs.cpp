@@ -144,15 +144,43 @@ TEST(FedCgsStats, ValidationAcceptsBoundaryCasesAndRefusesImpossibleOnes) {
   }
 }
 
-TEST(FedCgsStats, AccumulatingRefusesCountsBeyondWhatADoubleHolds) {
-  StatsKnowledge into = zero_stats(1, 2), other = zero_stats(1, 2);
-  into.N[0] = int64_t{1} << 52;
+TEST(FedCgsStats, SummingRefusesCountsBeyondWhatADoubleHolds) {
+  StatsKnowledge big = zero_stats(1, 2), other = zero_stats(1, 2);
+  big.N[0] = int64_t{1} << 52;
   other.N[0] = (int64_t{1} << 52) + 1;
-  EXPECT_THROW(accumulate_stats(into, other, "sum"), InputError);
-  EXPECT_EQ(into.N[0], int64_t{1} << 52);
+  StatsSum sum(1, 2);
+  sum.add(big, "first");
+  EXPECT_THROW(sum.add(other, "second"), InputError);
+  EXPECT_EQ(sum.total().N[0], int64_t{1} << 52);  // the refused piece left nothing behind
   other.N[0] = int64_t{1} << 52;  // exactly 2^53: still exact
-  accumulate_stats(into, other, "sum");
-  EXPECT_EQ(into.N[0], int64_t{1} << 53);
+  sum.add(other, "second");
+  EXPECT_EQ(sum.total().N[0], int64_t{1} << 53);
+}
+
+TEST(FedCgsStats, SummingRefusesTermsBeyondTheExactRangeAndLeavesTheSumAlone) {
+  StatsKnowledge s = zero_stats(1, 2);
+  s.N[0] = 1;
+  s.A(0, 0) = 1.0;
+  s.B(0, 0) = s.B(1, 1) = 2.0;
+  StatsSum sum(1, 2);
+  sum.add(s, "first");
+  StatsKnowledge huge = s;
+  huge.B(0, 1) = huge.B(1, 0) = 0x1p320;  // off the diagonal, which nothing else bounds
+  EXPECT_THROW(sum.add(huge, "second"), InputError);  // A, which comes first, was not added
+  EXPECT_EQ(sum.total().B, s.B);
+  EXPECT_EQ(sum.total().N, s.N);
+  try {
+    validate_stats(huge, 1, 2, "from node 3");
+    ADD_FAILURE() << "a term of 2^320 passed validation";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("from node 3: a statistic has magnitude 2^320"), std::string::npos) << e.what();
+  }
+}
+
+StatsKnowledge sum_in_order(const std::vector<StatsKnowledge>& parts, const std::vector<size_t>& order) {
+  StatsSum sum(static_cast<int>(parts[0].N.size()), static_cast<int>(parts[0].B.rows()));
+  for (size_t i : order) sum.add(parts[i], "part " + std::to_string(i));
+  return sum.total();
 }
 
 TEST(FedCgsStats, AnyPartitionAndSummationOrderGivesTheSameStatistics) {
@@ -162,19 +190,59 @@ TEST(FedCgsStats, AnyPartitionAndSummationOrderGivesTheSameStatistics) {
   std::vector<StatsKnowledge> s;
   for (const auto& p : parts) s.push_back(compute_stats(p));
 
-  StatsKnowledge chain = s[0];
-  for (size_t i = 1; i < s.size(); ++i) chain = add_stats(chain, s[i]);
-  StatsKnowledge backwards = s[4];
-  for (int i = 3; i >= 0; --i) backwards = add_stats(s[static_cast<size_t>(i)], backwards);
-  const StatsKnowledge tree = add_stats(add_stats(s[0], s[1]), add_stats(s[2], add_stats(s[3], s[4])));
+  const StatsKnowledge forwards = sum_in_order(s, {0, 1, 2, 3, 4});
+  const StatsKnowledge backwards = sum_in_order(s, {4, 3, 2, 1, 0});
+  const StatsKnowledge shuffled = sum_in_order(s, {2, 0, 4, 1, 3});
+  // Sums of sums, as a tree of nodes forms them, equal the flat sum too.
+  StatsSum left(4, 6), right(4, 6);
+  left.add(s[0], "0");
+  left.add(s[1], "1");
+  for (size_t i : {2, 3, 4}) right.add(s[i], std::to_string(i));
+  left.add(right);
+  const StatsKnowledge tree = left.total();
 
   const FedCgsOptions opt;
   const Features test = blobs(400, 6, 4, 4.0, 5);
   const Labels expected = fit_lda_head(whole, opt)->predict(test.X);
-  for (const StatsKnowledge* sum : std::vector<const StatsKnowledge*>{&chain, &backwards, &tree}) {
-    expect_stats_equal(*sum, whole);
-    EXPECT_EQ(fit_lda_head(*sum, opt)->predict(test.X), expected);
+  for (const StatsKnowledge* sum : std::vector<const StatsKnowledge*>{&backwards, &shuffled, &tree}) {
+    // Bit for bit, whatever the order: the sums are exact and rounded once.
+    EXPECT_EQ(sum->N, forwards.N);
+    EXPECT_EQ(sum->A, forwards.A);
+    EXPECT_EQ(sum->B, forwards.B);
   }
+  expect_stats_equal(forwards, whole);
+  EXPECT_EQ(fit_lda_head(forwards, opt)->predict(test.X), expected);
+}
+
+TEST(FedCgsMethod, FoldingPiecesAsTheyArriveGivesWhatMergingThemAtOnceGives) {
+  const Features all = blobs(500, 5, 3, 3.0, 8);
+  const auto parts = partition(all, 4, 12);
+  const auto method = make_fedcgs({});
+  std::vector<Knowledge> leaves;
+  for (NodeId i = 1; i < 4; ++i) leaves.push_back(method->summarize(parts[i], ctx_for(i, all)));
+  const NodeContext hub = ctx_for(0, all);
+  const Knowledge at_once = method->merge(leaves, &parts[0], hub);
+  // Folded in another order, as a hub whose leaves answered 3, 1, 2.
+  const std::unique_ptr<KnowledgeSum> folded = method->start_sum(hub);
+  ASSERT_NE(folded, nullptr);
+  for (size_t i : {2, 0, 1}) folded->add(leaves[i], "leaf");
+  EXPECT_EQ(folded->contributors(), (Contributors{1, 2, 3}));
+  const Knowledge by_folding = method->merge(KnowledgeList({}, folded.get()), &parts[0], hub);
+  EXPECT_EQ(by_folding.contributors, at_once.contributors);
+  EXPECT_EQ(stats_of(by_folding).N, stats_of(at_once).N);
+  EXPECT_EQ(stats_of(by_folding).A, stats_of(at_once).A);
+  EXPECT_EQ(stats_of(by_folding).B, stats_of(at_once).B);
+  // A folded sum is one more piece to the contributor rules: a piece holding all of it and more
+  // replaces it, and one within it adds nothing.
+  const Knowledge everyone = method->merge(leaves, &parts[0], hub);  // {0, 1, 2, 3}
+  const Knowledge replaced = method->merge(KnowledgeList({&everyone}, folded.get()), &parts[0], hub);
+  EXPECT_EQ(replaced.contributors, everyone.contributors);
+  EXPECT_EQ(stats_of(replaced).B, stats_of(everyone).B);
+  const Knowledge within = method->merge({leaves[0]}, &parts[2], ctx_for(2, all));  // {1, 2}
+  const Knowledge kept = method->merge(KnowledgeList({&within}, folded.get()), &parts[0], hub);
+  EXPECT_EQ(kept.contributors, (Contributors{0, 1, 2, 3}));
+  EXPECT_EQ(stats_of(kept).B, stats_of(at_once).B);
+  EXPECT_THROW(folded->add(leaves[0], "leaf 1 again"), std::logic_error);
 }
 
 TEST(FedCgsMethod, ChainAndStarTopologiesEqualOneMachine) {
@@ -254,8 +322,8 @@ TEST_F(FedCgsMerge, DuplicatesAndSubsetsAreIgnored) {
   EXPECT_EQ(stats_of(again).N, stats_of(once).N);
   EXPECT_EQ(stats_of(again).A, stats_of(once).A);
   EXPECT_EQ(stats_of(again).B, stats_of(once).B);
-  expect_stats_equal(stats_of(once), add_stats(add_stats(compute_stats(parts[0]), compute_stats(parts[1])),
-                                               compute_stats(parts[2])));
+  expect_stats_equal(stats_of(once),
+                     sum_in_order({compute_stats(parts[0]), compute_stats(parts[1]), compute_stats(parts[2])}, {0, 1, 2}));
 }
 
 TEST_F(FedCgsMerge, PieceThatAlreadyHoldsThisNodeDoesNotReAddLocal) {
@@ -274,7 +342,7 @@ TEST_F(FedCgsMerge, PartialOverlapIsNotSummed) {
   const Knowledge m = method->merge({k12, k01}, &parts[3], ctx(3));
   // {0,1} and {1,2} overlap in node 1: only one of them ({0,1}, the smaller ids) may be summed.
   EXPECT_EQ(m.contributors, (Contributors{0, 1, 3}));
-  expect_stats_equal(stats_of(m), add_stats(stats_of(k01), compute_stats(parts[3])));
+  expect_stats_equal(stats_of(m), sum_in_order({stats_of(k01), compute_stats(parts[3])}, {0, 1}));
 }
 
 TEST_F(FedCgsMerge, NothingToMergeIsAnError) {

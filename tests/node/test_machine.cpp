@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+
 namespace fednode {
 namespace {
 
@@ -140,6 +143,50 @@ TEST(Machine, AStarLeafTakesItsHubsHead) {
   EXPECT_TRUE(f[1].plan_done());
   EXPECT_EQ(f[1].outcome().head, heads[0].head);
   EXPECT_EQ(f[1].outcome().contributors, (Contributors{0, 1, 2}));
+}
+
+std::string saved(const Head& head) {
+  std::ostringstream out;
+  head.save(out);
+  return out.str();
+}
+
+// A hub holds one running sum, not a piece per leaf, and the order its leaves answer in does not
+// change a bit of its head.
+TEST(Machine, AStarHubFoldsItsLeavesStatisticsInAnyOrderAndFitsTheSameHead) {
+  Federation f(TopologyMode::Star, 5);
+  std::vector<Action> sends;
+  for (int leaf = 1; leaf < 5; ++leaf) sends.push_back(of_kind(f[leaf].tick(0.0), Action::Kind::Send).at(0));
+  Machine other(f.config(0));
+  other.restart(false, false, nullptr, {}, 0.0);
+  for (int leaf = 1; leaf < 5; ++leaf)
+    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[leaf - 1]), true, 0.0);
+  for (int leaf : {4, 2, 1, 3})
+    other.accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[leaf - 1]), true, 0.0);
+  EXPECT_EQ(f[0].folded_count(), 4u);
+  EXPECT_EQ(other.folded_count(), 4u);
+  EXPECT_TRUE(other.is_repeat(3, MessageType::Knowledge, payload_of(sends[2]))) << "a folded piece is still known";
+  f[0].tick(0.0);
+  other.tick(0.0);
+  ASSERT_TRUE(f[0].outcome().head && other.outcome().head);
+  EXPECT_EQ(other.outcome().contributors, (Contributors{0, 1, 2, 3, 4}));
+  EXPECT_EQ(saved(*other.outcome().head), saved(*f[0].outcome().head));
+}
+
+TEST(Machine, OnlyPiecesNothingWillWantApartAreFolded) {
+  Federation f(TopologyMode::Linear, 3);
+  const auto from_zero = of_kind(f[0].tick(0.0), Action::Kind::Send).at(0);
+  f[1].accept(0, 1, MessageType::Knowledge, payload_of(from_zero), true, 0.0);
+  EXPECT_EQ(f[1].folded_count(), 1u) << "node 0 can send only its own data, and only node 0 can send it";
+  const auto from_one = of_kind(f[1].tick(0.0), Action::Kind::Send).at(0);
+  f[2].accept(1, 1, MessageType::Knowledge, payload_of(from_one), true, 0.0);
+  EXPECT_EQ(f[2].folded_count(), 0u) << "node 1 sends {0, 1}: held as it is";
+  f[2].tick(0.0);
+  EXPECT_EQ(f[2].outcome().contributors, (Contributors{0, 1, 2}));
+  Federation ring(TopologyMode::Ring, 3);
+  const auto ring_zero = of_kind(ring[0].tick(0.0), Action::Kind::Send).at(0);
+  ring[1].accept(0, 1, MessageType::Knowledge, payload_of(ring_zero), true, 0.0);
+  EXPECT_EQ(ring[1].folded_count(), 0u) << "a ring's complete knowledge must be able to replace it";
 }
 
 TEST(Machine, ALeafLeftOutOfItsHubsHeadWaitsForTheRefitUnlessTheHubRefusedIt) {
