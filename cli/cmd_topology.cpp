@@ -30,7 +30,7 @@ const char* kHelp =
     "  linear   n0 -> n1 -> ... ; ring: the same closed back to n0, starting at n0\n"
     "  star     n0 is the hub, every other node a leaf; graph: the diamond for N = 4, otherwise a\n"
     "           random connected DAG drawn from --seed\n"
-    "  --nodes N              1 to 1024 (ring and star: at least 2)\n"
+    "  --nodes N              1 to 16384, 1024 in graph mode (ring and star: at least 2)\n"
     "  --out FILE             where to write (never overwritten; default: stdout)\n"
     "  --method M             fedpft, fedcgs or fedtc (default fedpft)\n"
     "  --base-port P          node i is tcp://H:(P+i) (default 7000)\n"

@@ -2,6 +2,8 @@
 // Kept free of LibTorch so that including it is cheap.
 #pragma once
 
+#include "core/contributors.h"
+
 #include <Eigen/Core>
 
 #include <array>
@@ -21,8 +23,6 @@ using VectorF = Eigen::VectorXf;
 using VectorD = Eigen::VectorXd;
 using Labels = std::vector<int32_t>;
 
-using NodeId = uint32_t;
-using Contributors = std::set<NodeId>;
 
 // Names one run of a federation. Message ids restart with every run, so without it a message
 // recorded in an earlier run with the same keys could be replayed into a fresh one.

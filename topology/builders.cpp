@@ -39,8 +39,9 @@ PublicKeyProvider keys_from_map(std::map<NodeId, std::string> keys) {
 
 Topology build_topology(const TopologyBuildOptions& o) {
   const std::string mode = to_string(o.mode);
-  if (o.nodes < 1 || static_cast<size_t>(o.nodes) > kMaxTopologyNodes)
-    throw InputError("a " + mode + " topology needs 1 to " + std::to_string(kMaxTopologyNodes) + " nodes, got " +
+  const size_t most = o.mode == TopologyMode::Graph ? kMaxGraphNodes : kMaxTopologyNodes;
+  if (o.nodes < 1 || static_cast<size_t>(o.nodes) > most)
+    throw InputError("a " + mode + " topology needs 1 to " + std::to_string(most) + " nodes, got " +
                      std::to_string(o.nodes));
   if ((o.mode == TopologyMode::Ring || o.mode == TopologyMode::Star) && o.nodes < 2)
     throw InputError("a " + mode + " topology needs at least 2 nodes, got " + std::to_string(o.nodes));

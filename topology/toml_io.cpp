@@ -273,7 +273,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
     const auto* arr = n->as_array();
     if (!arr || !arr->is_array_of_tables())
       r.fail(line_of(*n), "'edge' must be an array of tables: write each edge as an [[edge]] section");
-    const size_t max_edges = kMaxTopologyNodes * (kMaxTopologyNodes - 1);
+    const size_t max_edges = kMaxGraphNodes * (kMaxGraphNodes - 1);  // edges are for graph mode
     if (arr->size() > max_edges) r.fail(line_of(*n), "too many edges: " + std::to_string(arr->size()));
     for (const auto& item : *arr) {
       const auto& t = *item.as_table();

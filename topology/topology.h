@@ -33,9 +33,12 @@ HopEncryption parse_hop_encryption(const std::string& s);
 // booleans are "true"/"false").
 using OptionMap = std::map<std::string, std::string>;
 
-// Pairwise checks in graph mode are quadratic in the node count; this bounds them, and the
-// allocations a hostile file can cause.
-constexpr size_t kMaxTopologyNodes = 1024;
+// Nodes in a linear, ring or star topology: what a file may list and `fednode simulate` may
+// build (a star of 10 000 simulated nodes folds its leaves' statistics at the hub). It bounds the
+// allocations a hostile file can cause; the file's size bound (below) holds them too.
+constexpr size_t kMaxTopologyNodes = 16384;
+// Nodes in graph mode, whose pairwise checks and planning are quadratic in the node count.
+constexpr size_t kMaxGraphNodes = 1024;
 // A topology file larger than this is refused before it is read.
 constexpr size_t kMaxTopologyFileBytes = 4u << 20;
 // Deadlines beyond a week are almost certainly a unit mistake (milliseconds given as seconds).

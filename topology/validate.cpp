@@ -90,6 +90,9 @@ class Checker {
     if (t_.nodes.empty()) fail(0, "the topology lists no nodes (add [[node]] sections)");
     if (t_.nodes.size() > kMaxTopologyNodes)
       fail(0, "at most " + std::to_string(kMaxTopologyNodes) + " nodes, the topology has " + std::to_string(t_.nodes.size()));
+    if (f.mode == TopologyMode::Graph && t_.nodes.size() > kMaxGraphNodes)
+      fail(0, "graph mode: at most " + std::to_string(kMaxGraphNodes) + " nodes, the topology has " +
+                  std::to_string(t_.nodes.size()));
     if (f.method.empty()) fail(f.line_of("method"), "[federation] method is empty");
     for (char c : f.method)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))

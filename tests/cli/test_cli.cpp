@@ -268,7 +268,7 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"},
            {"--partition iid --dirichlet-alpha 0.3", "--dirichlet-alpha is a parameter of --partition dirichlet"},
            {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},
-           {"--nodes 1025", "--nodes must be in [1, 1024]"},
+           {"--nodes 16385", "--nodes must be in [1, 16384]"},
            {"--sample-correlation all", "--sample-correlation must be none, local or shared, got 'all'"},
            {"--dp --sample-correlation shared", "--sample-correlation shared applies to diagonal and spherical"},
            {"--correlation-rank 8", "--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared"},

@@ -134,7 +134,8 @@ TEST(TopologyBuilders, RejectsImpossibleRequests) {
   auto expect = [](TopologyBuildOptions o, const std::string& fragment) {
     test::expect_input_error([&] { build_topology(o); }, {fragment});
   };
-  expect(options(TopologyMode::Linear, 0), "a linear topology needs 1 to 1024 nodes, got 0");
+  expect(options(TopologyMode::Linear, 0), "a linear topology needs 1 to 16384 nodes, got 0");
+  expect(options(TopologyMode::Star, 16385), "a star topology needs 1 to 16384 nodes, got 16385");
   expect(options(TopologyMode::Graph, 2000), "needs 1 to 1024 nodes");
   expect(options(TopologyMode::Ring, 1), "a ring topology needs at least 2 nodes");
   expect(options(TopologyMode::Star, 1), "a star topology needs at least 2 nodes");

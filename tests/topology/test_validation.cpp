@@ -49,7 +49,10 @@ TEST(TopologyValidation, FederationSettings) {
 TEST(TopologyValidation, TooManyNodes) {
   Topology t = test::parse(federation("linear") + nodes(1));
   t.nodes.resize(kMaxTopologyNodes + 1, t.nodes[0]);
-  test::expect_input_error([&] { validate_topology(t); }, {"at most 1024 nodes, the topology has 1025"});
+  test::expect_input_error([&] { validate_topology(t); }, {"at most 16384 nodes, the topology has 16385"});
+  Topology g = test::parse(federation("graph") + nodes(1));
+  g.nodes.resize(kMaxGraphNodes + 1, g.nodes[0]);
+  test::expect_input_error([&] { validate_topology(g); }, {"graph mode: at most 1024 nodes, the topology has 1025"});
 }
 
 TEST(TopologyValidation, Ids) {
