@@ -236,8 +236,17 @@ struct Node::Impl {
     if (done_at == Clock::time_point{}) done_at = Clock::now();
     if (outbox->settled()) finish(NodeStatus::Finished);
     // Offers still open then do not make the node incomplete; frames its plan sends do.
-    else if (seconds_since(done_at) > ack_deadline())
+    else if (seconds_since(ack_wait_started()) > ack_deadline())
       finish(outbox->unacknowledged().empty() ? NodeStatus::Finished : NodeStatus::Incomplete);
+  }
+
+  // The ack deadline counts from the end of the plan or from the last moment a frame still
+  // unacknowledged moved towards its peer, whichever is later: a slow link that carries the
+  // frame is waited for (docs/node.md, "Reliability"), silence is not.
+  Clock::time_point ack_wait_started() {
+    Clock::time_point since = done_at;
+    for (NodeId to : outbox->unacknowledged()) since = std::max(since, transport->last_progress(to));
+    return since;
   }
 
   // Merging and fitting stop early when asked to (NodeContext::stop); the phase is then redone

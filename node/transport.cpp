@@ -1,13 +1,16 @@
 #include "node/transport.h"
 
 #include "node/socket_options.h"
+#include "node/tcp_progress.h"
 
 #include <netdb.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace fednode {
@@ -39,8 +42,11 @@ struct Transport::Impl {
   struct Peer {
     std::string address;
     std::unique_ptr<zmq::socket_t> dealer;   // connected on first send
-    std::unique_ptr<zmq::socket_t> monitor;  // the dealer's DISCONNECTED events (zmq_socket_monitor)
+    std::unique_ptr<zmq::socket_t> monitor;  // the dealer's CONNECTED and DISCONNECTED events (zmq_socket_monitor)
     uint64_t breaks = 0;
+    std::optional<TcpProgress> connection;  // the current one, once the monitor named it
+    uint64_t acked_seen = 0;
+    std::chrono::steady_clock::time_point last_progress{};
   };
   std::map<NodeId, Peer> peers;
   TransportOptions options;
@@ -83,7 +89,7 @@ struct Transport::Impl {
       // Before connecting: a connection that breaks at once is counted too.
       const std::string endpoint = "inproc://fednode-monitor-" + std::to_string(peer) + "-" +
                                    std::to_string(++monitors_made);
-      if (zmq_socket_monitor(s->handle(), endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      if (zmq_socket_monitor(s->handle(), endpoint.c_str(), ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0)
         throw zmq::error_t();
       auto monitor = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
       monitor->set(zmq::sockopt::linger, 0);
@@ -256,6 +262,21 @@ uint64_t Transport::breaks(NodeId peer) const {
   return it == impl_->peers.end() ? 0 : it->second.breaks;
 }
 
+std::chrono::steady_clock::time_point Transport::last_progress(NodeId peer) {
+  const auto it = impl_->peers.find(peer);
+  if (it == impl_->peers.end()) return {};
+  Impl::Peer& p = it->second;
+  if (p.connection) {
+    const std::optional<uint64_t> acked = p.connection->bytes_acked();
+    if (!acked) p.connection.reset();
+    else if (*acked != p.acked_seen) {
+      p.acked_seen = *acked;
+      p.last_progress = std::chrono::steady_clock::now();
+    }
+  }
+  return p.last_progress;
+}
+
 bool Transport::reply(const Incoming& in, const std::string& frame) {
   try {
     if (in.via_dealer) return send(*in.via_dealer, frame);
@@ -307,9 +328,19 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       for (auto parts = Impl::read_all(*monitored[k]->monitor); !parts.empty();
            parts = Impl::read_all(*monitored[k]->monitor)) {
         uint16_t event = 0;
-        if (parts[0].size() >= sizeof event) std::memcpy(&event, parts[0].data(), sizeof event);
-        if (event == ZMQ_EVENT_DISCONNECTED) {
-          ++monitored[k]->breaks;
+        uint32_t value = 0;  // CONNECTED: the new connection's descriptor
+        if (parts[0].size() >= sizeof event + sizeof value) {
+          std::memcpy(&event, parts[0].data(), sizeof event);
+          std::memcpy(&value, static_cast<const char*>(parts[0].data()) + sizeof event, sizeof value);
+        }
+        Impl::Peer& peer = *monitored[k];
+        if (event == ZMQ_EVENT_CONNECTED) {
+          peer.connection.emplace(static_cast<int>(value));
+          peer.acked_seen = peer.connection->bytes_acked().value_or(0);
+          peer.last_progress = std::chrono::steady_clock::now();
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
+          ++peer.breaks;
+          peer.connection.reset();
           broke = true;
         }
       }

@@ -120,6 +120,10 @@ class Transport {
   // its acknowledgement may be lost; on a connection that did not break, neither happens
   // (TCP delivers, and libzmq drops nothing on a live connection of these sockets).
   uint64_t breaks(NodeId peer) const;
+  // When data last moved to `peer`: its TCP acknowledged more bytes on the current connection
+  // (node/tcp_progress.h), or a connection to it was made. The epoch if neither happened yet.
+  // Sampled when asked: a caller asks as often as it needs the answer to be fresh.
+  std::chrono::steady_clock::time_point last_progress(NodeId peer);
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 

@@ -5,6 +5,9 @@
 // acknowledgement of the knowledge: the receiver has stored the message, the sender never hears
 // so, and killing the sender then is a kill inside the acknowledgement window, every time.
 // Connections after that one pass untouched (the restarted sender's resend gets through).
+// With `bytes_per_second`, it also forwards towards the target no faster than that, through a
+// small receive window, so that the sender's TCP sees its bytes acknowledged at that pace: a
+// slow link, for tests of deadlines that follow progress.
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -25,11 +29,15 @@ namespace fednode::testing_network {
 
 class TcpRelay {
  public:
-  TcpRelay(int listen_port, int target_port, int64_t hold_after_bytes)
-      : target_port_(target_port), hold_after_(hold_after_bytes) {
+  TcpRelay(int listen_port, int target_port, int64_t hold_after_bytes, int64_t bytes_per_second = 0)
+      : target_port_(target_port), hold_after_(hold_after_bytes), rate_(bytes_per_second) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     const int yes = 1;
     ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (rate_ > 0) {  // before listen: accepted sockets inherit it, and it sets the window they offer
+      const int window = 16 * 1024;
+      ::setsockopt(listener_, SOL_SOCKET, SO_RCVBUF, &window, sizeof window);
+    }
     sockaddr_in a = loopback(listen_port);
     if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener_, 8) != 0)
       throw std::runtime_error("relay: cannot listen on port " + std::to_string(listen_port));
@@ -98,9 +106,12 @@ class TcpRelay {
   bool pass(Pair& p, bool towards_target) {
     char buf[1 << 16];
     const int from = towards_target ? p.client : p.server, to = towards_target ? p.server : p.client;
-    const ssize_t n = ::recv(from, buf, sizeof buf, 0);
+    const size_t want = towards_target && rate_ > 0 ? static_cast<size_t>(std::clamp<int64_t>(rate_ / 20, 1, sizeof buf))
+                                                    : sizeof buf;
+    const ssize_t n = ::recv(from, buf, want, 0);
     if (n < 0 && errno == EINTR) return true;
     if (n <= 0) return false;
+    if (towards_target && rate_ > 0) ::usleep(static_cast<useconds_t>(n * 1'000'000 / rate_));
     if (towards_target) {
       p.forwarded += n;
       if (!hold_used_ && p.forwarded > hold_after_) {
@@ -146,6 +157,7 @@ class TcpRelay {
 
   int target_port_;
   int64_t hold_after_;
+  int64_t rate_;  // bytes per second towards the target; 0: as fast as they come
   int listener_ = -1;
   int wake_[2] = {-1, -1};
   std::vector<Pair> pairs_;  // only the relay's thread touches it until the destructor joins it
