@@ -13,7 +13,7 @@
 // Then the simulator runs the same data, partition, method and seed, also with one thread.
 //
 // Usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] [--method M]
-//                   [--base-port P] [--timeout SECONDS] [--keep] [--json FILE]
+//                   [--base-port P] [--silence SECONDS] [--timeout SECONDS] [--keep] [--json FILE]
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -211,12 +211,13 @@ std::string load_average() {
 int bench_main(int argc, char** argv) {
   int nodes = 32;
   long train_limit = 20000, test_limit = 2000, base_port = 0, timeout_s = 900;
-  std::string fednode = FEDNODE_CLI_PATH, json_path, method = "fedpft";
+  std::string fednode = FEDNODE_CLI_PATH, json_path, method = "fedpft", silence = "30";
   bool keep = false;
   if (fednode::bench::wants_help(argc, argv)) {
     std::printf("usage: bench_star [--nodes 32] [--fednode PATH (the built CLI)] [--train-limit 20000] [--test-limit 2000]\n"
                 "                  [--method fedpft|fedcgs|fedtc (default fedpft)]\n"
-                "                  [--base-port P (default: from the process id)] [--timeout 900] [--keep] [--json FILE]\n");
+                "                  [--base-port P (default: from the process id)] [--silence 30 (the topology's\n"
+                "                  silence_seconds)] [--timeout 900] [--keep] [--json FILE]\n");
     return 0;
   }
   for (int i = 1; i < argc; ++i) {
@@ -233,11 +234,12 @@ int bench_main(int argc, char** argv) {
     else if (flag == "--train-limit") train_limit = parse_long("--train-limit", value, 1, 1L << 30);
     else if (flag == "--test-limit") test_limit = parse_long("--test-limit", value, 1, 1L << 30);
     else if (flag == "--base-port") base_port = parse_long("--base-port", value, 1, 65535);
+    else if (flag == "--silence") silence = value;
     else if (flag == "--timeout") timeout_s = parse_long("--timeout", value, 1, 1L << 20);
     else if (flag == "--json") json_path = value, fednode::bench::require_writable("bench_star", "--json", json_path);
     else {
       std::fprintf(stderr, "usage: bench_star [--nodes N] [--fednode PATH] [--train-limit N] [--test-limit N] [--method M] "
-                           "[--base-port P] [--timeout SECONDS] [--keep] [--json FILE]\n");
+                           "[--base-port P] [--silence SECONDS] [--timeout SECONDS] [--keep] [--json FILE]\n");
       return 2;
     }
   }
@@ -263,7 +265,7 @@ int bench_main(int argc, char** argv) {
     p[0].pid = spawn({fednode, "topology", "star", "--nodes", n, "--method", method, "--out", topology, "--base-port",
                       std::to_string(base_port), "--run", "bench-star-" + std::to_string(::getpid()), "--data",
                       "dataset=fashion-mnist", "--data", "partition=dirichlet", "--data", "dirichlet-alpha=0.5",
-                      "--data", "train-limit=" + train, "--data", "test-limit=" + test},
+                      "--data", "train-limit=" + train, "--data", "test-limit=" + test, "--silence", silence},
                      dir + "/topology.log");
     p[0].running = true;
     wait_all(p, 60);
