@@ -49,8 +49,6 @@ Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(c
   outcome_.expected_contributors = config_.plan.expected_contributors;
   const NodePlan& plan = config_.plan;
   if (relays_pieces(plan) || plan.complete_from) return;
-  folded_ = config_.method->start_sum(config_.ctx);
-  if (!folded_) return;
   std::map<NodeId, int> routes;  // per contributor, the senders that can bring its data here
   for (const auto& [sender, possible] : plan.sources)
     for (NodeId c : possible) ++routes[c];
@@ -60,6 +58,9 @@ Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(c
       foldable_senders_.push_back(from);
   }
   std::sort(foldable_senders_.begin(), foldable_senders_.end());
+  // Only where something may be folded: a chain's later nodes and a star's leaves hold no sum.
+  if (!foldable_senders_.empty()) folded_ = config_.method->start_sum(config_.ctx);
+  if (!folded_) foldable_senders_.clear();  // knowledge that does not add is held as it is
 }
 
 std::string Machine::who(NodeId id) const { return config_.topology->describe(id); }
@@ -134,7 +135,7 @@ bool Machine::fold(NodeId from, PlanMessage kind, const Knowledge& k) {
     return false;
   try {
     folded_->add(k, "knowledge from " + who(from));
-  } catch (const InputError& e) {
+  } catch (const InputError&) {
     // Held as it is: merging then finds the same trouble and discards the piece, naming it.
     return false;
   }
