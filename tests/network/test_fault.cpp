@@ -195,22 +195,22 @@ TEST(Fault, MissingSendersStayMissingAcrossARestart) {
 // A star's hub waits up to the deadline for its slowest leaf before it fits the head, so a leaf
 // that waited only one deadline for that head gave up as the head was coming (found with a leaf
 // whose knowledge the hub refused). Leaf 1 starts first and leaf 2 never does: the hub, started
-// 0.5 s later, waits its 3 s for leaf 2, then sends leaf 1 the head, 3.5 s and the hub's start-up
-// after leaf 1 began waiting (more than one deadline, whatever the start-up takes); leaf 1 waits
-// two deadlines and takes it. (At 1.5 s, a start-up slowed by a loaded CI machine pushed the
-// head past leaf 1's two deadlines once.) That head lacks leaf 2's data, which
+// 0.5 s later, waits its 10 s for leaf 2, then sends leaf 1 the head, 10.5 s and the hub's
+// start-up after leaf 1 began waiting (more than one deadline, whatever the start-up takes);
+// leaf 1 waits two deadlines, 20 s, and takes it. (With 3 s deadlines, a hub whose start-up took
+// 4 s on a loaded CI machine sent the head after leaf 1's two deadlines.) That head lacks leaf 2's data, which
 // the plan meant it to cover, so leaf 1 ends incomplete (exit 3), though it missed nobody.
 TEST(Fault, StarLeafWaitsOutTheHubsOwnDeadline) {
   const auto dir = test_dir("fault");
   Federation f = make_federation(dir, TopologyMode::Star, 3, "fedcgs", 23330, {},
                                  {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}});
-  set_deadline(f, 3.0);
+  set_deadline(f, 10.0);
   const NodeId hub = *f.topology.federation.hub;
   NodeId leaf = 0, absent = 0;
   for (NodeId id : f.topology.ids())
     if (id != hub) (leaf == absent ? leaf : absent) = id;
   ASSERT_NE(leaf, absent);
-  EXPECT_DOUBLE_EQ(plan_for(f.topology, leaf).return_deadline_seconds, 6.0);
+  EXPECT_DOUBLE_EQ(plan_for(f.topology, leaf).return_deadline_seconds, 20.0);
 
   const pid_t leaf_pid = spawn_node(f, leaf);
   wait_for_log(f.state_dir(leaf) / "node.log", "takes the head of");
