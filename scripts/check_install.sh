@@ -7,7 +7,9 @@
 #      `fednode run`, node 1 in the middle is the edge app, so that it both receives and sends
 #      knowledge; every node must finish with the samples, contributors and accuracy that
 #      `fednode simulate` gives on the same data and seed. Node 1's head and node 2's input
-#      depend on node 1's part of the data, so a partition that differs from the CLI's shows.
+#      depend on node 1's part of the data, so a partition that differs from the CLI's shows;
+#   5. the installed fednode, training a LibTorch head, loads the installed lib/fednode/
+#      libfednode_torch.so (core/torch_library.h), not the build tree's.
 # Usage: scripts/check_install.sh [BUILD_DIR]   (default: build; fednode_cli must be built there)
 # Writes only inside one temporary directory, removed on exit (kept with KEEP_TMP=1).
 set -euo pipefail
@@ -128,4 +130,14 @@ for path in sys.argv[2:]:
         ok = False
 sys.exit(0 if ok else 1)
 EOF
+
+step "the installed fednode loads the installed LibTorch library"
+# glibc's loader names every file it opens under LD_DEBUG=files.
+LD_DEBUG=files "$prefix/bin/fednode" simulate --dataset fashion-mnist --train-limit 300 --test-limit 100 \
+  --method fedpft --components 1 --nodes 2 --no-baselines --quiet >"$tmp/torch.log" 2>&1 \
+  || fail "fednode simulate --method fedpft (installed)"
+loaded="$(sed -n 's/.*file=\([^ ]*libfednode_torch[.]so\) .*/\1/p' "$tmp/torch.log" | head -n 1)"
+[[ -n "$loaded" && "$loaded" -ef "$(find "$prefix" -name libfednode_torch.so | head -n 1)" ]] \
+  || fail "the installed fednode loaded '${loaded:-nothing}', not the installed libfednode_torch.so"
+echo "  loaded $loaded"
 step "ok"

@@ -1,5 +1,5 @@
 // The shuffled mini-batch loop both head trainers share. Internal: includes LibTorch, so only
-// train_linear.cpp and train_adapter.cpp may include it.
+// the *_torch.cpp trainers may include it.
 #pragma once
 
 #include "methods/heads/train.h"

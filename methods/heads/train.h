@@ -1,4 +1,4 @@
-// Head training with LibTorch. The LibTorch headers stay inside the .cpp files.
+// Head training with LibTorch, which runs inside libfednode_torch.so (core/torch_library.h).
 #pragma once
 
 #include "methods/heads/head.h"

@@ -1,9 +1,6 @@
 #include "methods/heads/train_common.h"
 
-#include "core/openmp_threads.h"
-
-// Only the thread-pool API: far cheaper to compile than <torch/torch.h>.
-#include <ATen/Parallel.h>
+#include "core/torch_library.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,14 +87,13 @@ MatrixF standardized(const Standardizer& s, const MatrixF& X) {
 }
 
 TorchThreadsGuard::TorchThreadsGuard(int threads) {
-  adopt_openmp_thread_default(at::set_num_threads);  // before the first LibTorch call of this thread
-  previous_ = at::get_num_threads();
-  if (threads > 0) at::set_num_threads(threads);
-  if (at::get_num_threads() > 1) blas_.emplace();
+  previous_ = torch_threads();
+  if (threads > 0) set_torch_threads(threads);
+  if (torch_threads() > 1) blas_.emplace();
 }
 
 TorchThreadsGuard::~TorchThreadsGuard() {
-  if (at::get_num_threads() != previous_) at::set_num_threads(previous_);
+  if (torch_threads() != previous_) set_torch_threads(previous_);
 }
 
 }  // namespace fednode

@@ -1,4 +1,4 @@
-// The LibTorch-free parts of head training shared by train_linear.cpp and train_adapter.cpp:
+// The LibTorch-free parts of head training shared by train.cpp and the *_torch.cpp trainers:
 // input checks, seeded mini-batch orders, seeded PyTorch-style initialisation and thread
 // settings. Kept out of the two LibTorch translation units so that they stay small.
 #pragma once

@@ -74,6 +74,21 @@ TEST_F(Cli, SimulateWritesAReport) {
   EXPECT_TRUE(json.contains("nodes")) << json;
 }
 
+// LibTorch is loaded only by what runs a backbone or trains a LibTorch head: a FedCGS federation
+// on given features (statistics, an LDA head) runs where the library cannot be found at all,
+// and FedPFT, which trains a linear head, says what it could not load and where it looked.
+TEST_F(Cli, OnlyWhatNeedsLibTorchLoadsIt) {
+  const std::string missing = (dir_ / "absent" / "libfednode_torch.so").string();
+  const std::string env = "FEDNODE_TORCH_LIBRARY=" + missing;
+  const std::string common = "simulate " + data_args() + " --topology star --nodes 3 --seed 3 --quiet --no-baselines";
+  const CliRun fedcgs = run_cli(common + " --method fedcgs", env);
+  EXPECT_EQ(fedcgs.code, 0) << fedcgs.output;
+  const CliRun fedpft = run_cli(common + " --method fedpft --components 1", env);
+  EXPECT_NE(fedpft.code, 0) << fedpft.output;
+  EXPECT_NE(fedpft.output.find(missing + ": no such file"), std::string::npos) << fedpft.output;
+  EXPECT_NE(fedpft.output.find("FEDNODE_TORCH_LIBRARY"), std::string::npos) << fedpft.output;
+}
+
 TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
   const fs::path report = dir_ / "report.json";
   // A private cache, so the test neither reads nor fills the user's.

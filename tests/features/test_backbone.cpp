@@ -4,6 +4,7 @@
 // Debian's /usr/bin/python3 (python3-torch); tests that need it are skipped, saying so, without it.
 #include "core/options.h"
 #include "cli/commands.h"
+#include "core/torch_library.h"
 #include "features/backbone.h"
 #include "features/extract.h"
 #include "features/feature_cache.h"
@@ -16,7 +17,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <ATen/Parallel.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -223,15 +223,15 @@ TEST(Backbone, ThreadCountsAreTheCallersAgainAfterARun) {
   const Preprocessing p = bundled_preprocessing(32);
   BackboneOptions bo;
   bo.threads = 2;
-  const int torch_saved = at::get_num_threads(), blas_saved = openblas_get_num_threads();
-  at::set_num_threads(1);
+  const int torch_saved = torch_threads(), blas_saved = openblas_get_num_threads();
+  set_torch_threads(1);
   openblas_set_num_threads(1);
   const Backbone b = Backbone::load(model, p, bo);
   std::vector<float> batch(2 * 3 * 32 * 32, 0.5f);
   EXPECT_EQ(b.forward(batch.data(), 2).rows(), 2);
-  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(torch_threads(), 1);
   EXPECT_EQ(openblas_get_num_threads(), 1);
-  at::set_num_threads(torch_saved);
+  set_torch_threads(torch_saved);
   openblas_set_num_threads(blas_saved);
 }
 

@@ -1,39 +1,18 @@
-// Linear head (FedPFT's server-side classifier): nn.Linear(d, C) trained by softmax
-// cross-entropy with Adam, on seeded mini-batches. Defaults and measurements: docs/methods/heads.md.
-#include "methods/heads/train.h"
+// Part of libfednode_torch.so (core/torch_library.h). Linear head (FedPFT's server-side
+// classifier): nn.Linear(d, C) trained by softmax cross-entropy with Adam, on seeded mini-batches.
+// Defaults and measurements: docs/methods/heads.md.
+#include "methods/heads/train_torch.h"
+#include "methods/heads/eigen_tensors.h"
 #include "methods/heads/minibatch_loop.h"
 #include "methods/heads/train_common.h"
 
 #include <torch/torch.h>
 
-#include <cstring>
-
 namespace fednode {
 namespace {
 
-torch::Tensor to_tensor(const MatrixF& m) {
-  // MatrixF is row-major and contiguous: copy it as one block.
-  torch::Tensor t = torch::empty({m.rows(), m.cols()}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), m.data(), static_cast<size_t>(m.size()) * sizeof(float));
-  return t;
-}
-
-MatrixF to_matrix(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().contiguous().to(torch::kFloat32);
-  MatrixF m(c.size(0), c.size(1));
-  std::memcpy(m.data(), c.data_ptr<float>(), static_cast<size_t>(m.size()) * sizeof(float));
-  return m;
-}
-
-}  // namespace
-
-std::unique_ptr<LinearHead> train_linear_head(const Features& train, const LinearTrainOptions& opt,
-                                              const EpochCallback& on_epoch) {
-  const std::string who = "linear head training";
-  check_training_set(train, who);
-  check_optimizer_settings(opt.lr, opt.epochs, opt.batch_size, opt.weight_decay, opt.threads, who);
-  if (opt.min_steps < 0) throw InputError(who + ": min_steps must be >= 0, got " + std::to_string(opt.min_steps));
-  TorchThreadsGuard threads(opt.threads);
+std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrainOptions& opt,
+                                         const EpochCallback& on_epoch) {
   torch::NoGradGuard no_grad_outside_steps;
 
   const int64_t n = train.size();
@@ -83,9 +62,15 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
       on_epoch);
 
   MatrixF W = to_matrix(linear->weight);
-  VectorF b = to_matrix(linear->bias.reshape({1, C})).row(0).transpose();
+  VectorF b = to_vector(linear->bias);
   if (opt.standardize) fold_standardizer(stdz, W, b);
   return std::make_unique<LinearHead>("linear", std::move(W), std::move(b));
 }
 
+}  // namespace
 }  // namespace fednode
+
+FEDNODE_TORCH_EXPORT fednode::LinearHead* fednode_torch_train_linear_head(
+    const fednode::Features& train, const fednode::LinearTrainOptions& opt, const fednode::EpochCallback& on_epoch) {
+  return fednode::train_linear(train, opt, on_epoch).release();
+}

@@ -1,47 +1,19 @@
-// FedTC's server-side adapter and head (its appendix, Table 5):
+// Part of libfednode_torch.so (core/torch_library.h). FedTC's server-side adapter and head
+// (its appendix, Table 5):
 //   FC(d, h1) - ReLU - normalize, FC(h1, h2) - ReLU - normalize, FC(h2, C)
 // trained by cross-entropy with SGD on seeded mini-batches. Inference happens in AdapterHead
 // (Eigen); adapter_scores_torch runs the very module used here, so the two can be compared.
-#include "methods/heads/train.h"
+#include "methods/heads/train_torch.h"
+#include "methods/heads/eigen_tensors.h"
 #include "methods/heads/minibatch_loop.h"
 #include "methods/heads/train_common.h"
-#include "core/openmp_threads.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
-#include <cstring>
 
 namespace fednode {
 namespace {
-
-constexpr int kMaxHidden = 1 << 16;
-
-torch::Tensor to_tensor(const MatrixF& m) {
-  torch::Tensor t = torch::empty({m.rows(), m.cols()}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), m.data(), static_cast<size_t>(m.size()) * sizeof(float));
-  return t;
-}
-
-torch::Tensor to_tensor(const VectorF& v) {
-  torch::Tensor t = torch::empty({v.size()}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), v.data(), static_cast<size_t>(v.size()) * sizeof(float));
-  return t;
-}
-
-MatrixF to_matrix(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().contiguous().to(torch::kFloat32).reshape({t.size(0), -1});
-  MatrixF m(c.size(0), c.size(1));
-  std::memcpy(m.data(), c.data_ptr<float>(), static_cast<size_t>(m.size()) * sizeof(float));
-  return m;
-}
-
-VectorF to_vector(const torch::Tensor& t) {
-  const torch::Tensor c = t.detach().contiguous().to(torch::kFloat32);
-  VectorF v(c.size(0));
-  std::memcpy(v.data(), c.data_ptr<float>(), static_cast<size_t>(v.size()) * sizeof(float));
-  return v;
-}
 
 struct AdapterNetImpl : torch::nn::Module {
   AdapterNetImpl(int d, int h1, int h2, int C)
@@ -78,21 +50,8 @@ struct AdapterNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(AdapterNet);
 
-}  // namespace
-
-std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const AdapterTrainOptions& opt,
-                                                const EpochCallback& on_epoch) {
-  const std::string who = "adapter head training";
-  check_training_set(train, who);
-  check_optimizer_settings(opt.lr, opt.epochs, opt.batch_size, opt.weight_decay, opt.threads, who);
-  if (opt.hidden1 < 1 || opt.hidden1 > kMaxHidden || opt.hidden2 < 1 || opt.hidden2 > kMaxHidden)
-    throw InputError(who + ": hidden sizes must be in [1, " + std::to_string(kMaxHidden) + "], got " +
-                     std::to_string(opt.hidden1) + " and " + std::to_string(opt.hidden2));
-  if (opt.min_steps < 0) throw InputError(who + ": min_steps must be >= 0, got " + std::to_string(opt.min_steps));
-  if (!(opt.momentum >= 0.0 && opt.momentum < 1.0))
-    throw InputError(who + ": momentum must be in [0, 1), got " + std::to_string(opt.momentum));
-  TorchThreadsGuard threads(opt.threads);
-
+std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterTrainOptions& opt,
+                                           const EpochCallback& on_epoch) {
   const int64_t n = train.size();
   const int d = train.dim(), C = train.num_classes;
 
@@ -140,11 +99,7 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
   return std::make_unique<AdapterHead>(std::move(layers));
 }
 
-MatrixF adapter_scores_torch(const AdapterHead& head, const MatrixF& X) {
-  adopt_openmp_thread_default(at::set_num_threads);  // before the first LibTorch call of this thread
-  if (X.cols() != head.dim())
-    throw InputError("adapter expects " + std::to_string(head.dim()) + " features, got " +
-                     std::to_string(X.cols()));
+MatrixF adapter_scores(const AdapterHead& head, const MatrixF& X) {
   const auto& layers = head.layers();
   AdapterNet net(head.dim(), static_cast<int>(layers[0].W.rows()), static_cast<int>(layers[1].W.rows()),
                  head.num_classes());
@@ -153,4 +108,15 @@ MatrixF adapter_scores_torch(const AdapterHead& head, const MatrixF& X) {
   return to_matrix(net->forward(to_tensor(X)));
 }
 
+}  // namespace
 }  // namespace fednode
+
+FEDNODE_TORCH_EXPORT fednode::AdapterHead* fednode_torch_train_adapter_head(
+    const fednode::Features& train, const fednode::AdapterTrainOptions& opt, const fednode::EpochCallback& on_epoch) {
+  return fednode::train_adapter(train, opt, on_epoch).release();
+}
+
+FEDNODE_TORCH_EXPORT fednode::MatrixF fednode_torch_adapter_scores(const fednode::AdapterHead& head,
+                                                                   const fednode::MatrixF& X) {
+  return fednode::adapter_scores(head, X);
+}

@@ -1,0 +1,15 @@
+// The head trainers of libfednode_torch.so (core/torch_library.h), which train.cpp calls after
+// checking their arguments and setting LibTorch's threads. Internal to the library: not installed.
+#pragma once
+
+#include "methods/heads/train.h"
+#include "core/torch_library.h"
+
+// Both return a head the caller owns.
+FEDNODE_TORCH_EXPORT fednode::LinearHead* fednode_torch_train_linear_head(
+    const fednode::Features& train, const fednode::LinearTrainOptions& opt, const fednode::EpochCallback& on_epoch);
+FEDNODE_TORCH_EXPORT fednode::AdapterHead* fednode_torch_train_adapter_head(
+    const fednode::Features& train, const fednode::AdapterTrainOptions& opt, const fednode::EpochCallback& on_epoch);
+// X's columns match head.dim().
+FEDNODE_TORCH_EXPORT fednode::MatrixF fednode_torch_adapter_scores(const fednode::AdapterHead& head,
+                                                                   const fednode::MatrixF& X);
