@@ -16,12 +16,15 @@ const char* kHelp =
     "usage: fednode extract (--dataset fashion-mnist | --images DIR) --out PREFIX\n"
     "       [--dataset-dir DIR] [--backbone MODEL.pt] [--split train|test] [--limit N]\n"
     "       [--input-size S] [--threads T] [--batch-size B] [--optimize] [--cache-dir D]\n"
-    "       [--no-cache] [--quiet]\n"
+    "       [--no-cache] [--quiet] [--skip-bad]\n"
     "writes PREFIX_X.npy (float32 [n, d]), PREFIX_y.npy (int32 [n]) and PREFIX_classes.txt\n"
     "input:\n"
     "  --dataset fashion-mnist   Fashion-MNIST from the Debian package (FEDNODE_FASHION_MNIST_DIR\n"
     "                            or --dataset-dir DIR elsewhere); --split train (default) or test\n"
-    "  --images DIR              DIR/<class>/<image>.png|jpg, classes sorted by name\n"
+    "  --images DIR              DIR/<class>/<image>.png|jpg, classes sorted by name; images in a\n"
+    "                            class's sub-folders belong to it (torchvision's ImageFolder order)\n"
+    "  --skip-bad                leave out files that do not decode (truncated, empty), listing\n"
+    "                            each and why, instead of stopping at the first\n"
     "  --limit N                 Fashion-MNIST: the first N images; folders: N round-robin over classes\n"
     "backbone:\n"
     "  --backbone MODEL.pt       TorchScript model with MODEL.pt.preprocessing beside it\n"
@@ -41,7 +44,7 @@ int cmd_extract(const std::vector<std::string>& argv) {
   const Args a(argv,
                {"backbone", "dataset", "dataset-dir", "images", "out", "split", "limit", "input-size",
                 "threads", "batch-size", "cache-dir"},
-               {"no-cache", "quiet", "optimize"});
+               {"no-cache", "quiet", "optimize", "skip-bad"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -69,6 +72,8 @@ int cmd_extract(const std::vector<std::string>& argv) {
   o.use_cache = !a.flag("no-cache");
   o.progress = !a.flag("quiet");
   o.optimize = a.flag("optimize");
+  o.skip_bad = a.flag("skip-bad");
+  if (o.skip_bad && !a.has("images")) throw UsageError("--skip-bad applies to --images");
   for (const char* suffix : {"_X.npy", "_y.npy", "_classes.txt"}) check_output_path("--out", prefix + suffix);
 
   const Extracted e = [&] {
@@ -84,6 +89,17 @@ int cmd_extract(const std::vector<std::string>& argv) {
             << "  " << (e.from_cache ? "from cache:  " : "extracted:   ") << std::fixed << std::setprecision(1)
             << e.seconds << " s"
             << (e.cache_entry.empty() ? std::string() : "  (" + e.cache_entry + ")") << "\n";
+  if (!e.skipped.empty()) {
+    std::cout << "  skipped:     " << e.skipped.size() << " file(s) that did not decode:\n";
+    for (const SkippedImage& bad : e.skipped) std::cout << "    " << bad.reason << "\n";
+  }
+  if (!e.ignored.empty()) {
+    // Listed in full up to a point: a folder of thumbnails and sidecars could name thousands.
+    constexpr size_t kListed = 20;
+    std::cout << "  ignored:     " << e.ignored.size() << " file(s) not ending in .png, .jpg or .jpeg:\n";
+    for (size_t i = 0; i < e.ignored.size() && i < kListed; ++i) std::cout << "    " << e.ignored[i] << "\n";
+    if (e.ignored.size() > kListed) std::cout << "    ... and " << e.ignored.size() - kListed << " more\n";
+  }
   return 0;
 }
 

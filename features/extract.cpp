@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 
 namespace fs = std::filesystem;
 
@@ -48,20 +50,41 @@ class IdxSource : public ImageSource {
   std::string split_;
 };
 
+// With skip_bad, a file that does not decode is noted and stands in as one black pixel, whose
+// features extract_features then drops; without, its InputError ends the extraction.
 class FolderSource : public ImageSource {
  public:
-  explicit FolderSource(const ImageFolder& folder) : folder_(folder) {}
+  FolderSource(const ImageFolder& folder, bool skip_bad, int channels)
+      : folder_(folder), skip_bad_(skip_bad), channels_(channels) {}
   int64_t size() const override { return static_cast<int64_t>(folder_.files.size()); }
   ImageView image(int64_t i, Image& storage) const override {
     storage = Image{};  // its pixel share first: a thread holds one at a time (features/images.h)
-    storage = read_image(path(i));
+    try {
+      storage = read_image(path(i));
+    } catch (const InputError& e) {
+      if (!skip_bad_) throw;
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        bad_[i] = e.what();
+      }
+      storage = Image{};
+      storage.width = storage.height = 1;
+      storage.channels = channels_;
+      storage.pixels.assign(static_cast<size_t>(channels_), 0);
+    }
     return storage.view();
   }
   std::string describe(int64_t i) const override { return path(i); }
+  // The files skipped so far, in folder order, with why.
+  const std::map<int64_t, std::string>& bad() const { return bad_; }
 
  private:
   std::string path(int64_t i) const { return (fs::path(folder_.root) / folder_.files[static_cast<size_t>(i)]).string(); }
   const ImageFolder& folder_;
+  const bool skip_bad_;
+  const int channels_;
+  mutable std::mutex mutex_;
+  mutable std::map<int64_t, std::string> bad_;
 };
 
 // Everything extract_features needs to know about its input before deciding whether the cache
@@ -105,6 +128,24 @@ DatasetPlan plan_dataset(const ExtractOptions& o) {
   return plan;
 }
 
+// Removes the rows of the files that did not decode and says which they were.
+void drop_skipped(const std::map<int64_t, std::string>& bad, const ImageFolder& folder, Features& f,
+                  std::vector<SkippedImage>& skipped) {
+  const int64_t n = f.size(), kept = n - static_cast<int64_t>(bad.size());
+  if (kept == 0) throw InputError(folder.root + ": none of its " + std::to_string(n) + " images could be decoded");
+  MatrixF X(kept, f.dim());
+  Labels y;
+  y.reserve(static_cast<size_t>(kept));
+  for (int64_t i = 0, row = 0; i < n; ++i) {
+    if (bad.count(i)) continue;
+    X.row(row++) = f.X.row(i);
+    y.push_back(f.y[static_cast<size_t>(i)]);
+  }
+  f.X = std::move(X);
+  f.y = std::move(y);
+  for (const auto& [i, why] : bad) skipped.push_back({folder.files[static_cast<size_t>(i)], why});
+}
+
 void check_options(const ExtractOptions& o) {
   if (o.images_dir.empty() == o.dataset.empty())
     throw InputError("extract: give exactly one input, a dataset (fashion-mnist) or an image folder");
@@ -139,6 +180,7 @@ Extracted extract_features(const ExtractOptions& o) {
   result.fingerprint = backbone_fingerprint(model, pre);
   DatasetPlan plan = plan_dataset(o);
   result.class_names = plan.class_names;
+  result.ignored = plan.folder.ignored;
   result.description = plan.description;
   // Freezing and optimize_for_inference may move features by float rounding; each way of running
   // the module has entries of its own.
@@ -178,8 +220,15 @@ Extracted extract_features(const ExtractOptions& o) {
   Features& f = result.features;
   f.num_classes = static_cast<int>(plan.class_names.size());
   if (!o.images_dir.empty()) {
-    f.X = backbone.extract(FolderSource(plan.folder), run);
+    const FolderSource source(plan.folder, o.skip_bad, pre.channels);
+    try {
+      f.X = backbone.extract(source, run);
+    } catch (const InputError& e) {
+      if (o.skip_bad) throw;
+      throw InputError(std::string(e.what()) + " (--skip-bad leaves such files out, naming each)");
+    }
     f.y = plan.folder.labels;
+    if (!source.bad().empty()) drop_skipped(source.bad(), plan.folder, f, result.skipped);
   } else {
     IdxImages images = read_idx_images(plan.images_path, o.limit);
     const std::vector<uint8_t> labels = read_idx_labels(plan.labels_path, o.limit);
@@ -196,7 +245,13 @@ Extracted extract_features(const ExtractOptions& o) {
     f.X = backbone.extract(IdxSource(std::move(images), o.split), run);
   }
   f.validate("extract " + plan.description);
-  if (cache) {
+  // The cache keys an entry by the files listed, not by which of them decoded: features with
+  // files left out would come back next time without the list of what was skipped.
+  if (cache && !result.skipped.empty()) {
+    std::fprintf(stderr, "extract: not written to the feature cache, since %zu file(s) were skipped\n",
+                 result.skipped.size());
+    result.cache_entry.clear();
+  } else if (cache) {
     try {
       cache->store(key, f);
     } catch (const std::exception& e) {

@@ -28,6 +28,14 @@ struct ExtractOptions {
   bool freeze = true;            // BackboneOptions::freeze
   bool optimize = false;         // BackboneOptions::optimize
   const std::atomic<bool>* stop = nullptr;  // RunOptions::stop; nothing is cached when it fires
+  // Image folders: a file that does not decode (truncated, empty, not an image) is left out and
+  // listed in Extracted::skipped, instead of ending the extraction with its error.
+  bool skip_bad = false;
+};
+
+struct SkippedImage {
+  std::string file;    // relative to the image folder
+  std::string reason;  // the decoder's error, naming the file
 };
 
 struct Extracted {
@@ -38,6 +46,8 @@ struct Extracted {
   std::string cache_entry;               // the cache folder read or written; "" without cache
   bool from_cache = false;
   double seconds = 0;                    // wall time of the whole call
+  std::vector<SkippedImage> skipped;     // with ExtractOptions::skip_bad, in folder order
+  std::vector<std::string> ignored;      // image folders: files that are not .png/.jpg/.jpeg
 };
 
 // Throws InputError for bad options, files or models.

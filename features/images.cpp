@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 #include <cctype>
@@ -81,48 +82,102 @@ std::shared_ptr<const void> take_pixel_share(int64_t pixels) {
   return std::shared_ptr<const void>(nullptr, [pixels, owner](const void*) { budget().give_back(pixels, owner); });
 }
 
-void check_dimensions(int64_t width, int64_t height, const std::string& where) {
-  if (width <= 0 || height <= 0 || width * height > kMaxImagePixels)
-    throw InputError(where + ": image of " + std::to_string(width) + "x" + std::to_string(height) +
-                     " pixels is empty or larger than the " + std::to_string(kMaxImagePixels) +
-                     "-pixel limit");
+// libpng, like libjpeg, reports fatal errors by longjmp; decode_png_raw keeps its state in the
+// caller's PngJob and constructs nothing with a destructor, so the jump skips no cleanup.
+struct PngJob {
+  const uint8_t* data;
+  size_t size;
+  size_t offset;
+  Image* out;
+  char message[256];
+  const char* limit_error;  // set when the header asks for more than we allow
+  png_structp png;
+  png_infop info;
+  std::vector<png_bytep>* rows;
+};
+
+extern "C" void fednode_png_error(png_structp png, png_const_charp message) {
+  auto* job = static_cast<PngJob*>(png_get_error_ptr(png));
+  std::snprintf(job->message, sizeof job->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+extern "C" void fednode_png_warning(png_structp, png_const_charp) {}
+
+extern "C" void fednode_png_read(png_structp png, png_bytep into, png_size_t length) {
+  auto* job = static_cast<PngJob*>(png_get_io_ptr(png));
+  if (length > job->size - job->offset) png_error(png, "file ends early (truncated)");
+  std::memcpy(into, job->data + job->offset, length);
+  job->offset += length;
+}
+
+// Returns true on success; on failure job->message or job->limit_error says why. What PIL's
+// Image.open(...).convert("RGB" or "L") gives, which torchvision's loader uses: 16-bit samples
+// keep their high byte (PIL does so for colour; for 16-bit grayscale it clips to 255 instead,
+// which fednode does not copy), palettes become RGB, 1/2/4-bit gray is scaled to 8 bits, alpha
+// and tRNS transparency are dropped without compositing, and gAMA/sRGB/iCCP chunks are ignored.
+bool decode_png_raw(PngJob* job) {
+  job->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, job, fednode_png_error, fednode_png_warning);
+  if (!job->png) {
+    job->limit_error = "libpng could not start";
+    return false;
+  }
+  job->info = png_create_info_struct(job->png);
+  if (!job->info || setjmp(png_jmpbuf(job->png))) {
+    png_destroy_read_struct(&job->png, job->info ? &job->info : nullptr, nullptr);
+    return false;
+  }
+  png_set_read_fn(job->png, job, fednode_png_read);
+  // The pixel limit below is the real bound; this only stops libpng from refusing large widths.
+  png_set_user_limits(job->png, 0x7fffffffu, 0x7fffffffu);
+  png_read_info(job->png, job->info);
+  const png_uint_32 width = png_get_image_width(job->png, job->info);
+  const png_uint_32 height = png_get_image_height(job->png, job->info);
+  if (static_cast<int64_t>(width) * height > kMaxImagePixels || width == 0 || height == 0) {
+    job->limit_error = "its header claims no pixels or more than the 67108864 (64 Mi) fednode accepts";
+    png_destroy_read_struct(&job->png, &job->info, nullptr);
+    return false;
+  }
+  const int color_type = png_get_color_type(job->png, job->info);
+  if (png_get_bit_depth(job->png, job->info) == 16) png_set_strip_16(job->png);
+  if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(job->png);
+  if (color_type == PNG_COLOR_TYPE_GRAY) png_set_expand_gray_1_2_4_to_8(job->png);
+  if (color_type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(job->png);
+  png_set_interlace_handling(job->png);
+  png_read_update_info(job->png, job->info);
+  const int channels = png_get_channels(job->png, job->info);
+  if ((channels != 1 && channels != 3) || png_get_bit_depth(job->png, job->info) != 8) {
+    job->limit_error = "a sample layout fednode does not expect after conversion to 8-bit gray or RGB";
+    png_destroy_read_struct(&job->png, &job->info, nullptr);
+    return false;
+  }
+  job->out->pixel_share = take_pixel_share(int64_t{width} * height);
+  job->out->width = static_cast<int>(width);
+  job->out->height = static_cast<int>(height);
+  job->out->channels = channels;
+  job->out->pixels.resize(static_cast<size_t>(width) * height * channels);
+  job->rows->resize(height);
+  for (png_uint_32 y = 0; y < height; ++y)
+    (*job->rows)[y] = job->out->pixels.data() + static_cast<size_t>(y) * width * channels;
+  png_read_image(job->png, job->rows->data());
+  png_read_end(job->png, nullptr);
+  png_destroy_read_struct(&job->png, &job->info, nullptr);
+  return true;
 }
 
 Image decode_png(const std::vector<uint8_t>& bytes, const std::string& where) {
-  // The simplified API (libpng >= 1.6) handles every bit depth, palette and transparency form and
-  // catches libpng's longjmp-based errors itself, reporting them in image.message.
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
-    throw InputError(where + ": invalid PNG: " + image.message);
-  const bool color = image.format & PNG_FORMAT_FLAG_COLOR;
-  const bool alpha = image.format & PNG_FORMAT_FLAG_ALPHA;
-  try {
-    check_dimensions(image.width, image.height, where);
-  } catch (...) {
-    png_image_free(&image);
-    throw;
-  }
   Image out;
-  out.pixel_share = take_pixel_share(int64_t{image.width} * image.height);
-  image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
-  const int read_channels = static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
-  std::vector<uint8_t> buffer(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, buffer.data(), 0, nullptr))
-    throw InputError(where + ": invalid PNG: " + image.message);
-
-  out.height = static_cast<int>(image.height);
-  out.width = static_cast<int>(image.width);
-  out.channels = color ? 3 : 1;
-  if (!alpha) {
-    out.pixels = std::move(buffer);
-    return out;
+  std::vector<png_bytep> rows;
+  PngJob job;
+  std::memset(&job, 0, sizeof job);
+  job.data = bytes.data();
+  job.size = bytes.size();
+  job.out = &out;
+  job.rows = &rows;
+  if (!decode_png_raw(&job)) {
+    if (job.limit_error) throw InputError(where + ": " + job.limit_error);
+    throw InputError(where + ": invalid PNG: " + job.message);
   }
-  const size_t n = static_cast<size_t>(out.height) * out.width;
-  out.pixels.resize(n * out.channels);
-  for (size_t i = 0; i < n; ++i)
-    for (int c = 0; c < out.channels; ++c) out.pixels[i * out.channels + c] = buffer[i * read_channels + c];
   return out;
 }
 
@@ -167,6 +222,26 @@ struct JpegJob {
   const char* limit_error;  // set when the header asks for more than we allow
 };
 
+// A CMYK image as libjpeg decodes it into RGB, in place, as PIL does it (and so torchvision's
+// loader): PIL reads every CMYK JPEG as Adobe's inverted CMYK ("CMYK;I"), so C = 255 - c etc.,
+// then R = (255 - K) - C (255 - K) / 255, rounded as PIL's MULDIV255. With the inversion that is
+// R = k - round(255 - c, k) where c and k are the decoded samples.
+void cmyk_to_rgb(Image* image) {
+  auto muldiv255 = [](int a, int b) {
+    const int t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+  };
+  std::vector<uint8_t>& p = image->pixels;
+  const size_t n = p.size() / 4;
+  for (size_t i = 0; i < n; ++i) {
+    const int nk = p[4 * i + 3];  // 255 - K, K being 255 minus the decoded sample
+    for (int c = 0; c < 3; ++c) p[3 * i + c] = static_cast<uint8_t>(nk - muldiv255(255 - p[4 * i + c], nk));
+  }
+  p.resize(n * 3);
+  p.shrink_to_fit();
+  image->channels = 3;
+}
+
 // Returns true on success; on failure job->err.message or job->limit_error says why.
 bool decode_jpeg_raw(JpegJob* job) {
   job->cinfo.err = jpeg_std_error(&job->err.mgr);
@@ -195,12 +270,15 @@ bool decode_jpeg_raw(JpegJob* job) {
   job->cinfo.mem->max_memory_to_use = kMaxJpegDecoderBytes;
   // In the caller's Image, not in a local: a longjmp from libjpeg skips no destructor here.
   job->out->pixel_share = take_pixel_share(int64_t{job->cinfo.image_width} * job->cinfo.image_height);
-  const bool gray = job->cinfo.jpeg_color_space == JCS_GRAYSCALE;
-  job->cinfo.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
+  const J_COLOR_SPACE space = job->cinfo.jpeg_color_space;
+  const bool gray = space == JCS_GRAYSCALE;
+  // libjpeg cannot turn CMYK into RGB; it hands back CMYK (YCCK converted to it) for cmyk_to_rgb.
+  const bool cmyk = space == JCS_CMYK || space == JCS_YCCK;
+  job->cinfo.out_color_space = gray ? JCS_GRAYSCALE : cmyk ? JCS_CMYK : JCS_RGB;
   jpeg_start_decompress(&job->cinfo);
   const int64_t w = job->cinfo.output_width, h = job->cinfo.output_height;
   const int channels = job->cinfo.output_components;
-  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels || (channels != 1 && channels != 3)) {
+  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels || channels != (gray ? 1 : cmyk ? 4 : 3)) {
     job->limit_error = "image dimensions or channel count outside what fednode accepts";
     jpeg_destroy_decompress(&job->cinfo);
     return false;
@@ -215,6 +293,7 @@ bool decode_jpeg_raw(JpegJob* job) {
   }
   jpeg_finish_decompress(&job->cinfo);
   jpeg_destroy_decompress(&job->cinfo);
+  if (cmyk) cmyk_to_rgb(job->out);
   return true;
 }
 
@@ -244,6 +323,43 @@ bool hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
+// The images under root/cls, as torchvision's ImageFolder walks them (os.walk following links,
+// folders in sorted order of their path, then files sorted by name): "cls/a.png" comes before
+// "cls/sub/b.png", and "cls/sub/b.png" before "cls/sub2/c.png". A folder reached again through a
+// link is walked once. Other files are added to `ignored`.
+std::vector<std::string> list_class_images(const fs::path& root, const std::string& cls,
+                                           std::vector<std::string>* ignored) {
+  std::vector<std::pair<std::string, std::string>> found;  // (folder relative to root, file name)
+  std::set<fs::path> walked;
+  std::vector<std::string> todo{cls};
+  while (!todo.empty()) {
+    const std::string dir = todo.back();
+    todo.pop_back();
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(root / dir, ec);
+    if (ec || !walked.insert(canonical).second) continue;
+    for (const auto& entry : fs::directory_iterator(root / dir, ec)) {
+      const fs::path& p = entry.path();
+      if (hidden(p)) continue;
+      const std::string name = p.filename().string();
+      std::error_code type_ec;
+      if (entry.is_directory(type_ec)) {
+        todo.push_back(dir + "/" + name);
+      } else if (has_image_extension(p) && entry.is_regular_file(type_ec)) {
+        found.emplace_back(dir, name);
+      } else if (ignored) {
+        ignored->push_back(dir + "/" + name);
+      }
+    }
+    if (ec) throw InputError((root / dir).string() + ": cannot list folder: " + ec.message());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> files;
+  files.reserve(found.size());
+  for (const auto& [dir, name] : found) files.push_back(dir + "/" + name);
+  return files;
+}
+
 }  // namespace
 
 Image decode_image(const std::vector<uint8_t>& bytes, const std::string& where) {
@@ -251,6 +367,7 @@ Image decode_image(const std::vector<uint8_t>& bytes, const std::string& where) 
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), png_sig, 8) == 0) return decode_png(bytes, where);
   if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF)
     return decode_jpeg(bytes, where);
+  if (bytes.empty()) throw InputError(where + ": empty file (0 bytes)");
   throw InputError(where + ": not a PNG or JPEG file (unrecognised signature)");
 }
 
@@ -273,17 +390,12 @@ ImageFolder scan_image_folder(const std::string& root, int64_t limit) {
 
   std::vector<std::vector<std::string>> per_class(folder.class_names.size());
   for (size_t c = 0; c < folder.class_names.size(); ++c) {
-    const fs::path dir = fs::path(root) / folder.class_names[c];
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const fs::path& p = entry.path();
-      if (hidden(p) || !has_image_extension(p) || !entry.is_regular_file()) continue;
-      per_class[c].push_back(folder.class_names[c] + "/" + p.filename().string());
-    }
-    if (ec) throw InputError(dir.string() + ": cannot list folder: " + ec.message());
+    per_class[c] = list_class_images(fs::path(root), folder.class_names[c], &folder.ignored);
     if (per_class[c].empty())
-      throw InputError(dir.string() + ": class folder holds no .png, .jpg or .jpeg file");
-    std::sort(per_class[c].begin(), per_class[c].end());
+      throw InputError((fs::path(root) / folder.class_names[c]).string() +
+                       ": class folder holds no .png, .jpg or .jpeg file, in it or in its sub-folders");
   }
+  std::sort(folder.ignored.begin(), folder.ignored.end());
 
   std::vector<size_t> keep(per_class.size(), 0);
   if (limit < 0) {

@@ -24,20 +24,26 @@ constexpr int64_t kMaxPixelsInFlight = kMaxImagePixels;
 int64_t pixels_in_flight();
 
 // Decodes a PNG or JPEG file (recognised by its signature, not its name) into 1 channel for
-// grayscale files and 3 (RGB) otherwise. Alpha is dropped without compositing, as PIL's
-// convert("RGB") does. Throws InputError naming the file and the problem.
+// grayscale files and 3 (RGB) otherwise, as PIL's convert("L" or "RGB") does: alpha is dropped
+// without compositing, 16-bit samples keep their high byte, palettes and CMYK become RGB (CMYK by
+// PIL's formula). Throws InputError naming the file and the problem.
 Image read_image(const std::string& path);
 Image decode_image(const std::vector<uint8_t>& bytes, const std::string& where);
 
 struct ImageFolder {
   std::string root;
   std::vector<std::string> class_names;  // sorted; the label of class_names[i] is i
-  std::vector<std::string> files;        // paths relative to root, "class/name.png"
+  std::vector<std::string> files;        // paths relative to root, "class/name.png", "class/sub/x.jpg"
   Labels labels;
+  // Files inside class folders that are not .png, .jpg or .jpeg, relative to root, sorted: not
+  // images to fednode, and reported so that nothing is left out unsaid.
+  std::vector<std::string> ignored;
 };
 
-// Lists root/<class>/<file> for files ending in .png, .jpg or .jpeg (any case); hidden entries
-// are skipped. Classes are the sub-folders sorted by name, files sorted by name within a class.
+// Lists the files ending in .png, .jpg or .jpeg (any case) in root/<class>/ and in its
+// sub-folders, at any depth; hidden entries are skipped. Classes are the sub-folders of root
+// sorted by name; within a class, files come in torchvision's ImageFolder order (folders sorted
+// by path, files by name within each).
 // With limit >= 0, at most `limit` files are kept, taken round-robin over the classes so that a
 // small subset still covers every class; the kept files stay in class-then-name order.
 // Throws InputError when root is not a folder, has no class folders, or a class has no image.

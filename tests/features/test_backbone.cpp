@@ -76,6 +76,17 @@ std::string model_with_sidecar(const std::string& dir, const std::string& sideca
   return path;
 }
 
+// Extraction of an image folder without the cache or a progress line, on two threads.
+ExtractOptions folder_options(const std::string& model, const std::string& images) {
+  ExtractOptions o;
+  o.backbone = model;
+  o.images_dir = images;
+  o.use_cache = false;
+  o.progress = false;
+  o.threads = 2;
+  return o;
+}
+
 float max_abs_diff(const MatrixF& a, const MatrixF& b) {
   EXPECT_EQ(a.rows(), b.rows());
   EXPECT_EQ(a.cols(), b.cols());
@@ -130,13 +141,7 @@ TEST(ExtractCommand, MatchesPyTorchOnImageFolderWithCropBgrAndNormalisation) {
   const std::string dir = dir_tmp.str();
   const std::string model = model_with_sidecar(
       dir, "input_size = 64\nchannel_order = bgr\nfit = center_crop\nmean = 0.4, 0.5, 0.6\nstd = 0.9, 1.1, 1.3\n");
-  ExtractOptions o;
-  o.backbone = model;
-  o.images_dir = kImages;
-  o.use_cache = false;
-  o.progress = false;
-  o.threads = 2;
-  const Extracted e = extract_features(o);
+  const Extracted e = extract_features(folder_options(model, kImages));
   ASSERT_EQ(e.features.X.rows(), 5);
   EXPECT_EQ(e.features.y, (Labels{0, 0, 0, 1, 1}));
   EXPECT_EQ(e.class_names, (std::vector<std::string>{"cat", "dog"}));
@@ -146,6 +151,39 @@ TEST(ExtractCommand, MatchesPyTorchOnImageFolderWithCropBgrAndNormalisation) {
   const float diff = max_abs_diff(e.features.X, R);
   std::cout << "[ info ] image folder: max |fednode - PyTorch| = " << diff << "\n";
   EXPECT_LT(diff, 1e-4f);
+}
+
+// An image folder as users have them (tests/features/data/make_messy_folder.py): a CMYK JPEG,
+// 16-bit, palette, RGBA and grayscale PNGs, progressive and upper-case JPEGs, images in nested
+// folders, a truncated JPEG, an empty file and a text file. Without --skip-bad the first bad file
+// ends the extraction; with it, the two bad files are left out and named, and every other image
+// gives PyTorch's features on PIL's decoding.
+TEST(ExtractCommand, ReadsAnImageFolderAsUsersHaveIt) {
+  REQUIRE_REFERENCE();
+  if (!python_has("PIL")) GTEST_SKIP() << "the folder is written and decoded with PIL (Debian: python3-pil)";
+  const TempDir dir_tmp("fednode_messy_folder");
+  const std::string dir = dir_tmp.str(), images = dir + "/images";
+  run_python(kSource + "/tests/features/data/make_messy_folder.py " + images);
+  const std::string model = model_with_sidecar(dir, "input_size = 32\n");
+  ExtractOptions o = folder_options(model, images);
+  test::expect_input_error([&] { extract_features(o); }, {"--skip-bad"});
+
+  o.skip_bad = true;
+  const Extracted e = extract_features(o);
+  ASSERT_EQ(e.skipped.size(), 2u);
+  EXPECT_EQ(e.skipped[0].file, "pear/empty.png");
+  EXPECT_NE(e.skipped[0].reason.find("empty file"), std::string::npos) << e.skipped[0].reason;
+  EXPECT_EQ(e.skipped[1].file, "pear/truncated.jpg");
+  EXPECT_NE(e.skipped[1].reason.find("truncated"), std::string::npos) << e.skipped[1].reason;
+  EXPECT_EQ(e.ignored, (std::vector<std::string>{"pear/notes.txt"}));
+  EXPECT_EQ(e.class_names, (std::vector<std::string>{"apple", "pear"}));
+  EXPECT_EQ(e.features.y, (Labels{0, 0, 0, 0, 0, 0, 0, 1, 1, 1}));
+
+  run_python(kReference + " --model " + model + " --images " + images + " --skip-bad --out " + dir + "/ref.npy");
+  const MatrixF R = read_npy_features(dir + "/ref.npy");
+  const float diff = max_abs_diff(e.features.X, R);
+  std::cout << "[ info ] messy image folder: max |fednode - PyTorch| = " << diff << "\n";
+  EXPECT_LT(diff, 1e-3f);
 }
 
 TEST(ExtractCommand, RejectsBadUsage) {

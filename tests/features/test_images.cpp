@@ -213,12 +213,87 @@ TEST(Images, SurvivesRandomCorruption) {
   EXPECT_GT(rejected, 300);
 }
 
+TEST(Images, AnEmptyFileIsNamedAsSuch) {
+  const TempDir dir_tmp("fednode_images_empty_file");
+  write_bytes(dir_tmp.str() + "/empty.png", {});
+  expect_error(dir_tmp.str() + "/empty.png", "empty file");
+}
+
+// libjpeg hands CMYK back as CMYK; fednode turns it into RGB by PIL's formula on Adobe's inverted
+// samples: R = k - round((255 - c) k / 255) for decoded samples c and k.
+TEST(Images, ACmykJpegBecomesRgbByPilsFormula) {
+  const TempDir dir_tmp("fednode_images_cmyk");
+  const std::string path = dir_tmp.str() + "/cmyk.jpg";
+  const int w = 16, h = 8;
+  const uint8_t sample[4] = {245, 55, 225, 215};  // uniform, so the JPEG round trip is near-exact
+  std::vector<uint8_t> pixels(static_cast<size_t>(w) * h * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = sample[i % 4];
+  {
+    jpeg_compress_struct cinfo;
+    jpeg_error_mgr jerr;
+    cinfo.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&cinfo);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    jpeg_stdio_dest(&cinfo, f);
+    cinfo.image_width = w;
+    cinfo.image_height = h;
+    cinfo.input_components = 4;
+    cinfo.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&cinfo);
+    jpeg_set_quality(&cinfo, 100, TRUE);
+    jpeg_start_compress(&cinfo, TRUE);
+    while (cinfo.next_scanline < cinfo.image_height) {
+      JSAMPROW row = pixels.data() + static_cast<size_t>(cinfo.next_scanline) * w * 4;
+      jpeg_write_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    std::fclose(f);
+  }
+  const Image img = read_image(path);
+  ASSERT_EQ(img.channels, 3);
+  ASSERT_EQ(img.width, w);
+  ASSERT_EQ(img.height, h);
+  const int k = sample[3];
+  for (int c = 0; c < 3; ++c) {
+    const int t = (255 - sample[c]) * k + 128;
+    const int expected = k - (((t >> 8) + t) >> 8);
+    for (int i = 0; i < w * h; ++i) EXPECT_NEAR(img.pixels[static_cast<size_t>(i) * 3 + c], expected, 2) << c;
+  }
+}
+
+// torchvision's ImageFolder walks a class's sub-folders; so does fednode, in the same order
+// (folders by path, then files by name): "c/a b/x.png" after "c/b.png", though it sorts first as
+// a plain string. Files that are not images are listed, not dropped in silence.
+TEST(ImageFolder, WalksSubFoldersInTorchvisionsOrderAndListsWhatItIgnores) {
+  const TempDir tmp("fednode_images_nested");
+  const std::string root = tmp.str();
+  const std::string png = kImages + "/cat/a_rgb.png";
+  for (const char* dir : {"c/a b", "c/sub/deep", "c/sub2", "c/.hidden", "d/only"}) fs::create_directories(root + "/" + dir);
+  for (const char* file : {"c/b.png", "c/a b/x.png", "c/sub/a.png", "c/sub/deep/z.JPG", "c/sub2/a.png",
+                           "c/.hidden/h.png", "d/only/n.png"})
+    fs::copy_file(png, root + "/" + file);
+  write_bytes(root + "/c/readme.txt", {'x'});
+  write_bytes(root + "/c/sub/notes.md", {'x'});
+  const ImageFolder f = scan_image_folder(root);
+  EXPECT_EQ(f.class_names, (std::vector<std::string>{"c", "d"}));
+  EXPECT_EQ(f.files, (std::vector<std::string>{"c/b.png", "c/a b/x.png", "c/sub/a.png", "c/sub/deep/z.JPG",
+                                               "c/sub2/a.png", "d/only/n.png"}));
+  EXPECT_EQ(f.labels, (Labels{0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(f.ignored, (std::vector<std::string>{"c/readme.txt", "c/sub/notes.md"}));
+  // A link back up the tree is walked once, not forever.
+  fs::create_directory_symlink(root + "/c", root + "/c/sub2/loop");
+  EXPECT_EQ(scan_image_folder(root).files.size(), 6u);
+}
+
 TEST(ImageFolder, ListsClassesAndImagesInOrderSkippingTheRest) {
   const ImageFolder f = scan_image_folder(kImages);
   EXPECT_EQ(f.class_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(f.files, (std::vector<std::string>{"cat/a_rgb.png", "cat/b_rgba.png", "cat/c_smooth.jpg",
                                                "dog/a_gray.png", "dog/b_gray.JPEG"}));
   EXPECT_EQ(f.labels, (Labels{0, 0, 0, 1, 1}));
+  EXPECT_EQ(f.ignored, (std::vector<std::string>{"dog/readme.txt"}));
 }
 
 TEST(ImageFolder, LimitTakesRoundRobinOverClasses) {

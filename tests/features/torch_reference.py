@@ -68,15 +68,38 @@ def load_fashion_mnist(folder, split, limit):
     return list(images), labels
 
 
-def load_image_folder(root, limit):
+def class_files(root, c):
+    """torchvision's ImageFolder order: os.walk following links, folders sorted by path, files by
+    name within each; hidden entries skipped, as fednode does."""
+    found = []
+    for folder, dirs, names in sorted(os.walk(os.path.join(root, c), followlinks=True)):
+        if any(part.startswith(".") for part in os.path.relpath(folder, root).split(os.sep)):
+            continue
+        for n in sorted(names):
+            if not n.startswith(".") and n.lower().endswith((".png", ".jpg", ".jpeg")):
+                found.append(os.path.relpath(os.path.join(folder, n), root))
+    return found
+
+
+def decode(path):
+    """What torchvision's loader gives (PIL's convert), 1-channel files staying 1-channel (the
+    sidecar decides what grayscale becomes). 16-bit grayscale is the one departure, as documented
+    in features/images.h: PIL clips it at 255, fednode keeps the high byte."""
     from PIL import Image
+    img = Image.open(path)
+    if img.mode in ("I", "I;16", "I;16B"):
+        arr = (np.asarray(img, dtype=np.int64) >> 8).clip(0, 255).astype(np.uint8)
+    elif img.mode in ("L", "LA", "1"):
+        arr = np.asarray(img.convert("L"), dtype=np.uint8)
+    else:
+        arr = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    return arr[:, :, None] if arr.ndim == 2 else arr
+
+
+def load_image_folder(root, limit, skip_bad=False, skipped=None):
     classes = sorted(d for d in os.listdir(root)
                      if not d.startswith(".") and os.path.isdir(os.path.join(root, d)))
-    per_class = []
-    for c in classes:
-        names = sorted(n for n in os.listdir(os.path.join(root, c))
-                       if not n.startswith(".") and n.lower().endswith((".png", ".jpg", ".jpeg")))
-        per_class.append(names)
+    per_class = [class_files(root, c) for c in classes]
     keep = [len(names) for names in per_class]
     if limit >= 0:
         keep = [0] * len(per_class)
@@ -87,13 +110,16 @@ def load_image_folder(root, limit):
                     keep[i] += 1
                     taken += 1
     images, labels = [], []
-    for label, (c, names) in enumerate(zip(classes, per_class)):
+    for label, names in enumerate(per_class):
         for name in names[:keep[label]]:
-            img = Image.open(os.path.join(root, c, name))
-            # 1-channel files stay 1-channel (the sidecar decides what grayscale becomes).
-            img = img.convert("L") if img.mode in ("L", "LA", "I", "I;16", "1") else img.convert("RGB")
-            arr = np.asarray(img, dtype=np.uint8)
-            images.append(arr[:, :, None] if arr.ndim == 2 else arr)
+            try:
+                images.append(decode(os.path.join(root, name)))
+            except Exception:
+                if not skip_bad:
+                    raise
+                if skipped is not None:
+                    skipped.append(name)
+                continue
             labels.append(label)
     return images, np.array(labels, dtype=np.int64)
 
@@ -146,6 +172,7 @@ def main():
     p.add_argument("--split", default="train")
     p.add_argument("--images")
     p.add_argument("--limit", type=int, default=-1)
+    p.add_argument("--skip-bad", action="store_true", help="image folders: leave out files PIL cannot decode")
     p.add_argument("--input-size", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
@@ -161,7 +188,10 @@ def main():
     conf = read_sidecar(a.sidecar or a.model + ".preprocessing")
     size = a.input_size or int(conf["input_size"])
     if a.images:
-        images, labels = load_image_folder(a.images, a.limit)
+        skipped = []
+        images, labels = load_image_folder(a.images, a.limit, a.skip_bad, skipped)
+        for name in skipped:
+            print("skipped " + name)
     else:
         images, labels = load_fashion_mnist(a.fashion_mnist, a.split, a.limit)
 
