@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 const char* kHelp =
     "usage: fednode topology linear|ring|star|graph --nodes N [--out FILE] [--method M]\n"
     "       [--base-port P] [--host H] [--seed S] [--deadline SECONDS] [--ack-deadline SECONDS]\n"
-    "       [--silence SECONDS] [--run NAME]\n"
+    "       [--silence SECONDS] [--receive-window N] [--run NAME]\n"
     "       [--keys DIR] [--state DIR] [--hop-encryption none|curve] [--option K=V]... [--data K=V]...\n"
     "writes a topology file (docs/topologies.md) for nodes 0..N-1 named n0.. and a key pair per\n"
     "node in DIR/n<i> (fednode keygen's node.key and node.pub); the file names the key\n"
@@ -42,6 +42,8 @@ const char* kHelp =
     "  --silence SECONDS      a connection whose peer acknowledges nothing for this long is\n"
     "                         dropped and dialled again; a slow transfer that moves is not\n"
     "                         (default 30, at least 1)\n"
+    "  --receive-window N     how many senders a node waits for may send it their knowledge at\n"
+    "                         once; the others wait for their turn (default 8; 0: all at once)\n"
     "  --run NAME             the run name the run id is derived from, 1 to 128 printable ASCII\n"
     "                         characters (default: run- and 16 random hex digits, new every time)\n"
     "  --keys DIR             key directories DIR/n<i> (default: keys/ beside the output file);\n"
@@ -159,7 +161,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
   // The mode comes first, as a word; everything after it is an option.
   const bool has_mode = !argv.empty() && argv[0].rfind("-", 0) != 0;
   const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
-               {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "ack-deadline", "silence", "run", "keys", "state",
+               {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "ack-deadline", "silence", "receive-window", "run", "keys", "state",
                 "hop-encryption"}, {},
                {"option", "data"});
   if (a.help()) {
@@ -191,6 +193,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
   o.deadline_seconds = a.real("deadline", kDefaultDeadlineSeconds, 1e-3, kMaxDeadlineSeconds);
   o.ack_deadline_seconds = a.real("ack-deadline", kDefaultAckDeadlineSeconds, 1e-3, kMaxDeadlineSeconds);
   o.silence_seconds = a.real("silence", kDefaultSilenceSeconds, 1, kMaxDeadlineSeconds);
+  o.receive_window = a.integer("receive-window", kDefaultReceiveWindow, 0, kMaxTopologyNodes);
   o.run = a.has("run") ? a.str("run", "") : random_run_name();
   const std::string run_problem = run_name_problem(o.run);
   if (!run_problem.empty()) throw UsageError("--run " + run_problem);

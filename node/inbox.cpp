@@ -20,7 +20,7 @@ bool routed(MessageType t) {
 }  // namespace
 
 Inbox::Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Machine& machine,
-             Outbox::Say say, Outbox::Who who)
+             Outbox::Say say, Outbox::Who who, Pacing pacing)
     : channel_(channel),
       store_(store),
       transport_(transport),
@@ -28,7 +28,8 @@ Inbox::Inbox(const SecureChannel& channel, StateStore& store, Transport& transpo
       machine_(machine),
       say_(std::move(say)),
       who_(std::move(who)),
-      replay_(store.load_replay()) {}
+      replay_(store.load_replay()),
+      pacing_(pacing) {}
 
 Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
   Actions out;
@@ -112,8 +113,46 @@ Actions Inbox::handle(Incoming& in, double now) {
     say_(who_(h.from) + " says hello (" + printable(std::get<Hello>(msg.payload).software) + ")");
   }
   store_.save_replay(replay_);
-  send_ack(in, h.from, h.msg_id);
+  if (h.type == MessageType::Hello) {
+    answer_hello(in, h.from, h.msg_id);
+  } else {
+    send_ack(in, h.from, h.msg_id);
+    pace();  // a cleared sender may just have delivered
+  }
   return out;
+}
+
+void Inbox::answer_hello(const Incoming& in, NodeId from, uint64_t msg_id) {
+  const bool awaited = pacing_.window > 0 && machine_.awaits_knowledge_from(from);
+  pace();
+  if (awaited && !cleared_.count(from) && cleared_.size() >= pacing_.window) {
+    auto it = std::find_if(paced_.begin(), paced_.end(), [&](const PacedHello& p) { return p.from == from; });
+    if (it == paced_.end()) {
+      if (tally_.hellos_paced++ == 0)
+        say_("pacing senders: " + std::to_string(pacing_.window) +
+             " at a time send their knowledge, the others' hellos are acknowledged in turn");
+      it = paced_.insert(paced_.end(), PacedHello{});
+    }
+    *it = PacedHello{from, msg_id, in.route, in.via_dealer};
+    return;
+  }
+  if (send_ack(in, from, msg_id) && awaited) cleared_.emplace(from, Clock::now());
+}
+
+void Inbox::pace() {
+  const auto now = Clock::now();
+  for (auto it = cleared_.begin(); it != cleared_.end();)
+    if (!machine_.awaits_knowledge_from(it->first) || now - it->second >= pacing_.clearance) it = cleared_.erase(it);
+    else ++it;
+  while (!paced_.empty() && (cleared_.size() < pacing_.window || !machine_.awaits_knowledge_from(paced_.front().from))) {
+    const PacedHello p = paced_.front();
+    paced_.pop_front();
+    Incoming again;
+    again.route = p.route;
+    again.via_dealer = p.via_dealer;
+    // A sender whose connection is gone resends its hello on the next one, and queues again.
+    if (send_ack(again, p.from, p.msg_id) && machine_.awaits_knowledge_from(p.from)) cleared_.emplace(p.from, now);
+  }
 }
 
 void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
@@ -121,7 +160,8 @@ void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
     // A resend whose ack was lost (or a replay): it is stored already, so acknowledge it again
     // and use nothing from it.
     ++tally_.duplicates;
-    if (routed(e.header->type) || e.header->type == MessageType::Hello) send_ack(in, e.header->from, e.header->msg_id);
+    if (e.header->type == MessageType::Hello) answer_hello(in, e.header->from, e.header->msg_id);
+    else if (routed(e.header->type)) send_ack(in, e.header->from, e.header->msg_id);
     return;
   }
   ++tally_.frames_rejected;
@@ -158,13 +198,13 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
 }
 
 // Acks and errors are answers: sealed like everything else, never stored or resent.
-void Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
+bool Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
   Ack a;
   a.acked_id = acked;
   const uint64_t ack_id = answer(in, to, Payload(a));
   if (ack_id == 0) {
     say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
-    return;
+    return false;
   }
   auto it = std::find_if(awaited_.begin(), awaited_.end(),
                          [&](const AwaitedReceipt& w) { return w.from == to && w.msg_id == acked; });
@@ -178,6 +218,7 @@ void Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
   it->route = in.route;
   it->via_dealer = in.via_dealer;
   it->acked_at = Clock::now();
+  return true;
 }
 
 std::vector<NodeId> Inbox::awaiting_receipts() const {

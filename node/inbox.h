@@ -11,6 +11,14 @@
 // comes, its receiver cannot tell "the sender has my ack on disk" from "the sender was killed
 // before storing it, and will resend when it is back"; a finished node therefore keeps answering
 // while receipts are outstanding (up to its ack deadline), so that the restarted sender finds it.
+//
+// Pacing (docs/node.md, "Pacing"): a sender sends nothing after its hello until the hello is
+// acknowledged (stop-and-wait per peer), and the next thing a sender this node waits for sends
+// is its knowledge, megabytes that libzmq allocates whole as soon as a frame's header arrives. So
+// the inbox acknowledges the hellos of such senders only while fewer than a window of them are
+// cleared and have not delivered yet; the others' acks wait their turn. A star's hub then holds
+// a window's frames at once, not one per leaf. A cleared sender that does not deliver within the
+// clearance time stops counting, so one that died or crawls holds no one else up for long.
 #pragma once
 
 #include "node/machine.h"
@@ -20,6 +28,8 @@
 #include "node/transport.h"
 
 #include <chrono>
+#include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,7 +38,15 @@
 namespace fednode {
 
 // What the inbox counted, for the node's result.
+// How many senders whose knowledge is awaited may have their hello acknowledged at once, and for
+// how long one counts; a window of 0 acknowledges every hello at once (no pacing).
+struct Pacing {
+  size_t window = 8;
+  std::chrono::milliseconds clearance{15000};
+};
+
 struct InboxTally {
+  int64_t hellos_paced = 0;       // hello acknowledgements that waited for their turn
   int64_t bytes_received = 0;     // frames, as they arrived
   int64_t bytes_answered = 0;     // acks and error replies sent
   int64_t messages_received = 0;  // accepted (duplicates included)
@@ -41,7 +59,7 @@ class Inbox {
   // Every reference must outlive the inbox. The replay guard is loaded from `store`; `say` logs,
   // naming peers by `who`.
   Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Machine& machine,
-        Outbox::Say say, Outbox::Who who);
+        Outbox::Say say, Outbox::Who who, Pacing pacing = {});
 
   // A restart: every message the state directory held (StateStore::received), decoded and
   // checked again (what a node accepted under older checks or limits may not pass now), goes to
@@ -61,6 +79,10 @@ class Inbox {
   // sender that died has no connection left and is waited for until it resends.
   void remind(std::chrono::milliseconds reminder_interval);
 
+  // Acknowledges the hellos whose turn came: a cleared sender delivered, was given up on, or
+  // outlived its clearance. The node calls it every step; handle() does after each frame.
+  void pace();
+
   const InboxTally& tally() const { return tally_; }
   // When the last frame came (the closing node waits for a quiet moment).
   std::chrono::steady_clock::time_point last_frame() const { return last_frame_; }
@@ -73,8 +95,10 @@ class Inbox {
   void settle(const Incoming& in, const Message& msg);
   // Step 5, and the plan's check: empty when the machine takes the message, else why not.
   std::string decode_and_check(const EnvelopeHeader& h, std::string_view plaintext, Payload& payload) const;
-  // Acknowledges `acked` and waits for its receipt.
-  void send_ack(const Incoming& in, NodeId to, uint64_t acked);
+  // Acknowledges `acked` and waits for its receipt. False when the connection is gone.
+  bool send_ack(const Incoming& in, NodeId to, uint64_t acked);
+  // A hello (or a resent one) from `from`: acknowledged now, or when its turn comes.
+  void answer_hello(const Incoming& in, NodeId from, uint64_t msg_id);
   void send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort, const std::string& text);
   // Seals `p` with a new message id and replies on `in`'s connection: the id, or 0 when that
   // connection is gone.
@@ -102,6 +126,17 @@ class Inbox {
     std::chrono::steady_clock::time_point acked_at{};
   };
   std::vector<AwaitedReceipt> awaited_;
+  Pacing pacing_;
+  // Senders whose hello was acknowledged while their knowledge is awaited, and since when.
+  std::map<NodeId, std::chrono::steady_clock::time_point> cleared_;
+  // Hellos waiting for their turn, oldest first; one per sender (the newest connection).
+  struct PacedHello {
+    NodeId from = 0;
+    uint64_t msg_id = 0;
+    std::string route;
+    std::optional<NodeId> via_dealer;
+  };
+  std::deque<PacedHello> paced_;
   std::set<NodeId> sends_receipts_;
   std::chrono::steady_clock::time_point last_frame_{};
   std::chrono::steady_clock::time_point rejection_window_{};

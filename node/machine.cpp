@@ -114,6 +114,12 @@ std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) co
   return "";
 }
 
+bool Machine::awaits_knowledge_from(NodeId from) const {
+  for (PlanMessage kind : {PlanMessage::Knowledge, PlanMessage::Complete})
+    if (config_.plan.expects(from, kind) && !progress_.has(from, kind)) return true;
+  return false;
+}
+
 bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
   if (type == MessageType::Head) {
     // A head covering more than the one held is the hub's refit on knowledge that came late.

@@ -110,6 +110,9 @@ class Machine {
   bool take_late_change() { return std::exchange(late_change_, false); }
   // Senders given up on at a deadline that never delivered.
   std::vector<NodeId> never_delivered() const { return progress_.missing(); }
+  // Whether the plan still waits for Knowledge or Complete from `from` (the inbox paces such
+  // senders by when it acknowledges their hello).
+  bool awaits_knowledge_from(NodeId from) const;
   const MachineOutcome& outcome() const { return outcome_; }
   const NodePlan& plan() const { return config_.plan; }
   // Knowledge pieces folded into a running sum as they arrived (see foldable_senders_).

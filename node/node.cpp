@@ -122,7 +122,10 @@ struct Node::Impl {
         OutboxTiming{config.retry_initial, config.resend_after, std::min(10.0, topo.federation.deadline_seconds)},
         say_line, name, config.id, config.limits.max_message_bytes);
     check_configuration(*store, config);
-    inbox = std::make_unique<Inbox>(channel, *store, *transport, *outbox, *machine, say_line, name);
+    inbox = std::make_unique<Inbox>(channel, *store, *transport, *outbox, *machine, say_line, name,
+                                    Pacing{config.receive_window.value_or(
+                                               static_cast<size_t>(config.topology.federation.receive_window)),
+                                           config.receive_clearance});
     restore();
     for (NodeId peer : plan.peers()) {
       transport->add_peer(peer, topo.node(peer).address);
@@ -228,6 +231,7 @@ struct Node::Impl {
 
   void advance() {
     apply(machine->tick(now()));
+    inbox->pace();
     const SendTally s = outbox->pump();
     sent.bytes += s.bytes;
     sent.messages += s.messages;

@@ -65,6 +65,12 @@ struct NodeConfig {
   // sends before it gives up on them (they are reported), and a finished node for the receipts
   // of its own acknowledgements. Empty: the topology's [federation] ack_deadline_seconds.
   std::optional<double> ack_deadline_seconds;
+  // Pacing (docs/node.md): at most receive_window of the senders whose knowledge this node awaits
+  // get their hello acknowledged, and so send their knowledge, at once; a cleared sender that has
+  // not delivered after receive_clearance stops counting. 0: no pacing. Empty: the topology's
+  // [federation] receive_window.
+  std::optional<size_t> receive_window;
+  std::chrono::milliseconds receive_clearance{15000};
   NodeCallbacks callbacks;
 };
 

@@ -133,6 +133,7 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   const auto bad = [&](const std::string& what) { throw InputError(self + "'s " + what); };
   if (config.retry_initial.count() <= 0) bad("retry_initial must be positive");
   if (config.resend_after < config.retry_initial) bad("resend_after must be at least retry_initial");
+  if (config.receive_clearance.count() <= 0) bad("receive_clearance must be positive");
   if (config.ack_deadline_seconds &&
       !(*config.ack_deadline_seconds > 0 && *config.ack_deadline_seconds <= kMaxDeadlineSeconds))
     bad("ack_deadline_seconds must lie in (0, " + std::to_string(static_cast<int64_t>(kMaxDeadlineSeconds)) + "]");

@@ -61,6 +61,7 @@ Topology build_topology(const TopologyBuildOptions& o) {
   f.deadline_seconds = o.deadline_seconds;
   f.ack_deadline_seconds = o.ack_deadline_seconds;
   f.silence_seconds = o.silence_seconds;
+  f.receive_window = o.receive_window;
   f.hop_encryption = o.hop_encryption;
   f.options = o.options;
   f.data = o.data;

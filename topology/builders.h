@@ -27,6 +27,7 @@ struct TopologyBuildOptions {
   double deadline_seconds = kDefaultDeadlineSeconds;
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   double silence_seconds = kDefaultSilenceSeconds;
+  int64_t receive_window = kDefaultReceiveWindow;  // [federation] receive_window
   HopEncryption hop_encryption = HopEncryption::None;  // [federation] hop_encryption
   OptionMap options;                 // [federation.options]
   OptionMap data;                    // [federation.data]

@@ -197,7 +197,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.line = line_of(*fed);
   for (auto&& [key, value] : *fed) f.key_lines[std::string(key.str())] = line_of(value);
   const std::string fw = "[federation]";
-  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "hop_encryption", "hub", "start",
+  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "receive_window", "hop_encryption", "hub", "start",
                           "options", "data"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
@@ -214,6 +214,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.deadline_seconds = r.number(*fed, "deadline_seconds", fw).value_or(kDefaultDeadlineSeconds);
   f.ack_deadline_seconds = r.number(*fed, "ack_deadline_seconds", fw).value_or(kDefaultAckDeadlineSeconds);
   f.silence_seconds = r.number(*fed, "silence_seconds", fw).value_or(kDefaultSilenceSeconds);
+  f.receive_window = r.integer(*fed, "receive_window", fw, 0, kMaxTopologyNodes).value_or(kDefaultReceiveWindow);
   if (const auto hop = r.string(*fed, "hop_encryption", fw)) {
     try {
       f.hop_encryption = parse_hop_encryption(*hop);
@@ -385,6 +386,7 @@ std::string to_toml(const Topology& t) {
   if (f.ack_deadline_seconds != kDefaultAckDeadlineSeconds)
     out << "ack_deadline_seconds = " << float_text(f.ack_deadline_seconds) << "\n";
   if (f.silence_seconds != kDefaultSilenceSeconds) out << "silence_seconds = " << float_text(f.silence_seconds) << "\n";
+  if (f.receive_window != kDefaultReceiveWindow) out << "receive_window = " << f.receive_window << "\n";
   if (f.hop_encryption != HopEncryption::None) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";
   if (f.start) out << "start = " << *f.start << "\n";

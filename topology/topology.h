@@ -50,6 +50,8 @@ constexpr double kDefaultAckDeadlineSeconds = 60.0;
 // A connection whose peer acknowledges nothing for this long — data it was sent, or keepalive
 // probes while idle — is dropped and dialled again (docs/node.md, "Transport").
 constexpr double kDefaultSilenceSeconds = 30.0;
+// Senders whose knowledge a node awaits that may send it at once (docs/node.md, "Pacing").
+constexpr int64_t kDefaultReceiveWindow = 8;
 // A run name is hashed into the run id; the bound only keeps names readable in logs.
 constexpr size_t kMaxRunNameBytes = 128;
 
@@ -91,6 +93,7 @@ struct FederationSettings {
   double deadline_seconds = kDefaultDeadlineSeconds;
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   double silence_seconds = kDefaultSilenceSeconds;
+  int64_t receive_window = kDefaultReceiveWindow;  // 0: no pacing
   HopEncryption hop_encryption = HopEncryption::None;
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)

@@ -116,6 +116,10 @@ class Checker {
       fail(f.line_of("silence_seconds"),
            "[federation] silence_seconds must be in [1, " + std::to_string(int64_t(kMaxDeadlineSeconds)) + "], got " +
                exact_text(f.silence_seconds));
+    if (f.receive_window < 0 || f.receive_window > int64_t(kMaxTopologyNodes))
+      fail(f.line_of("receive_window"), "[federation] receive_window must be in [0, " +
+                                            std::to_string(kMaxTopologyNodes) + "], got " +
+                                            std::to_string(f.receive_window));
     // A topology built in memory may hold any value the enum's storage allows.
     if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
       fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");

@@ -50,6 +50,23 @@ TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
   launch_and_expect_simulate(f);
 }
 
+// A hub that lets its leaves send one at a time (receive_window = 1; docs/node.md, "Pacing")
+// acknowledges the other leaves' hellos in turn, and ends with the simulator's results all the
+// same. Ports 23720-23725.
+TEST(LoopbackPacing, AStarHubPacingItsLeavesOneAtATimeMatchesTheSimulator) {
+  const auto dir = test_dir("loopback_pacing");
+  Federation f = make_federation(dir, TopologyMode::Star, 6, "fedcgs", 23720, method_options("fedcgs"), small_data());
+  f.topology.federation.receive_window = 1;
+  save_again(f);
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+  expect_every_node_equals_simulate(f);
+  const std::string hub_log = read_text(f.state_dir(0) / "node.log");
+  EXPECT_NE(hub_log.find("pacing senders: 1 at a time"), std::string::npos) << hub_log;
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(f.dir);
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {

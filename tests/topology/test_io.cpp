@@ -175,14 +175,26 @@ TEST(TopologyIo, AckDeadlineIsWrittenOnlyWhenSet) {
                "'ack_deadline_seconds' must be a number, got a string");
 }
 
-TEST(TopologyIo, SilenceIsWrittenOnlyWhenSetAndCountsWholeSeconds) {
+// Keys added after files were written: left out when at their default (the default run name
+// hashes the file's text), kept when set, checked when loaded.
+TEST(TopologyIo, SilenceAndReceiveWindowAreWrittenOnlyWhenSet) {
   Topology t = test::parse(test::federation("linear") + test::nodes(1));
   EXPECT_EQ(t.federation.silence_seconds, kDefaultSilenceSeconds);
-  EXPECT_EQ(to_toml(t).find("silence_seconds"), std::string::npos);
+  EXPECT_EQ(t.federation.receive_window, kDefaultReceiveWindow);
+  const std::string defaults = to_toml(t);
+  EXPECT_EQ(defaults.find("silence_seconds"), std::string::npos);
+  EXPECT_EQ(defaults.find("receive_window"), std::string::npos);
   t.federation.silence_seconds = 120;
-  EXPECT_EQ(test::parse(to_toml(t)).federation.silence_seconds, 120);
+  t.federation.receive_window = 0;
+  const Topology again = test::parse(to_toml(t));
+  EXPECT_EQ(again.federation.silence_seconds, 120);
+  EXPECT_EQ(again.federation.receive_window, 0);
+  // TCP keepalive counts whole seconds.
   EXPECT_ERROR(test::federation("linear", "silence_seconds = 0.5") + test::nodes(1),
                "t.toml:4: [federation] silence_seconds must be in [1, 604800], got 0.5");
+  EXPECT_ERROR(test::federation("linear", "receive_window = 1.5") + test::nodes(1), "receive_window");
+  t.federation.receive_window = -1;
+  EXPECT_THROW(validate_topology(t), InputError);
 }
 
 TEST(TopologyIo, OptionTextsSurviveRoundTripsExactly) {
