@@ -22,10 +22,32 @@ Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say
       self_(self),
       max_frame_bytes_(max_frame_bytes) {}
 
+namespace {
+
+// Frames from here up are kept on disk between sends and count against the send window: a
+// knowledge message or a head, not a hello or an ack.
+constexpr size_t kLargeFrameBytes = size_t{256} << 10;
+
+}  // namespace
+
+Outbox::Pending Outbox::pending_for(OutboxEntry e) {
+  Pending p;
+  p.frame_bytes = e.frame.size();
+  if (p.frame_bytes >= kLargeFrameBytes) std::string().swap(e.frame);
+  p.entry = std::move(e);
+  return p;
+}
+
+size_t Outbox::large_frames_in_flight(Clock::time_point now) const {
+  size_t n = 0;
+  for (const auto& p : pending_)
+    if (p.open() && p.tries > 0 && p.frame_bytes >= kLargeFrameBytes && now - p.handed_over < timing_.window_hold) ++n;
+  return n;
+}
+
 void Outbox::restore(std::vector<OutboxEntry> entries) {
   for (auto& e : entries) {
-    Pending p;
-    p.entry = std::move(e);
+    Pending p = pending_for(std::move(e));
     // A node killed between storing an offer and noting the older one replaced.
     if (p.offer() && p.open()) give_up_open_offers(p.entry.to);
     pending_.push_back(std::move(p));
@@ -36,9 +58,7 @@ void Outbox::add(OutboxEntry e) {
   store_.store_outgoing(e);
   // Stored first: a kill between the two leaves both open, and restore() settles that.
   if (e.phase == kOfferPhase) give_up_open_offers(e.to);
-  Pending p;
-  p.entry = std::move(e);
-  pending_.push_back(std::move(p));
+  pending_.push_back(pending_for(std::move(e)));
 }
 
 void Outbox::queue(NodeId to, MessageType type, int phase, int64_t counted_bytes,
@@ -105,6 +125,7 @@ SendTally Outbox::pump() {
   SendTally tally;
   const auto now = Clock::now();
   std::set<NodeId> busy;  // peers with an earlier frame still unsettled
+  size_t in_flight = timing_.send_window > 0 ? large_frames_in_flight(now) : 0;
   for (auto& p : pending_) {
     if (!p.open()) continue;
     if (offer_expired(p)) {
@@ -123,8 +144,12 @@ SendTally Outbox::pump() {
     const uint64_t breaks = transport_.breaks(p.entry.to);
     const bool broke = p.tries > 0 && breaks > p.breaks_at_send;
     if (now < p.next_try && !broke) continue;
+    const bool large = p.frame_bytes >= kLargeFrameBytes;
+    // A first send waits for room in the window; a resend after a break takes its place again.
+    if (large && timing_.send_window > 0 && p.tries == 0 && in_flight >= timing_.send_window) continue;
     if (!p.attempted()) p.first_try = now;
-    if (!transport_.send(p.entry.to, p.entry.frame)) {
+    const std::string stored = p.entry.frame.empty() ? store_.outgoing_frame(p.entry) : std::string();
+    if (!transport_.send(p.entry.to, p.entry.frame.empty() ? stored : p.entry.frame)) {
       // The peer's one-frame queue is full: a copy of this frame waits there while the peer is
       // down, or a receipt that goes out in a moment. Tried again soon, then less and less often.
       p.queue_backoff = std::clamp(p.queue_backoff * 2, std::chrono::milliseconds(1), timing_.retry_initial);
@@ -132,7 +157,9 @@ SendTally Outbox::pump() {
       continue;
     }
     p.queue_backoff = std::chrono::milliseconds(0);
-    tally.bytes += static_cast<int64_t>(p.entry.frame.size());
+    if (large && now - p.handed_over >= timing_.window_hold) ++in_flight;
+    p.handed_over = now;
+    tally.bytes += static_cast<int64_t>(p.frame_bytes);
     if (p.tries == 0) ++tally.messages;
     else ++tally.resends;
     ++p.tries;
@@ -146,7 +173,7 @@ void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
   // Long enough for a large frame to be received and stored (at a pessimistic 20 MB/s) on top,
   // so that a multi-megabyte head is not sent twice for nothing. Capped at an hour: doubling
   // must not overflow in a run that lasts days.
-  const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.entry.frame.size() / 20000));
+  const auto transfer = std::chrono::milliseconds(static_cast<int64_t>(p.frame_bytes / 20000));
   p.backoff = p.backoff.count() == 0 ? timing_.resend_after + transfer
                                      : std::min(p.backoff * 2, std::chrono::milliseconds(3600 * 1000));
   p.next_try = now + p.backoff;

@@ -34,6 +34,12 @@ struct OutboxTiming {
   // time at a pessimistic 20 MB/s) is sent again, then after twice as long, and so on.
   std::chrono::milliseconds resend_after;
   double warn_after_seconds;  // a frame unacknowledged this long is reported, once; an offer, given up
+  // At most this many large frames (kLargeFrameBytes and up) are handed to ZeroMQ and not yet
+  // acknowledged at once; each counts for window_hold after it went out at most, so that a peer
+  // that never answers holds no one else up for long. A star's hub sending a 5 MB adapter head to
+  // 128 leaves held all 128 sealed copies at once (docs/node.md, "Pacing"). 0: no window.
+  size_t send_window = 8;
+  std::chrono::milliseconds window_hold{15000};
 };
 
 // What one pump() handed to ZeroMQ.
@@ -94,12 +100,18 @@ class Outbox {
     uint64_t breaks_at_send = 0;  // Transport::breaks of the peer when it was last handed over
     std::chrono::milliseconds queue_backoff{0};  // while the peer's queue is full
     int tries = 0;  // times handed over to the transport
+    std::chrono::steady_clock::time_point handed_over{};  // last time
+    size_t frame_bytes = 0;  // entry.frame's size; a large frame is kept on disk, not in memory
     bool warned = false;
     bool open() const { return !entry.acked && !entry.failed && !entry.given_up; }
     bool offer() const { return entry.phase == kOfferPhase; }
     bool attempted() const { return first_try != std::chrono::steady_clock::time_point{}; }
   };
   void schedule_retry(Pending& p, std::chrono::steady_clock::time_point now);
+  // A pending frame for `e`: a large frame's bytes stay on disk until each send reads them.
+  static Pending pending_for(OutboxEntry e);
+  // Large frames handed over, unacknowledged, within their window_hold.
+  size_t large_frames_in_flight(std::chrono::steady_clock::time_point now) const;
   // Says once that the peer has not acknowledged `p` for warn_after_seconds.
   void warn_if_silent(Pending& p);
   void give_up(Pending& p);

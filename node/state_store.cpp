@@ -232,29 +232,49 @@ void StateStore::mark_acked(const OutboxEntry& e) { write_file_durably(path(outb
 void StateStore::mark_failed(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".failed"), ""); }
 void StateStore::mark_given_up(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".given_up"), ""); }
 
+namespace {
+
+OutboxEntry read_outbox_record(const std::string& where, uint64_t max_file_bytes) {
+  const std::string bytes = read_file_bounded(where, max_file_bytes);
+  RecordReader r(bytes, where, "FNOB", kOutboxRecordVersion);
+  OutboxEntry e;
+  e.type = message_type(r.u8(), r);
+  e.phase = r.u8();
+  e.to = static_cast<NodeId>(r.le(4));
+  e.msg_id = r.le(8);
+  e.seq = r.le(8);
+  e.counted_bytes = static_cast<int64_t>(r.le(8));
+  if (e.counted_bytes < 0) r.fail("negative byte count");
+  e.frame = r.rest();
+  return e;
+}
+
+}  // namespace
+
 std::vector<OutboxEntry> StateStore::outbox() const {
   std::vector<OutboxEntry> out;
   for (const auto& name : files_with_suffix(path("outbox"), ".frame")) {
     const std::string where = path("outbox/" + name);
-    const std::string bytes = read_file_bounded(where, max_file_bytes_);
-    RecordReader r(bytes, where, "FNOB", kOutboxRecordVersion);
-    OutboxEntry e;
-    e.type = message_type(r.u8(), r);
-    e.phase = r.u8();
-    e.to = static_cast<NodeId>(r.le(4));
-    e.msg_id = r.le(8);
-    e.seq = r.le(8);
-    e.counted_bytes = static_cast<int64_t>(r.le(8));
-    if (e.counted_bytes < 0) r.fail("negative byte count");
-    e.frame = r.rest();
+    OutboxEntry e = read_outbox_record(where, max_file_bytes_);
     const std::string stem = path(outbox_name(e));
-    if (stem + ".frame" != where) r.fail("sequence number does not match the file name");
+    if (stem + ".frame" != where)
+      throw InputError("state file '" + where + "': sequence number does not match the file name; remove the "
+                       "node's state directory to start over");
     e.acked = fs::exists(stem + ".acked");
     e.failed = fs::exists(stem + ".failed");
     e.given_up = fs::exists(stem + ".given_up");
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string StateStore::outgoing_frame(const OutboxEntry& e) const {
+  const std::string where = path(outbox_name(e) + ".frame");
+  OutboxEntry stored = read_outbox_record(where, max_file_bytes_);
+  if (stored.seq != e.seq || stored.msg_id != e.msg_id || stored.to != e.to)
+    throw InputError("state file '" + where + "': holds another frame than the one the outbox is sending; "
+                     "remove the node's state directory to start over");
+  return std::move(stored.frame);
 }
 
 void StateStore::drop_outgoing(int phase) {

@@ -82,6 +82,8 @@ class StateStore {
   void mark_failed(const OutboxEntry& e);
   void mark_given_up(const OutboxEntry& e);
   std::vector<OutboxEntry> outbox() const;  // by seq
+  // The sealed frame of `e` as stored (the outbox keeps large frames on disk, not in memory).
+  std::string outgoing_frame(const OutboxEntry& e) const;
   void drop_outgoing(int phase);            // a phase redone after a crash sends afresh
   uint64_t next_seq() const;
 

@@ -20,7 +20,7 @@ using std::chrono::milliseconds;
 class OutboxTest : public ::testing::Test {
  protected:
   test::TempDir tmp_{"fednode_outbox"};
-  StateStore store_{tmp_ / "state", derive_run_id("outbox-test"), 1 << 20};
+  StateStore store_{tmp_ / "state", derive_run_id("outbox-test"), (1 << 20) + 4096};  // a 1 MiB frame and its record
   std::vector<std::string> said_;
 
   Outbox make(Transport& transport) {
@@ -91,6 +91,29 @@ TEST_F(OutboxTest, APeerGetsItsNextFrameOnlyOnceThePreviousIsSettled) {
   EXPECT_FALSE(outbox.acknowledged(2, third.msg_id));  // the id is ours, but not the frame we sent node 2
   EXPECT_FALSE(outbox.acknowledged(1, 999));  // an ack for nothing it sent changes nothing
   EXPECT_TRUE(outbox.settled());
+}
+
+// Large frames go out a window at a time: a star's hub sending its head to every leaf would
+// otherwise hold every sealed copy at once. Each counts until it is acknowledged or its hold
+// ends; small frames are not held back. Ports 23750-23754 (nobody listens: the one-frame queue
+// of each DEALER takes the frame all the same).
+TEST_F(OutboxTest, LargeFramesGoOutAWindowAtATime) {
+  Transport self(0, "tcp://127.0.0.1:23750");
+  for (NodeId peer = 1; peer <= 4; ++peer) self.add_peer(peer, "tcp://127.0.0.1:" + std::to_string(23750 + peer));
+  OutboxTiming timing{milliseconds(20), milliseconds(3600 * 1000), 3600.0};
+  timing.send_window = 2;
+  timing.window_hold = milliseconds(300);
+  Outbox outbox(store_, self, timing, [](const std::string&) {}, [](NodeId id) { return "node " + std::to_string(id); });
+  const std::string big(512 << 10, 'b');
+  std::vector<OutboxEntry> sent;
+  for (NodeId peer = 1; peer <= 4; ++peer) sent.push_back(add(outbox, peer, big));
+  add(outbox, 4, "small, behind the large frame to node 4");
+  EXPECT_EQ(outbox.pump().messages, 2);
+  EXPECT_EQ(outbox.pump().messages, 0);
+  EXPECT_TRUE(outbox.acknowledged(1, sent[0].msg_id));
+  EXPECT_EQ(outbox.pump().messages, 1);  // node 3's
+  std::this_thread::sleep_for(milliseconds(350));
+  EXPECT_EQ(outbox.pump().messages, 1);  // node 4's: the others' hold ended
 }
 
 // A live connection loses nothing, so a frame goes out once however long its acknowledgement
