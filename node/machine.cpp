@@ -240,7 +240,7 @@ Actions Machine::tick(double now) {
   Actions out;
   const NodePlan& plan = config_.plan;
   if (progress_.stage() == PlanProgress::Stage::Gather) {
-    if (!progress_.ready_to_merge() && now - stage_started_ > plan.deadline_seconds) {
+    if (!progress_.ready_to_merge() && now - std::max(stage_started_, last_inbound_) > plan.deadline_seconds) {
       progress_.deadline_passed();
       give_up_on_missing(plan.deadline_seconds);
     }
@@ -250,7 +250,8 @@ Actions Machine::tick(double now) {
     }
   }
   if (progress_.stage() == PlanProgress::Stage::Return) {
-    if (!progress_.ready_to_complete() && now - stage_started_ > plan.return_deadline_seconds) {
+    if (!progress_.ready_to_complete() &&
+        now - std::max(stage_started_, last_inbound_) > plan.return_deadline_seconds) {
       progress_.deadline_passed();
       give_up_on_missing(plan.return_deadline_seconds);
     }

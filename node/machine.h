@@ -17,6 +17,7 @@
 #include "protocol/messages.h"
 #include "topology/plan.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -98,6 +99,11 @@ class Machine {
                const Contributors& head_contributors, double now);
   // Time passed: give up on senders past their deadline, then do whatever is due.
   Actions tick(double now);
+  // Data was arriving at `when` (a transfer moving towards this node): a stage's deadline counts
+  // from the later of the stage's start and the last such moment, so that a sender whose
+  // message is still on its way over a slow link is not given up on; silence is. The network
+  // node reports it (Transport::last_inbound_progress); the simulator never does.
+  void inbound_progress(double when) { last_inbound_ = std::max(last_inbound_, when); }
 
   // --- state --------------------------------------------------------------------------------
 
@@ -190,6 +196,7 @@ class Machine {
   bool refit_pending_ = false;
   bool late_change_ = false;
   double stage_started_ = 0;
+  double last_inbound_ = 0;
 };
 
 }  // namespace fednode

@@ -37,6 +37,7 @@ constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
 // wait is said after kReceiptPatience seconds of closing (a busy hub's receipts take a moment).
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
 constexpr double kReceiptPatience = 5.0;
+constexpr double kInboundSampling = 0.5;  // seconds between samples of inbound progress
 
 }  // namespace
 
@@ -56,7 +57,7 @@ struct Node::Impl {
   EncodeOptions encode;
   SendTally sent;
 
-  Clock::time_point started = Clock::now(), done_at{}, closing_since{};
+  Clock::time_point started = Clock::now(), done_at{}, closing_since{}, inbound_sampled{};
   bool done = false;
   bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
@@ -230,6 +231,7 @@ struct Node::Impl {
   }
 
   void advance() {
+    note_inbound_progress();
     apply(machine->tick(now()));
     inbox->pace();
     const SendTally s = outbox->pump();
@@ -242,6 +244,14 @@ struct Node::Impl {
     // Offers still open then do not make the node incomplete; frames its plan sends do.
     else if (seconds_since(ack_wait_started()) > ack_deadline())
       finish(outbox->unacknowledged().empty() ? NodeStatus::Finished : NodeStatus::Incomplete);
+  }
+
+  // Tells the machine when data last arrived, for its deadlines; sampled twice a second at most
+  // (a hub's every connection costs three system calls), and not at all once the plan is done.
+  void note_inbound_progress() {
+    if (machine->plan_done() || seconds_since(inbound_sampled) < kInboundSampling) return;
+    inbound_sampled = Clock::now();
+    machine->inbound_progress(std::chrono::duration<double>(transport->last_inbound_progress() - started).count());
   }
 
   // The ack deadline counts from the end of the plan or from the last moment a frame still

@@ -19,6 +19,18 @@ std::string address_of(int fd, bool remote) {
   return std::string(reinterpret_cast<const char*>(&a), n);
 }
 
+// The kernel's TCP_INFO for the connection between `local` and `remote`, if `fd` still is that
+// connection and the kernel fills the structure up to both byte counters (4.1 and later).
+std::optional<tcp_info> connection_info(int fd, const std::string& local, const std::string& remote) {
+  if (fd < 0 || address_of(fd, false) != local || address_of(fd, true) != remote) return std::nullopt;
+  tcp_info info{};
+  socklen_t n = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &n) != 0) return std::nullopt;
+  // Kernels before 4.1 fill less of the structure; then nothing is known of progress.
+  if (n < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return std::nullopt;
+  return info;
+}
+
 }  // namespace
 
 TcpProgress::TcpProgress(int fd) {
@@ -28,13 +40,15 @@ TcpProgress::TcpProgress(int fd) {
 }
 
 std::optional<uint64_t> TcpProgress::bytes_acked() const {
-  if (fd_ < 0 || address_of(fd_, false) != local_ || address_of(fd_, true) != remote_) return std::nullopt;
-  tcp_info info{};
-  socklen_t n = sizeof info;
-  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &n) != 0) return std::nullopt;
-  // Kernels before 4.1 fill less of the structure; then nothing is known of progress.
-  if (n < offsetof(tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked) return std::nullopt;
-  return info.tcpi_bytes_acked;
+  const auto info = connection_info(fd_, local_, remote_);
+  if (!info) return std::nullopt;
+  return info->tcpi_bytes_acked;
+}
+
+std::optional<uint64_t> TcpProgress::bytes_received() const {
+  const auto info = connection_info(fd_, local_, remote_);
+  if (!info) return std::nullopt;
+  return info->tcpi_bytes_received;
 }
 
 }  // namespace fednode

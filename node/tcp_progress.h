@@ -1,6 +1,7 @@
-// How far one TCP connection that libzmq opened has got: the bytes its peer's TCP acknowledged.
-// A transfer that still moves on a slow or lossy link is not silence, and a node waiting for
-// an acknowledgement counts its deadline from the last movement (docs/node.md, "Reliability").
+// How far one TCP connection that libzmq opened has got: the bytes its peer's TCP acknowledged,
+// and the bytes that arrived from the peer. A transfer that still moves on a slow or lossy link
+// is not silence: a node waiting for an acknowledgement, or for a sender's knowledge, counts its
+// deadline from the last movement (docs/node.md, "Reliability").
 //
 // libzmq keeps its sockets to itself; its monitor names a connection's descriptor when the
 // connection is made. The addresses recorded then tell that descriptor apart from a later socket
@@ -20,6 +21,8 @@ class TcpProgress {
   // Bytes of data the peer acknowledged on this connection so far; nullopt when the descriptor
   // no longer is this connection (closed, or reused by another socket) or the kernel does not say.
   std::optional<uint64_t> bytes_acked() const;
+  // Bytes of data received from the peer on this connection so far; nullopt as above.
+  std::optional<uint64_t> bytes_received() const;
 
  private:
   int fd_ = -1;

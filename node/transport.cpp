@@ -56,6 +56,15 @@ struct Transport::Impl {
   std::map<PublicKey, int64_t> refused_by_key;
   int64_t refused_untracked = 0, refusals = 0;
   size_t next_socket = 0;  // where receive() looks first: round robin, so that no socket starves
+  // The ROUTER's ACCEPTED and DISCONNECTED events, and the connections peers made to it.
+  std::unique_ptr<zmq::socket_t> router_monitor;
+  struct Inbound {
+    int fd = -1;
+    TcpProgress connection;
+    uint64_t received_seen = 0;
+  };
+  std::vector<Inbound> inbound;
+  std::chrono::steady_clock::time_point last_inbound{};
   uint64_t monitors_made = 0;  // names each monitor's inproc endpoint
 
   zmq::socket_t& dealer(NodeId peer) {
@@ -115,6 +124,28 @@ struct Transport::Impl {
       parts.push_back(std::move(m));
     } while (parts.back().more());
     return parts;
+  }
+
+  // The ROUTER's monitor events: a connection a peer made (its descriptor, to watch the bytes that
+  // arrive on it) or one that closed. Each event is two parts: 2 bytes of event id and 4 of
+  // value (the descriptor), then the endpoint.
+  void note_router_events() {
+    for (auto parts = read_all(*router_monitor); !parts.empty(); parts = read_all(*router_monitor)) {
+      uint16_t event = 0;
+      uint32_t value = 0;
+      if (parts[0].size() < sizeof event + sizeof value) continue;
+      std::memcpy(&event, parts[0].data(), sizeof event);
+      std::memcpy(&value, static_cast<const char*>(parts[0].data()) + sizeof event, sizeof value);
+      const int fd = static_cast<int>(value);
+      inbound.erase(std::remove_if(inbound.begin(), inbound.end(), [&](const Inbound& c) { return c.fd == fd; }),
+                    inbound.end());
+      if (event == ZMQ_EVENT_ACCEPTED) {
+        Inbound c{fd, TcpProgress(fd), 0};
+        c.received_seen = c.connection.bytes_received().value_or(0);
+        inbound.push_back(std::move(c));
+        last_inbound = std::chrono::steady_clock::now();
+      }
+    }
   }
 
   // One ZAP request (RFC 27): version, request id, domain, address, routing id, mechanism, then
@@ -178,6 +209,13 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
     for (const auto& [id, key] : impl_->options.curve.peers) impl_->allowed.emplace(key, id);
     keys->make_server(impl_->router.handle());
   }
+  const std::string monitor_endpoint = "inproc://fednode-monitor-router";
+  if (zmq_socket_monitor(impl_->router.handle(), monitor_endpoint.c_str(),
+                         ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
+    throw zmq::error_t();
+  impl_->router_monitor = std::make_unique<zmq::socket_t>(impl_->context, zmq::socket_type::pair);
+  impl_->router_monitor->set(zmq::sockopt::linger, 0);
+  impl_->router_monitor->connect(monitor_endpoint);
   try {
     impl_->router.bind(bind_address);
   } catch (const zmq::error_t& e) {
@@ -277,6 +315,23 @@ std::chrono::steady_clock::time_point Transport::last_progress(NodeId peer) {
   return p.last_progress;
 }
 
+std::chrono::steady_clock::time_point Transport::last_inbound_progress() {
+  auto& inbound = impl_->inbound;
+  for (auto it = inbound.begin(); it != inbound.end();) {
+    const std::optional<uint64_t> received = it->connection.bytes_received();
+    if (!received) {
+      it = inbound.erase(it);
+      continue;
+    }
+    if (*received != it->received_seen) {
+      it->received_seen = *received;
+      impl_->last_inbound = std::chrono::steady_clock::now();
+    }
+    ++it;
+  }
+  return impl_->last_inbound;
+}
+
 bool Transport::reply(const Incoming& in, const std::string& frame) {
   try {
     if (in.via_dealer) return send(*in.via_dealer, frame);
@@ -308,6 +363,8 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
         items.push_back({p.monitor->handle(), 0, ZMQ_POLLIN, 0});
         monitored.push_back(&p);
       }
+    const size_t router_monitor_item = items.size();
+    items.push_back({impl_->router_monitor->handle(), 0, ZMQ_POLLIN, 0});
     if (impl_->zap) items.push_back({impl_->zap->handle(), 0, ZMQ_POLLIN, 0});
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 deadline - std::chrono::steady_clock::now()));
@@ -345,6 +402,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
         }
       }
     }
+    if (items[router_monitor_item].revents & ZMQ_POLLIN) impl_->note_router_events();
     if (broke) return std::nullopt;
     // Starting where the last frame came from, one past it: a flood on the ROUTER must not
     // keep the acknowledgements that come in on the DEALERs waiting.
@@ -360,6 +418,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       if (parts.size() != envelope + 1) continue;
       Incoming in;
       in.frame = ReceivedFrame(std::move(parts.back()));
+      impl_->last_inbound = std::chrono::steady_clock::now();
       if (i == 0)
         in.route.assign(parts[0].data<char>(), parts[0].size());
       else

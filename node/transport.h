@@ -124,6 +124,10 @@ class Transport {
   // (node/tcp_progress.h), or a connection to it was made. The epoch if neither happened yet.
   // Sampled when asked: a caller asks as often as it needs the answer to be fresh.
   std::chrono::steady_clock::time_point last_progress(NodeId peer);
+  // When data last arrived on a connection a peer made to this node's ROUTER (its TCP received
+  // more bytes, or a frame or a new connection came): a transfer moving towards this node, from
+  // any peer. Sampled when asked, as last_progress.
+  std::chrono::steady_clock::time_point last_inbound_progress();
   // Answers on the connection `in` arrived on. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 

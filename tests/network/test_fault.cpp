@@ -401,5 +401,29 @@ TEST(Fault, AFrameStillMovingOnASlowLinkIsWaitedForPastTheAckDeadline) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// The receiver's side of the same link: node 1 waits for node 0's knowledge 3 s, but the 2.5 MB
+// crawl over the relay for about 10 s. A transfer that moves is not silence: the wait counts from
+// the last bytes that arrived (Machine::inbound_progress), and node 1 ends with node 0's data, as
+// the simulator does, instead of giving up on it while it arrives. Ports 23740-23741, relay 23749.
+TEST(Fault, KnowledgeStillArrivingOnASlowLinkIsWaitedForPastThePhaseDeadline) {
+  const auto dir = test_dir("fault");
+  Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23740, {}, fault_data());
+  auto& receiver = f.topology.nodes[1];
+  receiver.bind = receiver.address;
+  receiver.address = "tcp://127.0.0.1:23749";
+  f.topology.federation.deadline_seconds = 3;
+  save_again(f);
+  TcpRelay relay(23749, 23741, std::numeric_limits<int64_t>::max(), 250'000);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> pids;
+  for (NodeId id : f.topology.ids()) pids.push_back(spawn_node(f, id));
+  for (NodeId id : f.topology.ids())
+    EXPECT_EQ(wait_exit(pids[id], 120), 0) << "node " << id << ":\n" << read_text(f.state_dir(id) / "node.log");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(seconds, 2 * f.topology.federation.deadline_seconds) << "the link was not slow: the test proves nothing";
+  expect_every_node_equals_simulate(f);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fednode::testing_network
