@@ -132,8 +132,13 @@ void Inbox::answer_hello(const Incoming& in, NodeId from, uint64_t msg_id) {
         say_("pacing senders: " + std::to_string(pacing_.window) +
              " at a time send their knowledge, the others' hellos are acknowledged in turn");
       it = paced_.insert(paced_.end(), PacedHello{});
+      it->since = Clock::now();
     }
-    *it = PacedHello{from, msg_id, in.route, in.via_dealer};
+    // The newest copy's connection: an older one may be gone.
+    it->from = from;
+    it->msg_id = msg_id;
+    it->route = in.route;
+    it->via_dealer = in.via_dealer;
     return;
   }
   if (send_ack(in, from, msg_id) && awaited) cleared_.emplace(from, Clock::now());
@@ -144,14 +149,21 @@ void Inbox::pace() {
   for (auto it = cleared_.begin(); it != cleared_.end();)
     if (!machine_.awaits_knowledge_from(it->first) || now - it->second >= pacing_.clearance) it = cleared_.erase(it);
     else ++it;
-  while (!paced_.empty() && (cleared_.size() < pacing_.window || !machine_.awaits_knowledge_from(paced_.front().from))) {
-    const PacedHello p = paced_.front();
-    paced_.pop_front();
+  // In turn while the window has room; out of turn a hello whose sender is no longer awaited, or
+  // one that has waited longest_wait.
+  for (auto it = paced_.begin(); it != paced_.end();) {
+    const bool awaited = machine_.awaits_knowledge_from(it->from);
+    const bool turn = it == paced_.begin() && cleared_.size() < pacing_.window;
+    if (awaited && !turn && now - it->since < pacing_.longest_wait) {
+      ++it;
+      continue;
+    }
     Incoming again;
-    again.route = p.route;
-    again.via_dealer = p.via_dealer;
+    again.route = it->route;
+    again.via_dealer = it->via_dealer;
     // A sender whose connection is gone resends its hello on the next one, and queues again.
-    if (send_ack(again, p.from, p.msg_id) && machine_.awaits_knowledge_from(p.from)) cleared_.emplace(p.from, now);
+    if (send_ack(again, it->from, it->msg_id) && awaited) cleared_.emplace(it->from, now);
+    it = paced_.erase(it);
   }
 }
 

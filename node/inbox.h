@@ -43,6 +43,10 @@ namespace fednode {
 struct Pacing {
   size_t window = 8;
   std::chrono::milliseconds clearance{15000};
+  // The longest a hello waits for its turn before it is acknowledged anyway: a sender counts its
+  // own ack deadline from the end of its plan, and one paced past it would end incomplete. The
+  // node passes half its ack deadline.
+  std::chrono::milliseconds longest_wait{30000};
 };
 
 struct InboxTally {
@@ -135,6 +139,7 @@ class Inbox {
     uint64_t msg_id = 0;
     std::string route;
     std::optional<NodeId> via_dealer;
+    std::chrono::steady_clock::time_point since{};  // the first of its copies to wait
   };
   std::deque<PacedHello> paced_;
   std::set<NodeId> sends_receipts_;

@@ -126,7 +126,8 @@ struct Node::Impl {
     inbox = std::make_unique<Inbox>(channel, *store, *transport, *outbox, *machine, say_line, name,
                                     Pacing{config.receive_window.value_or(
                                                static_cast<size_t>(config.topology.federation.receive_window)),
-                                           config.receive_clearance});
+                                           config.receive_clearance,
+                                           std::chrono::milliseconds(static_cast<int64_t>(ack_deadline() * 500))});
     restore();
     for (NodeId peer : plan.peers()) {
       transport->add_peer(peer, topo.node(peer).address);
