@@ -331,10 +331,10 @@ std::vector<std::string> list_class_images(const fs::path& root, const std::stri
                                            std::vector<std::string>* ignored) {
   std::vector<std::pair<std::string, std::string>> found;  // (folder relative to root, file name)
   std::set<fs::path> walked;
-  std::vector<std::string> todo{cls};
-  while (!todo.empty()) {
-    const std::string dir = todo.back();
-    todo.pop_back();
+  std::vector<std::string> folders_left{cls};
+  while (!folders_left.empty()) {
+    const std::string dir = folders_left.back();
+    folders_left.pop_back();
     std::error_code ec;
     const fs::path canonical = fs::canonical(root / dir, ec);
     if (ec || !walked.insert(canonical).second) continue;
@@ -344,7 +344,7 @@ std::vector<std::string> list_class_images(const fs::path& root, const std::stri
       const std::string name = p.filename().string();
       std::error_code type_ec;
       if (entry.is_directory(type_ec)) {
-        todo.push_back(dir + "/" + name);
+        folders_left.push_back(dir + "/" + name);
       } else if (has_image_extension(p) && entry.is_regular_file(type_ec)) {
         found.emplace_back(dir, name);
       } else if (ignored) {
