@@ -148,14 +148,17 @@ SendTally Outbox::pump() {
     // A first send waits for room in the window; a resend after a break takes its place again.
     if (large && timing_.send_window > 0 && p.tries == 0 && in_flight >= timing_.send_window) continue;
     if (!p.attempted()) p.first_try = now;
-    const std::string stored = p.entry.frame.empty() ? store_.outgoing_frame(p.entry) : std::string();
-    if (!transport_.send(p.entry.to, p.entry.frame.empty() ? stored : p.entry.frame)) {
+    // Read from disk once per handover, not once per try: while the peer's queue is full the
+    // frame stays in memory, and it goes back to disk once ZeroMQ has it.
+    if (p.entry.frame.empty()) p.entry.frame = store_.outgoing_frame(p.entry);
+    if (!transport_.send(p.entry.to, p.entry.frame)) {
       // The peer's one-frame queue is full: a copy of this frame waits there while the peer is
       // down, or a receipt that goes out in a moment. Tried again soon, then less and less often.
       p.queue_backoff = std::clamp(p.queue_backoff * 2, std::chrono::milliseconds(1), timing_.retry_initial);
       p.next_try = now + p.queue_backoff;
       continue;
     }
+    if (large) std::string().swap(p.entry.frame);
     p.queue_backoff = std::chrono::milliseconds(0);
     if (large && now - p.handed_over >= timing_.window_hold) ++in_flight;
     p.handed_over = now;
