@@ -14,14 +14,6 @@ static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == kSealNonceBytes, "
 static_assert(crypto_aead_xchacha20poly1305_ietf_ABYTES == kSealAeadTagBytes, "Poly1305 tag");
 static_assert(crypto_aead_xchacha20poly1305_ietf_KEYBYTES == 32, "XChaCha20 key");
 
-struct MessageKeysAccess {
-  static std::array<uint8_t, 32>& aead(MessageKeys& k) { return k.aead_; }
-  static std::array<uint8_t, 32>& header(MessageKeys& k) { return k.header_; }
-  static const std::array<uint8_t, 32>& aead(const MessageKeys& k) { return k.aead_; }
-  static const std::array<uint8_t, 32>& header(const MessageKeys& k) { return k.header_; }
-  static MessageKeys make() { return MessageKeys(); }
-};
-
 namespace {
 
 constexpr char kKeyContext[] = "fednode/1 message keys";  // 22 bytes, no terminator on the wire
@@ -51,11 +43,6 @@ MessageKeys derive(const Identity& self, const PublicKey& peer, const PublicKey&
   return keys;
 }
 
-void header_tag(const MessageKeys& keys, std::string_view header, uint8_t out[kSealHeaderTagBytes]) {
-  crypto_generichash(out, kSealHeaderTagBytes, reinterpret_cast<const uint8_t*>(header.data()), header.size(),
-                     MessageKeysAccess::header(keys).data(), 32);
-}
-
 const uint8_t* u8(std::string_view s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
 }  // namespace
@@ -71,6 +58,20 @@ MessageKeys MessageKeys::for_receiving(const Identity& self, const PublicKey& se
 MessageKeys::~MessageKeys() {
   sodium_memzero(aead_.data(), aead_.size());
   sodium_memzero(header_.data(), header_.size());
+}
+
+void header_tag(const MessageKeys& keys, std::string_view header, uint8_t out[kSealHeaderTagBytes]) {
+  ensure_sodium();
+  crypto_generichash(out, kSealHeaderTagBytes, reinterpret_cast<const uint8_t*>(header.data()), header.size(),
+                     MessageKeysAccess::header(keys).data(), 32);
+}
+
+void check_header_tag(const MessageKeys& keys, std::string_view header, std::string_view tag) {
+  uint8_t expected[kSealHeaderTagBytes];
+  header_tag(keys, header, expected);
+  if (tag.size() != kSealHeaderTagBytes || crypto_verify_16(expected, u8(tag)) != 0)
+    throw SecurityError(SecurityCode::HeaderTampered,
+                        "header tag does not verify: the header was altered or not written by the claimed sender");
 }
 
 namespace detail {
@@ -126,11 +127,7 @@ void check_sealed(const MessageKeys& keys, std::string_view header, const Sealed
   if (sealed.nonce.size() != kSealNonceBytes || sealed.header_tag.size() != kSealHeaderTagBytes ||
       sealed.ciphertext.size() < kSealAeadTagBytes)
     throw SecurityError(SecurityCode::Malformed, "sealed message: nonce, header tag or ciphertext has the wrong length");
-  uint8_t expected[kSealHeaderTagBytes];
-  header_tag(keys, header, expected);
-  if (crypto_verify_16(expected, u8(sealed.header_tag)) != 0)
-    throw SecurityError(SecurityCode::HeaderTampered,
-                        "header tag does not verify: the header was altered or not written by the claimed sender");
+  check_header_tag(keys, header, sealed.header_tag);
 }
 
 // Decrypts sealed.ciphertext into `plaintext` (its size minus the tag; may be the ciphertext's

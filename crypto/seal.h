@@ -73,6 +73,11 @@ std::string open(const MessageKeys& keys, std::string_view header, const SealedV
 std::string_view open_in_place(const MessageKeys& keys, std::string_view header, const SealedView& sealed,
                                char* text);
 
+// The header tag alone, BLAKE2b-128(key = header_key, header), for a stream's head
+// (crypto/stream.h), and its check: SecurityError(HeaderTampered) unless `tag` is the header's.
+void header_tag(const MessageKeys& keys, std::string_view header, uint8_t out[kSealHeaderTagBytes]);
+void check_header_tag(const MessageKeys& keys, std::string_view header, std::string_view tag);
+
 // One-shot forms that derive the keys for this one message.
 Sealed seal(const Identity& sender, const PublicKey& recipient, std::string_view header,
             std::string_view plaintext);

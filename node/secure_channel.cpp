@@ -1,5 +1,7 @@
 #include "node/secure_channel.h"
 
+#include "node/secure_stream.h"
+
 #include <sodium.h>
 
 #include <array>
@@ -75,10 +77,82 @@ std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageTyp
   return std::move(frame.bytes);
 }
 
+std::unique_ptr<SealedStream> SecureChannel::seal_stream(NodeId to, uint64_t msg_id, MessageType type,
+                                                         std::string plaintext, StreamCipher cipher,
+                                                         uint32_t chunk) const {
+  const auto it = peers_.find(to);
+  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  EnvelopeHeader header = make_header(to, msg_id, type);
+  header.version = kStreamVersion;
+  header.stream = StreamLayout{to_string(cipher), plaintext.size(), chunk};
+  return std::make_unique<SealedStream>(std::move(header), std::move(plaintext), it->second.send, cipher);
+}
+
+std::unique_ptr<SealedStream> SecureChannel::seal_stream(NodeId to, uint64_t msg_id, MessageType type,
+                                                         std::shared_ptr<const Knowledge> knowledge,
+                                                         const EncodeOptions& options, StreamCipher cipher,
+                                                         uint32_t chunk) const {
+  if (type != MessageType::Knowledge && type != MessageType::Complete)
+    throw InputError(std::string("cannot seal knowledge as a ") + to_string(type) +
+                     " message: knowledge travels as knowledge or complete");
+  const auto it = peers_.find(to);
+  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  DeferredPayload payload(std::move(knowledge), options);
+  EnvelopeHeader header = make_header(to, msg_id, type);
+  header.version = kStreamVersion;
+  header.stream = StreamLayout{to_string(cipher), payload.size(), chunk};
+  return std::make_unique<SealedStream>(std::move(header), std::move(payload), it->second.send, cipher);
+}
+
+std::string_view SecureChannel::open_first(const MessageKeys& keys, const EnvelopeHeader& header,
+                                           std::string_view header_bytes, const SealedView& sealed, char* text,
+                                           std::unique_ptr<IncomingStream>* stream) {
+  if (!header.stream) return fednode::open_in_place(keys, header_bytes, sealed, text);
+  check_header_tag(keys, header_bytes, sealed.header_tag);
+  const StreamLayout& layout = *header.stream;
+  const auto cipher = stream_cipher_named(layout.cipher);
+  if (!cipher || !stream_cipher_available(*cipher))
+    throw SecurityError(SecurityCode::Malformed, "the stream is sealed with " + layout.cipher +
+                                                     ", which this node does not open");
+  StreamKey key = StreamKey::for_opening(keys, *cipher, reinterpret_cast<const uint8_t*>(sealed.nonce.data()));
+  if (layout.chunks() == 1) {
+    auto incoming = IncomingStream(header, std::string(header_bytes), std::move(key));
+    incoming.open_chunk(0, sealed.ciphertext, text);
+    return {text, sealed.ciphertext.size() - kSealAeadTagBytes};
+  }
+  if (!stream) throw SecurityError(SecurityCode::Malformed, "a stream of " + std::to_string(layout.chunks()) +
+                                                                " chunks cannot be opened as one frame");
+  *stream = std::make_unique<IncomingStream>(header, std::string(header_bytes), std::move(key));
+  (*stream)->open_chunk(0, sealed.ciphertext, nullptr);
+  (*stream)->next_ = 1;
+  return {};
+}
+
+std::variant<OpenedFrame, std::unique_ptr<IncomingStream>> SecureChannel::open_head(char* frame, size_t size,
+                                                                                    const ReplayGuard& replay) const {
+  std::unique_ptr<IncomingStream> stream;
+  OpenedFrame opened = open_with({frame, size}, replay,
+                                 [&](const MessageKeys& keys, const EnvelopeHeader& header, std::string_view header_bytes,
+                                     const SealedView& sealed) {
+                                   char* text = frame + (sealed.ciphertext.data() - frame);
+                                   return open_first(keys, header, header_bytes, sealed, text, &stream);
+                                 });
+  if (stream) return stream;
+  return opened;
+}
+
 Message SecureChannel::open(std::string_view frame, ReplayGuard& replay, std::string* plaintext_out) const {
   std::string plaintext;
-  OpenedFrame opened = open_with(frame, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
-    plaintext = fednode::open(keys, header, sealed);
+  std::string copy;
+  OpenedFrame opened = open_with(frame, replay, [&](const MessageKeys& keys, const EnvelopeHeader& header,
+                                                    std::string_view header_bytes, const SealedView& sealed) {
+    if (!header.stream) {
+      plaintext = fednode::open(keys, header_bytes, sealed);
+    } else {  // a stream of one chunk; a longer one is refused
+      copy.assign(sealed.ciphertext);
+      const std::string_view p = open_first(keys, header, header_bytes, sealed, copy.data(), nullptr);
+      plaintext.assign(p);
+    }
     return std::string_view(plaintext);
   });
   Message message;
@@ -90,8 +164,9 @@ Message SecureChannel::open(std::string_view frame, ReplayGuard& replay, std::st
 }
 
 OpenedFrame SecureChannel::open_in_place(char* frame, size_t size, const ReplayGuard& replay) const {
-  return open_with({frame, size}, replay, [&](const MessageKeys& keys, std::string_view header, const SealedView& sealed) {
-    return fednode::open_in_place(keys, header, sealed, frame + (sealed.ciphertext.data() - frame));
+  return open_with({frame, size}, replay, [&](const MessageKeys& keys, const EnvelopeHeader& header,
+                                              std::string_view header_bytes, const SealedView& sealed) {
+    return open_first(keys, header, header_bytes, sealed, frame + (sealed.ciphertext.data() - frame), nullptr);
   });
 }
 
@@ -160,7 +235,7 @@ OpenedFrame SecureChannel::open_with(std::string_view frame_bytes, const ReplayG
   // 3. Authenticity: header tag, then the AEAD over the payload with the header as associated data.
   std::string_view plaintext;
   try {
-    plaintext = decrypt(peer->second.receive, frame.header, {frame.nonce, frame.header_tag, frame.ciphertext});
+    plaintext = decrypt(peer->second.receive, header, frame.header, {frame.nonce, frame.header_tag, frame.ciphertext});
   } catch (const SecurityError& e) {
     throw reject(e.code, who + ": " + e.what(), header, false);
   }

@@ -13,11 +13,17 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace fednode {
+
+class IncomingStream;
+class SealedStream;
+enum class StreamCipher : uint8_t;
 
 // The allow list: every node this node may exchange messages with, and its public key. It comes
 // from the topology; a node not in it cannot get a message accepted.
@@ -68,6 +74,24 @@ class SecureChannel {
   std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {},
                    MessageType type = MessageType::Knowledge) const;
 
+  // The same message as a version-2 stream (docs/protocol.md, section 12) of `chunk`-byte chunks
+  // sealed with `cipher`, for a peer that said it opens that version and cipher: chunks are
+  // sealed as the transport takes them (Transport::send). `plaintext` is the encoded payload.
+  std::unique_ptr<SealedStream> seal_stream(NodeId to, uint64_t msg_id, MessageType type, std::string plaintext,
+                                            StreamCipher cipher, uint32_t chunk) const;
+  // Knowledge (as knowledge or complete), encoded chunk by chunk as the chunks are sealed
+  // (SealedStream, DeferredPayload): encoding overlaps sending as well.
+  std::unique_ptr<SealedStream> seal_stream(NodeId to, uint64_t msg_id, MessageType type,
+                                            std::shared_ptr<const Knowledge> knowledge, const EncodeOptions& options,
+                                            StreamCipher cipher, uint32_t chunk) const;
+
+  // Opening a frame of either version. A version-1 frame, or a stream of one chunk, is opened in
+  // place as open_in_place does and returned as an OpenedFrame; the head of a longer stream
+  // passes the same steps (its header tag, its chunk 0, the replay window) and comes back as an
+  // IncomingStream that takes the further chunks (IncomingStream::add). Throws RejectedMessage.
+  std::variant<OpenedFrame, std::unique_ptr<IncomingStream>> open_head(char* frame, size_t size,
+                                                                       const ReplayGuard& replay) const;
+
   // Steps 1-4 of opening (frame, recipient, run, sender, header tag, AEAD, replay window),
   // decrypting in the frame's own memory: no second copy of a multi-megabyte message. The frame's
   // ciphertext is overwritten (wiped, if it does not authenticate) once the header checks pass.
@@ -81,8 +105,15 @@ class SecureChannel {
   Message open(std::string_view frame, ReplayGuard& replay, std::string* plaintext = nullptr) const;
 
  private:
-  using Decrypt = std::function<std::string_view(const MessageKeys&, std::string_view header, const SealedView&)>;
+  using Decrypt = std::function<std::string_view(const MessageKeys&, const EnvelopeHeader&, std::string_view header,
+                                                 const SealedView&)>;
   OpenedFrame open_with(std::string_view frame, const ReplayGuard& replay, const Decrypt& decrypt) const;
+  // Decryption for both versions: a version-1 ciphertext, or a stream's chunk 0, in place at
+  // `text` (writable memory holding sealed.ciphertext) when it is the only chunk, and otherwise
+  // into a new IncomingStream's plaintext, returned in `stream`.
+  static std::string_view open_first(const MessageKeys& keys, const EnvelopeHeader& header,
+                                     std::string_view header_bytes, const SealedView& sealed, char* text,
+                                     std::unique_ptr<IncomingStream>* stream);
   std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
   EnvelopeHeader make_header(NodeId to, uint64_t msg_id, MessageType type) const;
 

@@ -47,6 +47,11 @@ struct Transport::Impl {
     std::optional<TcpProgress> connection;  // the current one, once the monitor named it
     uint64_t acked_seen = 0;
     std::chrono::steady_clock::time_point last_progress{};
+    // A stream being handed over, and its next message, written before the queue had room for
+    // it: sealed while the one before it was still being sent.
+    std::unique_ptr<OutgoingMessages> stream;
+    size_t stream_next = 0;
+    std::optional<zmq::message_t> stream_ready;
   };
   std::map<NodeId, Peer> peers;
   TransportOptions options;
@@ -66,6 +71,30 @@ struct Transport::Impl {
   std::vector<Inbound> inbound;
   std::chrono::steady_clock::time_point last_inbound{};
   uint64_t monitors_made = 0;  // names each monitor's inproc endpoint
+
+  // Hands `p`'s queue what it takes now of the stream being sent; true while some is left.
+  bool pump(Peer& p) {
+    if (!p.dealer) p.stream.reset();  // its socket was closed: a new address, or dropped
+    while (p.stream) {
+      if (!p.stream_ready) {
+        if (p.stream_next == p.stream->count()) {
+          p.stream.reset();
+          break;
+        }
+        zmq::message_t m(p.stream->size(p.stream_next));
+        try {
+          p.stream->write(p.stream_next++, m.data<char>());
+        } catch (...) {
+          p.stream.reset();  // the rest cannot be written; the peer drops what it has of it
+          throw;
+        }
+        p.stream_ready.emplace(std::move(m));
+      }
+      if (!p.dealer->send(*p.stream_ready, zmq::send_flags::dontwait)) return true;
+      p.stream_ready.reset();
+    }
+    return false;
+  }
 
   zmq::socket_t& dealer(NodeId peer) {
     auto it = peers.find(peer);
@@ -234,6 +263,8 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
     p.address = address;
     p.dealer.reset();
     p.monitor.reset();
+    p.stream.reset();
+    p.stream_ready.reset();
   }
 }
 
@@ -284,8 +315,29 @@ ReceivedFrame::~ReceivedFrame() = default;
 
 bool Transport::send(NodeId peer, const std::string& frame) {
   auto& s = impl_->dealer(peer);
+  if (impl_->peers[peer].stream) return false;
   zmq::message_t m(frame.data(), frame.size());
   return s.send(m, zmq::send_flags::dontwait).has_value();
+}
+
+bool Transport::send(NodeId peer, std::unique_ptr<OutgoingMessages>& messages) {
+  impl_->dealer(peer);
+  Impl::Peer& p = impl_->peers[peer];
+  if (p.stream || !messages) return false;
+  p.stream = std::move(messages);
+  p.stream_next = 0;
+  impl_->pump(p);
+  return true;
+}
+
+bool Transport::sending(NodeId peer) const {
+  const auto it = impl_->peers.find(peer);
+  return it != impl_->peers.end() && it->second.stream != nullptr;
+}
+
+void Transport::pump() {
+  for (auto& [id, p] : impl_->peers)
+    if (p.stream) impl_->pump(p);
 }
 
 void Transport::drop_queued(NodeId peer) {
@@ -293,6 +345,8 @@ void Transport::drop_queued(NodeId peer) {
   if (it == impl_->peers.end()) return;
   it->second.dealer.reset();  // linger 0: the queue goes with it
   it->second.monitor.reset();
+  it->second.stream.reset();
+  it->second.stream_ready.reset();
 }
 
 uint64_t Transport::breaks(NodeId peer) const {
@@ -353,7 +407,9 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     items.push_back({impl_->router.handle(), 0, ZMQ_POLLIN, 0});
     for (auto& [id, p] : impl_->peers)
       if (p.dealer) {
-        items.push_back({p.dealer->handle(), 0, ZMQ_POLLIN, 0});
+        // A stream the queue has not taken all of wakes the poll when the queue has room again.
+        const short events = p.stream && impl_->pump(p) ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN;
+        items.push_back({p.dealer->handle(), 0, events, 0});
         owners.push_back(id);
       }
     const size_t data_items = items.size();

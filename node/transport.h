@@ -84,6 +84,19 @@ class ReceivedFrame {
   size_t size_ = 0;
 };
 
+// A message that goes out as several transport messages (a version-2 stream, node/secure_stream.h),
+// produced one at a time as the peer's queue takes them: producing the next one (sealing a chunk)
+// overlaps sending the last, and nothing holds the whole message's ciphertext at once.
+class OutgoingMessages {
+ public:
+  virtual ~OutgoingMessages() = default;
+  virtual size_t count() const = 0;
+  virtual size_t size(size_t i) const = 0;
+  // Writes exactly size(i) bytes; called once for each i, in order. An exception ends the stream
+  // (nothing more of it is sent) and propagates from the Transport call that was handing it over.
+  virtual void write(size_t i, char* out) = 0;
+};
+
 // A frame that arrived, and the connection to answer on.
 struct Incoming {
   ReceivedFrame frame;
@@ -111,6 +124,14 @@ class Transport {
   // frame for it is still waiting, e.g. while it is down; the caller retries later);
   // InputError for a peer never added.
   bool send(NodeId peer, const std::string& frame);
+  // Starts handing `messages` to `peer`'s queue; what the queue does not take now goes out from
+  // pump() (which receive() calls). False, taking nothing, while an earlier stream for `peer` is
+  // still being handed over; a frame sent then is refused likewise, so nothing overtakes a stream.
+  bool send(NodeId peer, std::unique_ptr<OutgoingMessages>& messages);
+  // Whether a stream for `peer` is still being handed over.
+  bool sending(NodeId peer) const;
+  // Hands the queues what they take now from the streams being sent.
+  void pump();
   // Drops whatever is still queued for `peer` (its socket is closed; the next send opens a new
   // one, which also connects at once instead of after libzmq's reconnect backoff). For a frame
   // the caller no longer wants delivered: a stale one would otherwise go out ahead of the next.

@@ -9,6 +9,7 @@
 #include "protocol/messages.h"
 
 #include <array>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,25 @@ FrameLayout open_frame(std::string_view header, size_t reserve);
 bool close_frame(FrameLayout& frame);
 FrameView decode_frame(std::string_view bytes, const Limits& limits);
 
+// Version 2 (docs/protocol.md, section 12). A stream's first transport message is a frame as
+// above whose header carries the StreamLayout and whose ciphertext is chunk 0; every further
+// chunk is a transport message of its own:
+//   ["fednode", msg_id, index, ciphertext: the chunk's bytes then its 16-byte tag]
+// The msg_id lets a receiver drop the rest of a stream it has refused or finished with.
+struct ChunkView {
+  uint64_t msg_id = 0;
+  uint64_t index = 0;
+  std::string_view ciphertext;  // >= kAeadTagBytes
+};
+// Everything of a chunk message before its ciphertext, whose length is `ciphertext_size`.
+std::string chunk_prefix(uint64_t msg_id, uint64_t index, size_t ciphertext_size);
+ChunkView decode_chunk(std::string_view bytes, const Limits& limits);
+// Whether a transport message is a chunk rather than a frame (the array's length): which of the
+// two decoders applies. Decoding still checks everything.
+bool is_chunk_message(std::string_view bytes);
+// Chunk size, total size and cipher name within their bounds.
+void check_stream_layout(const StreamLayout& layout, const Limits& limits, const std::string& where);
+
 // Payload <-> plaintext bytes. decode_payload checks the payload against the header it came
 // with (type, and Hello.node against header.from).
 std::string encode_payload(const Payload& payload, const EncodeOptions& options = {});
@@ -66,6 +86,27 @@ void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOp
 // reserve (an encoding that outgrew it would still be right, only slower).
 size_t encoded_payload_bound(const Knowledge& knowledge, const EncodeOptions& options = {});
 Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, const Limits& limits);
+
+// encode_payload(knowledge) for a sender that seals the bytes as they are written (a version-2
+// stream): the structure is written at once and the tensors' values on demand, in message
+// order, so that the first chunk goes out before the last value is converted. Keeps `knowledge`
+// alive until every value is written. convert_through() throws what encode_payload would, for
+// the first tensor that fails; the payload is then of no use.
+class DeferredPayload {
+ public:
+  DeferredPayload(std::shared_ptr<const Knowledge> knowledge, const EncodeOptions& options = {});
+  DeferredPayload(DeferredPayload&&) noexcept;
+  DeferredPayload& operator=(DeferredPayload&&) noexcept;
+  ~DeferredPayload();
+
+  size_t size() const;
+  // Writes every value that lies below `end`; returns the bytes, valid below `end`.
+  const char* convert_through(size_t end);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The checks decode_payload applies to knowledge, for callers that build Knowledge themselves
 // (and for encode_payload): shapes, sorted labels, finiteness, counts within limits.

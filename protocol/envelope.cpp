@@ -18,10 +18,15 @@ constexpr std::string_view kFrameMagic = "fednode";
 
 std::string encode_header(const EnvelopeHeader& h) {
   if (h.msg_id == 0) invalid("header: msg_id must be at least 1");
+  if ((h.version == kStreamVersion) != h.stream.has_value())
+    invalid("header: a stream layout goes with version 2, and only with it");
+  if (h.version != kProtocolVersion && h.version != kStreamVersion)
+    invalid("header: cannot encode protocol version " + std::to_string(h.version));
+  if (h.stream) check_stream_layout(*h.stream, Limits{}, "header");
   std::string out;
   StringSink sink{&out};
   Packer pk(sink);
-  pk.pack_map(6);
+  pk.pack_map(h.stream ? 9 : 6);
   pack_str(pk, "version");
   pk.pack_uint32(h.version);
   pack_str(pk, "type");
@@ -34,6 +39,14 @@ std::string encode_header(const EnvelopeHeader& h) {
   pk.pack_uint64(h.msg_id);
   pack_str(pk, "run");
   pack_bin(pk, std::string_view(reinterpret_cast<const char*>(h.run.bytes.data()), h.run.bytes.size()));
+  if (h.stream) {
+    pack_str(pk, "cipher");
+    pack_str(pk, h.stream->cipher);
+    pack_str(pk, "bytes");
+    pk.pack_uint64(h.stream->bytes);
+    pack_str(pk, "chunk");
+    pk.pack_uint32(h.stream->chunk);
+  }
   return out;
 }
 
@@ -44,10 +57,9 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
   EnvelopeHeader h;
   // The version decides how to read everything else, so it is checked first.
   const uint64_t version = map.uint("version");
-  if (version != kProtocolVersion)
+  if (version != kProtocolVersion && version != kStreamVersion)
     throw ProtocolError(ProtocolErrorCode::UnsupportedVersion,
-                        "header: protocol version " + std::to_string(version) + ", this node speaks " +
-                            std::to_string(kProtocolVersion));
+                        "header: protocol version " + std::to_string(version) + ", this node speaks 1 and 2");
   h.version = static_cast<uint32_t>(version);
   const uint64_t type = map.uint("type");
   if (type < 1 || type > static_cast<uint8_t>(MessageType::Complete))
@@ -65,8 +77,26 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
   if (run.size() != h.run.bytes.size())
     invalid("header.run: expected 16 bytes, found " + std::to_string(run.size()));
   std::memcpy(h.run.bytes.data(), run.data(), run.size());
+  if (version == kStreamVersion) {
+    StreamLayout layout;
+    layout.cipher = std::string(as_str(map.at("cipher"), "header.cipher"));
+    layout.bytes = map.uint("bytes");
+    const uint64_t chunk = map.uint("chunk");
+    if (chunk > kMaxStreamChunk) invalid("header.chunk: " + std::to_string(chunk) + " bytes, above 16 MiB");
+    layout.chunk = static_cast<uint32_t>(chunk);
+    check_stream_layout(layout, limits, "header");
+    h.stream = std::move(layout);
+  }
   map.finish();
   return h;
+}
+
+void check_stream_layout(const StreamLayout& layout, const Limits& limits, const std::string& where) {
+  if (layout.chunk < kMinStreamChunk || layout.chunk > kMaxStreamChunk)
+    invalid(where + ".chunk: " + std::to_string(layout.chunk) + " bytes, outside 1 KiB ... 16 MiB");
+  check_limit(layout.bytes, limits.max_message_bytes, where + ".bytes", "max_message_bytes");
+  if (layout.cipher.empty() || layout.cipher.size() > 32)
+    invalid(where + ".cipher: a name of 1 to 32 bytes, found " + std::to_string(layout.cipher.size()));
 }
 
 namespace {
@@ -128,13 +158,24 @@ std::string encode_frame(const FrameView& f) {
   return std::move(layout.bytes);
 }
 
+namespace {
+
+// Frames and chunks are arrays that start with "fednode": `what` names which, `layout` its elements.
+const msgpack::object_array& fednode_array(const Document& doc, uint32_t elements, const std::string& what,
+                                           const char* layout) {
+  const auto& parts = as_array(doc.root(), what);
+  if (parts.size != elements || parts.ptr[0].type != msgpack::type::STR ||
+      as_str(parts.ptr[0], what + "[0]") != kFrameMagic)
+    throw ProtocolError(ProtocolErrorCode::Malformed,
+                        what + ": not a fednode " + what + " (expected [\"fednode\", " + layout + "])");
+  return parts;
+}
+
+}  // namespace
+
 FrameView decode_frame(std::string_view bytes, const Limits& limits) {
   Document doc(bytes, limits, "frame");
-  const auto& parts = as_array(doc.root(), "frame");
-  if (parts.size != 5 || parts.ptr[0].type != msgpack::type::STR ||
-      as_str(parts.ptr[0], "frame[0]") != kFrameMagic)
-    throw ProtocolError(ProtocolErrorCode::Malformed,
-                        "frame: not a fednode frame (expected [\"fednode\", header, tag, nonce, ciphertext])");
+  const auto& parts = fednode_array(doc, 5, "frame", "header, tag, nonce, ciphertext");
   FrameView f;
   f.header = as_bin(parts.ptr[1], "frame.header");
   f.header_tag = as_bin(parts.ptr[2], "frame.header_tag");
@@ -149,6 +190,38 @@ FrameView decode_frame(std::string_view bytes, const Limits& limits) {
     invalid("frame.ciphertext: " + std::to_string(f.ciphertext.size()) +
             " bytes, shorter than the 16-byte authentication tag");
   return f;
+}
+
+std::string chunk_prefix(uint64_t msg_id, uint64_t index, size_t ciphertext_size) {
+  if (ciphertext_size < kAeadTagBytes) invalid("chunk: ciphertext shorter than its tag");
+  if (ciphertext_size > UINT32_MAX) invalid("chunk: ciphertext exceeds 4 GiB");
+  std::string out;
+  StringSink sink{&out};
+  Packer pk(sink);
+  pk.pack_array(4);
+  pack_str(pk, kFrameMagic);
+  pk.pack_uint64(msg_id);
+  pk.pack_uint64(index);
+  pk.pack_bin(static_cast<uint32_t>(ciphertext_size));
+  return out;
+}
+
+bool is_chunk_message(std::string_view bytes) {
+  return !bytes.empty() && static_cast<uint8_t>(bytes[0]) == 0x94;  // fixarray of 4
+}
+
+ChunkView decode_chunk(std::string_view bytes, const Limits& limits) {
+  Document doc(bytes, limits, "chunk");
+  const auto& parts = fednode_array(doc, 4, "chunk", "msg_id, index, ciphertext");
+  ChunkView c;
+  c.msg_id = as_uint(parts.ptr[1], "chunk.msg_id");
+  c.index = as_uint(parts.ptr[2], "chunk.index");
+  c.ciphertext = as_bin(parts.ptr[3], "chunk.ciphertext");
+  if (c.msg_id == 0) invalid("chunk.msg_id: must be at least 1");
+  if (c.ciphertext.size() < kAeadTagBytes)
+    invalid("chunk.ciphertext: " + std::to_string(c.ciphertext.size()) +
+            " bytes, shorter than the 16-byte authentication tag");
+  return c;
 }
 
 }  // namespace fednode

@@ -62,7 +62,10 @@ void check_mixture(const GaussianMixture& g, int dim, const std::string& where, 
       if ((g.covariances.block(k * d, 0, d, d).diagonal().array() <= 0).any())
         fail(ProtocolErrorCode::InvalidValue, where + ".covariances: component " + std::to_string(k) +
                                                   " has a non-positive variance");
-  } else if ((g.covariances.array() <= 0).any()) {
+  } else if (!(g.covariances.minCoeff<Eigen::PropagateNumbers>() > 0)) {
+    // A vectorised minimum, not (x <= 0).any(), which Eigen evaluates one value at a time: this
+    // reads every variance of a multi-megabyte message before it is sent and after it arrives.
+    // NaNs are ignored here as .any() ignored them; the conversion refuses them (check_finite).
     fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variances must be positive");
   }
 }
@@ -173,11 +176,10 @@ void pack_sketch(Packer& pk, std::string& out, const CovarianceSketch& s, DType 
               at + ".factor", false, jobs);
 }
 
-void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) {
+void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype, TensorJobs& jobs) {
   pk.pack_map(g.within_class ? 2 : 1);
   pack_str(pk, "classes");
   pk.pack_array(static_cast<uint32_t>(g.classes.size()));
-  TensorJobs jobs;
   for (size_t i = 0; i < g.classes.size(); ++i) {
     const auto& c = g.classes[i];
     const GaussianMixture& m = c.mixture;
@@ -213,26 +215,24 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype) 
     pack_str(pk, "within_class");
     pack_sketch(pk, out, *g.within_class, dtype, &jobs);
   }
-  jobs.run();
 }
 
-void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s) {
+void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s, TensorJobs& jobs) {
   const uint64_t C = u(s.A.rows()), d = u(s.A.cols());
   pk.pack_map(3);
   pack_str(pk, "A");
-  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A");
+  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A", false, &jobs);
   pack_str(pk, "N");
   pk.pack_array(static_cast<uint32_t>(s.N.size()));
   for (int64_t n : s.N) pk.pack_uint64(static_cast<uint64_t>(n));
   pack_str(pk, "B");
-  pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B");
+  pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B", false, &jobs);
 }
 
-void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, DType dtype) {
+void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, DType dtype, TensorJobs& jobs) {
   pk.pack_map(1);
   pack_str(pk, "classes");
   pk.pack_array(static_cast<uint32_t>(p.classes.size()));
-  TensorJobs jobs;
   for (size_t i = 0; i < p.classes.size(); ++i) {
     const auto& c = p.classes[i];
     pk.pack_map(3);
@@ -244,7 +244,6 @@ void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, 
     pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(c.prototypes.rows()), u(c.prototypes.cols())},
                 c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes", false, &jobs);
   }
-  jobs.run();
 }
 
 // Adds one count to the samples a piece claims to summarise, which bound what merging it may
@@ -444,7 +443,8 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
 
 namespace wire {
 
-void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options) {
+void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options,
+                    TensorJobs* deferred) {
   check_structure(k, "knowledge", false);  // pack_tensor refuses NaN/Inf as it converts
   const DType floats = options.precision == Precision::Float16 ? DType::F16 : DType::F32;
   pk.pack_map(6);
@@ -459,9 +459,13 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
   pack_str(pk, "classes");
   pk.pack_uint32(static_cast<uint32_t>(k.num_classes));
   pack_str(pk, "body");
-  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats);
-  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s);
-  else pack_prototypes(pk, out, std::get<PrototypeKnowledge>(k.payload), floats);
+  // The values are converted after the structure is written, together on the pool (TensorJobs).
+  TensorJobs local;
+  TensorJobs& jobs = deferred ? *deferred : local;
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats, jobs);
+  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s, jobs);
+  else pack_prototypes(pk, out, std::get<PrototypeKnowledge>(k.payload), floats, jobs);
+  if (!deferred) local.run();
 }
 
 Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {

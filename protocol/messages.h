@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -16,6 +17,22 @@
 namespace fednode {
 
 constexpr uint32_t kProtocolVersion = 1;
+// Version 2 adds streams: a message sealed and sent as a sequence of chunks (docs/protocol.md,
+// section 12). Its header names the stream's layout.
+constexpr uint32_t kStreamVersion = 2;
+constexpr uint32_t kMinStreamChunk = 1024;
+constexpr uint32_t kMaxStreamChunk = uint32_t{16} << 20;
+
+// How a version-2 message is cut: `bytes` of plaintext in chunks of `chunk` bytes (the last one
+// shorter, or empty when bytes is 0), each sealed with `cipher` (crypto/stream.h names).
+struct StreamLayout {
+  std::string cipher;
+  uint64_t bytes = 0;
+  uint32_t chunk = 0;
+  uint64_t chunks() const { return bytes == 0 ? 1 : (bytes + chunk - 1) / chunk; }
+  uint64_t chunk_bytes(uint64_t index) const { return index + 1 < chunks() ? chunk : bytes - index * chunk; }
+  bool operator==(const StreamLayout& o) const { return cipher == o.cipher && bytes == o.bytes && chunk == o.chunk; }
+};
 
 // Complete is the ring's second pass (docs/topologies.md, "ring"): the same payload as Knowledge,
 // but a distinct type, because the previous node sends both over the same link and the receiver
@@ -32,6 +49,7 @@ struct EnvelopeHeader {
   NodeId to = 0;
   uint64_t msg_id = 0;  // >= 1, strictly increasing per sender within a run (replay protection)
   RunId run;
+  std::optional<StreamLayout> stream;  // set exactly when version is kStreamVersion
 };
 
 // First message on a link: lets the peer refuse an incompatible node before any knowledge flows.

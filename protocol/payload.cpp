@@ -1,5 +1,6 @@
 // Payload dispatch, and the small control messages: hello, ack, error.
 #include "protocol/payload_parts.h"
+#include "protocol/tensor.h"
 #include "methods/registry.h"
 
 #include <algorithm>
@@ -193,6 +194,33 @@ std::string encode_payload(const Knowledge& knowledge, const EncodeOptions& opti
   out.reserve(encoded_payload_bound(knowledge, options));
   append_payload(out, knowledge, options);
   return out;
+}
+
+struct DeferredPayload::Impl {
+  std::shared_ptr<const Knowledge> knowledge;
+  std::string bytes;  // never moves: the jobs write into it
+  TensorJobs jobs;
+};
+
+DeferredPayload::DeferredPayload(std::shared_ptr<const Knowledge> knowledge, const EncodeOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  if (!knowledge) throw InputError("DeferredPayload: no knowledge");
+  impl_->knowledge = std::move(knowledge);
+  impl_->bytes.reserve(encoded_payload_bound(*impl_->knowledge, options));
+  StringSink sink{&impl_->bytes};
+  Packer pk(sink);
+  pack_knowledge(pk, impl_->bytes, *impl_->knowledge, options, &impl_->jobs);
+}
+
+DeferredPayload::DeferredPayload(DeferredPayload&&) noexcept = default;
+DeferredPayload& DeferredPayload::operator=(DeferredPayload&&) noexcept = default;
+DeferredPayload::~DeferredPayload() = default;
+
+size_t DeferredPayload::size() const { return impl_->bytes.size(); }
+
+const char* DeferredPayload::convert_through(size_t end) {
+  impl_->jobs.run_through(end);
+  return impl_->bytes.data();
 }
 
 void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOptions& options) {

@@ -3,6 +3,7 @@
 
 #include "protocol/codec.h"
 #include "protocol/msgpack_io.h"
+#include "protocol/tensor.h"
 
 #include <string>
 
@@ -15,7 +16,10 @@ Contributors read_contributors(const msgpack::object& o, const std::string& path
 int read_count(const msgpack::object& o, const std::string& path, uint64_t limit, const char* limit_name);
 std::string read_string(const msgpack::object& o, const std::string& path);
 
-void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options);
+// With `deferred`, the tensors' values are left for deferred->run() or run_through(): `out` has
+// its full size and structure, and `k` and `out` must stay where they are until the jobs ran.
+void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const EncodeOptions& options,
+                    TensorJobs* deferred = nullptr);
 Knowledge read_knowledge(const msgpack::object& o, const Limits& limits);
 
 void pack_head(Packer& pk, std::string& out, const HeadMessage& h);

@@ -272,7 +272,7 @@ void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const
         p += (n - r) * size;
       }
   };
-  if (deferred) deferred->add(std::move(convert), bytes);
+  if (deferred) deferred->add(std::move(convert), bytes, start);
   else convert();
 }
 
@@ -367,15 +367,27 @@ void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred) {
 // Below this many bytes written, waking the workers costs more than the conversion.
 constexpr uint64_t kParallelConversionBytes = uint64_t{1} << 20;
 
-void TensorJobs::add(std::function<void()> convert, uint64_t bytes) {
+void TensorJobs::add(std::function<void()> convert, uint64_t bytes, uint64_t out_start) {
   jobs_.push_back(std::move(convert));
+  starts_.push_back(out_start);
   bytes_ += bytes;
 }
 
 void TensorJobs::run() {
-  for_each_chunk_ordered(jobs_.size(), bytes_ >= kParallelConversionBytes, [&](size_t i) { jobs_[i](); });
+  const size_t first = next_;
+  for_each_chunk_ordered(jobs_.size() - first, bytes_ >= kParallelConversionBytes,
+                         [&](size_t i) { jobs_[first + i](); });
   jobs_.clear();
+  starts_.clear();
+  next_ = 0;
   bytes_ = 0;
+}
+
+void TensorJobs::run_through(uint64_t end) {
+  while (next_ < jobs_.size() && starts_[next_] < end) {
+    jobs_[next_]();
+    jobs_[next_++] = nullptr;  // its captures (a path string, a shape) are not needed again
+  }
 }
 
 template void pack_tensor<float>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,

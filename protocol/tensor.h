@@ -26,11 +26,20 @@ size_t dtype_size(DType d);
 // the failure of the earliest tensor, in message order, whichever thread met it first.
 class TensorJobs {
  public:
-  void add(std::function<void()> convert, uint64_t bytes);
+  // `out_start` is where the job writes in the string being encoded (0 when decoding).
+  void add(std::function<void()> convert, uint64_t bytes, uint64_t out_start = 0);
+  // Runs every job not run yet, together on the pool.
   void run();
+  // For an encoding that is sealed as it is written (a version-2 stream): runs, in message order,
+  // every job that writes below `end`, on the calling thread. A job that fails throws, and the
+  // jobs after it stay unrun.
+  void run_through(uint64_t end);
+  bool empty() const { return next_ == jobs_.size(); }
 
  private:
   std::vector<std::function<void()>> jobs_;
+  std::vector<uint64_t> starts_;
+  size_t next_ = 0;
   uint64_t bytes_ = 0;
 };
 

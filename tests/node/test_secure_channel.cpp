@@ -311,10 +311,10 @@ TEST(SecureChannel, VersionAndPayloadErrorsAfterSealing) {
   EXPECT_NE(std::string(e.what()).find("itself"), std::string::npos);
 
   // A newer protocol version: the header cannot even be read.
-  std::string v2 = encode_header(h);
-  ASSERT_EQ(v2.substr(1, 8), "\xa7version");
-  v2[9] = 2;
-  e = rejection(two, frame_with(v2, encode_payload(Ack{1})), guard);
+  std::string v3 = encode_header(h);
+  ASSERT_EQ(v3.substr(1, 8), "\xa7version");
+  v3[9] = 3;
+  e = rejection(two, frame_with(v3, encode_payload(Ack{1})), guard);
   EXPECT_EQ(e.code, SecurityCode::UnsupportedVersion);
   EXPECT_EQ(e.protocol_code, ProtocolErrorCode::UnsupportedVersion);
 }

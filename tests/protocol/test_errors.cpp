@@ -352,9 +352,9 @@ TEST(ProtocolErrors, EnvelopeHeader) {
   };
   EXPECT_NO_THROW(decode_header(pack(header()), Limits{}));
   Value v = header();
-  v["version"] = 2;
+  v["version"] = 3;
   v["type"] = "garbage";  // irrelevant: the version is judged first
-  expect_code(ProtocolErrorCode::UnsupportedVersion, [&] { decode_header(pack(v), Limits{}); }, "version 2");
+  expect_code(ProtocolErrorCode::UnsupportedVersion, [&] { decode_header(pack(v), Limits{}); }, "version 3");
   v = header();
   v["type"] = 6;  // complete, the last type of version 1
   EXPECT_EQ(decode_header(pack(v), Limits{}).type, MessageType::Complete);
@@ -378,6 +378,61 @@ TEST(ProtocolErrors, EnvelopeHeader) {
   v = header();
   v.add("padding", std::string(300, 'x'));
   expect_code(ProtocolErrorCode::TooLarge, [&] { decode_header(pack(v), Limits{}); }, "256");
+}
+
+TEST(ProtocolErrors, StreamHeaderAndChunk) {
+  const EnvelopeHeader h = test::header_for(MessageType::Knowledge);
+  Bin run;
+  run.bytes.assign(reinterpret_cast<const char*>(h.run.bytes.data()), 16);
+  auto header = [&] {
+    Value v(Map{{"version", 2}, {"type", 2}, {"from", 3}, {"to", 5}, {"msg_id", 9}, {"run", run}});
+    v.add("cipher", "aes-256-gcm");
+    v.add("bytes", 5000000);
+    v.add("chunk", 262144);
+    return v;
+  };
+  const EnvelopeHeader ok = decode_header(pack(header()), Limits{});
+  ASSERT_TRUE(ok.stream);
+  EXPECT_EQ(ok.stream->chunks(), 20u);
+  EXPECT_EQ(ok.stream->chunk_bytes(19), 5000000u - 19u * 262144u);
+  EXPECT_EQ(decode_header(encode_header(ok), Limits{}).stream, ok.stream);
+  Value v = header();
+  v["version"] = 1;  // the layout is version 2's
+  expect_code(ProtocolErrorCode::UnknownField, [&] { decode_header(pack(v), Limits{}); });
+  v = header();
+  v["chunk"] = 512;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.chunk");
+  v = header();
+  v["chunk"] = uint64_t{1} << 40;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.chunk");
+  v = header();
+  v["bytes"] = uint64_t{1} << 40;
+  expect_code(ProtocolErrorCode::TooLarge, [&] { decode_header(pack(v), Limits{}); }, "header.bytes");
+  v = header();
+  v["cipher"] = "";
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_header(pack(v), Limits{}); }, "header.cipher");
+  Value missing(Map{{"version", 2}, {"type", 2}, {"from", 3}, {"to", 5}, {"msg_id", 9}, {"run", run}});
+  expect_code(ProtocolErrorCode::MissingField, [&] { decode_header(pack(missing), Limits{}); }, "cipher");
+
+  const std::string ct(40, 'c');
+  auto chunk = [&] { return Value(Array{"fednode", 9, 3, Bin{ct}}); };
+  const std::string bytes = pack(chunk());
+  EXPECT_TRUE(is_chunk_message(bytes));
+  const ChunkView c = decode_chunk(bytes, Limits{});
+  EXPECT_EQ(c.msg_id, 9u);
+  EXPECT_EQ(c.index, 3u);
+  EXPECT_EQ(c.ciphertext, ct);
+  EXPECT_EQ(chunk_prefix(9, 3, ct.size()) + ct, bytes);
+  v = chunk();
+  v[3] = Bin{std::string(15, 'c')};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_chunk(pack(v), Limits{}); }, "tag");
+  v = chunk();
+  v[1] = 0;
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode_chunk(pack(v), Limits{}); }, "msg_id");
+  v = chunk();
+  v[0] = "fedn0de";
+  expect_code(ProtocolErrorCode::Malformed, [&] { decode_chunk(pack(v), Limits{}); }, "not a fednode chunk");
+  expect_code(ProtocolErrorCode::Truncated, [&] { decode_chunk(bytes.substr(0, bytes.size() - 1), Limits{}); });
 }
 
 TEST(ProtocolErrors, Frame) {
