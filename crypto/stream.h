@@ -1,4 +1,4 @@
-// Sealing one message as a stream of chunks (protocol version 2, docs/protocol.md "Streams"), so
+// Sealing one message as a stream of chunks (protocol version 2, docs/protocol.md section 12), so
 // that a multi-megabyte message is encrypted, sent, received and decrypted piece by piece, each
 // stage overlapping the next, and a receiver never holds the whole ciphertext at once.
 //

@@ -63,13 +63,32 @@ std::string Inbox::decode_and_check(const EnvelopeHeader& h, std::string_view pl
   }
 }
 
+namespace {
+
+std::string connection_of(const Incoming& in) {
+  return in.via_dealer ? "dealer " + std::to_string(*in.via_dealer) : "route " + in.route;
+}
+
+}  // namespace
+
 Actions Inbox::handle(Incoming& in, double now) {
   last_frame_ = Clock::now();
   tally_.bytes_received += static_cast<int64_t>(in.frame.size());
+  if (is_chunk_message(in.frame.view())) return continue_stream(in, now);
   Message msg;
   std::string_view plaintext;
   try {
-    const OpenedFrame opened = channel_.open_in_place(in.frame.data(), in.frame.size(), replay_);
+    auto head = channel_.open_head(in.frame.data(), in.frame.size(), replay_);
+    if (auto* stream = std::get_if<std::unique_ptr<IncomingStream>>(&head)) {
+      // A sender's newer stream replaces its older one: a resend on a new connection after the
+      // old one broke.
+      const NodeId from = (*stream)->header().from;
+      for (auto it = streams_.begin(); it != streams_.end();)
+        it = it->second->header().from == from ? streams_.erase(it) : std::next(it);
+      streams_[connection_of(in)] = std::move(*stream);
+      return {};
+    }
+    const OpenedFrame& opened = std::get<OpenedFrame>(head);
     msg.header = opened.header;
     msg.payload = decode_opened(opened, channel_.limits());
     plaintext = opened.plaintext;
@@ -82,6 +101,59 @@ Actions Inbox::handle(Incoming& in, double now) {
     say_rejection(std::string("rejected a frame: ") + e.what());
     return {};
   }
+  return take(in, std::move(msg), plaintext, now);
+}
+
+Actions Inbox::continue_stream(Incoming& in, double now) {
+  ChunkView chunk;
+  try {
+    chunk = decode_chunk(in.frame.view(), channel_.limits());
+  } catch (const std::exception& e) {
+    ++tally_.frames_rejected;
+    say_rejection(std::string("rejected a stream chunk: ") + e.what());
+    return {};
+  }
+  const auto it = streams_.find(connection_of(in));
+  // The rest of a stream refused at its head (a repeat, acknowledged again there) or replaced.
+  if (it == streams_.end() || it->second->header().msg_id != chunk.msg_id) {
+    ++tally_.chunks_dropped;
+    return {};
+  }
+  std::unique_ptr<IncomingStream> stream;
+  Message msg;
+  try {
+    it->second->add(chunk);
+    if (!it->second->complete()) return {};
+    stream = std::move(it->second);
+    streams_.erase(it);
+    msg.header = stream->header();
+    msg.payload = decode_opened(stream->opened(), channel_.limits());
+    replay_.accept(msg.header.from, msg.header.msg_id);
+  } catch (const RejectedMessage& e) {
+    streams_.erase(connection_of(in));
+    rejected(in, e);
+    return {};
+  }
+  return take(in, std::move(msg), stream->opened().plaintext, now);
+}
+
+std::optional<StreamCipher> Inbox::stream_cipher(NodeId peer) const {
+  const auto it = stream_ciphers_.find(peer);
+  if (it == stream_ciphers_.end()) return std::nullopt;
+  return it->second;
+}
+
+Ack Inbox::make_ack(NodeId to, uint64_t acked) const {
+  Ack a;
+  a.acked_id = acked;
+  if (says_version2_.count(to)) {
+    a.versions = {kProtocolVersion, kStreamVersion};
+    for (StreamCipher c : available_stream_ciphers()) a.ciphers.push_back(to_string(c));
+  }
+  return a;
+}
+
+Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext, double now) {
   const auto& h = msg.header;
   if (h.type == MessageType::Ack || h.type == MessageType::Error) {
     settle(in, msg);
@@ -110,7 +182,10 @@ Actions Inbox::handle(Incoming& in, double now) {
     store_.store_received(h.from, h.msg_id, h.type, plaintext);  // as it arrived; decoded again on a restart
     out = machine_.accept(h.from, h.msg_id, h.type, std::move(msg.payload), /*fresh=*/true, now);
   } else if (h.type == MessageType::Hello) {
-    say_(who_(h.from) + " says hello (" + printable(std::get<Hello>(msg.payload).software) + ")");
+    const Hello& hello = std::get<Hello>(msg.payload);
+    if (std::find(hello.versions.begin(), hello.versions.end(), kStreamVersion) != hello.versions.end())
+      says_version2_.insert(h.from);
+    say_(who_(h.from) + " says hello (" + printable(hello.software) + ")");
   }
   store_.save_replay(replay_);
   if (h.type == MessageType::Hello) {
@@ -186,7 +261,17 @@ void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
 void Inbox::settle(const Incoming& in, const Message& msg) {
   const auto& h = msg.header;
   if (h.type == MessageType::Ack) {
-    const uint64_t acked = std::get<Ack>(msg.payload).acked_id;
+    const Ack& ack = std::get<Ack>(msg.payload);
+    const uint64_t acked = ack.acked_id;
+    // It opens streams: seal the large messages for it as version 2, with the first cipher of
+    // ours (fastest first) it lists.
+    if (std::find(ack.versions.begin(), ack.versions.end(), kStreamVersion) != ack.versions.end())
+      for (StreamCipher c : available_stream_ciphers())
+        if (std::find(ack.ciphers.begin(), ack.ciphers.end(), to_string(c)) != ack.ciphers.end()) {
+          if (stream_ciphers_.emplace(h.from, c).second)
+            say_(who_(h.from) + " opens protocol version 2: large messages to it go as streams (" + to_string(c) + ")");
+          break;
+        }
     if (outbox_.acknowledged(h.from, acked)) {
       // Stored by now (Outbox::acknowledged): the receiver may stop waiting for a resend.
       Ack receipt;
@@ -211,9 +296,7 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
 
 // Acks and errors are answers: sealed like everything else, never stored or resent.
 bool Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
-  Ack a;
-  a.acked_id = acked;
-  const uint64_t ack_id = answer(in, to, Payload(a));
+  const uint64_t ack_id = answer(in, to, Payload(make_ack(to, acked)));
   if (ack_id == 0) {
     say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
     return false;
@@ -248,10 +331,8 @@ void Inbox::remind(std::chrono::milliseconds reminder_interval) {
     Incoming again;
     again.route = a.route;
     again.via_dealer = a.via_dealer;
-    Ack ack;
-    ack.acked_id = a.msg_id;
     // Quietly: the connection of a sender that died is gone, and its resend will come on a new one.
-    if (const uint64_t id = answer(again, a.from, Payload(ack))) a.ack_ids.push_back(id);
+    if (const uint64_t id = answer(again, a.from, Payload(make_ack(a.from, a.msg_id)))) a.ack_ids.push_back(id);
   }
 }
 

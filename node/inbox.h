@@ -24,6 +24,7 @@
 #include "node/machine.h"
 #include "node/outbox.h"
 #include "node/secure_channel.h"
+#include "node/secure_stream.h"
 #include "node/state_store.h"
 #include "node/transport.h"
 
@@ -56,6 +57,7 @@ struct InboxTally {
   int64_t messages_received = 0;  // accepted (duplicates included)
   int64_t frames_rejected = 0;    // failed the opening checks or the plan
   int64_t duplicates = 0;         // authentic repeats: acknowledged, not used
+  int64_t chunks_dropped = 0;     // of streams refused at their head (a repeat) or replaced
 };
 
 class Inbox {
@@ -69,8 +71,14 @@ class Inbox {
   // checked again (what a node accepted under older checks or limits may not pass now), goes to
   // the machine unannounced.
   Actions restore(std::vector<StoredMessage> stored, double now);
-  // One frame from the transport, opened where it lies (its bytes are plaintext afterwards).
+  // One frame from the transport, opened where it lies (its bytes are plaintext afterwards), or
+  // one message of a version-2 stream: its head, then each chunk, opened as it comes; the
+  // message is taken when its last chunk is in.
   Actions handle(Incoming& in, double now);
+  // The cipher to seal streams to `peer` with, once it said (acknowledging this node's hello)
+  // that it opens version 2 and a cipher this node has; none before, and none for a peer that
+  // speaks version 1 only.
+  std::optional<StreamCipher> stream_cipher(NodeId peer) const;
   // The line saying how many rejections went unlogged, if any (before the node reports).
   void say_rejections_left_out();
 
@@ -92,6 +100,12 @@ class Inbox {
   std::chrono::steady_clock::time_point last_frame() const { return last_frame_; }
 
  private:
+  // A message opened whole (a frame, or a stream's last chunk): the plan's check, store, ack.
+  Actions take(const Incoming& in, Message msg, std::string_view plaintext, double now);
+  // The next chunk of the stream coming in on `in`'s connection.
+  Actions continue_stream(Incoming& in, double now);
+  // An ack for `to`, naming what this node opens when `to` said hello with version 2.
+  Ack make_ack(NodeId to, uint64_t acked) const;
   // Steps 1-4 failed: answer an authentic duplicate with another ack, count the rest.
   void rejected(const Incoming& in, const RejectedMessage& e);
   // An Ack or Error settles a frame in the outbox; an ack of our frame is answered with a receipt,
@@ -143,6 +157,11 @@ class Inbox {
   };
   std::deque<PacedHello> paced_;
   std::set<NodeId> sends_receipts_;
+  // Streams being received, by connection (Incoming::route, or the DEALER's peer): at most one
+  // per sender, the newest, so what they hold is bounded by the allow list.
+  std::map<std::string, std::unique_ptr<IncomingStream>> streams_;
+  std::set<NodeId> says_version2_;                  // their hello listed version 2
+  std::map<NodeId, StreamCipher> stream_ciphers_;   // their ack said they open these
   std::chrono::steady_clock::time_point last_frame_{};
   std::chrono::steady_clock::time_point rejection_window_{};
   int rejections_said_ = 0;

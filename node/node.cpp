@@ -13,6 +13,7 @@
 #include "node/node_result.h"
 #include "node/outbox.h"
 #include "node/secure_channel.h"
+#include "node/secure_stream.h"
 #include "node/state_store.h"
 #include "topology/plan.h"
 
@@ -118,10 +119,18 @@ struct Node::Impl {
                                          channel.run(), config.limits.max_message_bytes + 4096);
     const auto say_line = [this](const std::string& line) { say(line); };
     const auto name = [this](NodeId id) { return who(id); };
+    // The outbox stores payloads and seals them at each handover: as a version-2 stream for a
+    // peer that opens them (Inbox::stream_cipher) when large, else as one frame.
     outbox = std::make_unique<Outbox>(
         *store, *transport,
         OutboxTiming{config.retry_initial, config.resend_after, std::min(10.0, topo.federation.deadline_seconds)},
-        say_line, name, config.id, config.limits.max_message_bytes);
+        say_line, name, config.id, config.limits.max_message_bytes,
+        [this](const OutboxEntry& e, std::string payload) -> Outbox::Handover {
+          const auto cipher = inbox->stream_cipher(e.to);
+          if (cipher && payload.size() >= kStreamFromBytes)
+            return channel.seal_stream(e.to, e.msg_id, e.type, std::move(payload), *cipher, kDefaultStreamChunk);
+          return channel.seal_encoded(e.to, e.msg_id, e.type, payload);
+        });
     check_configuration(*store, config);
     inbox = std::make_unique<Inbox>(channel, *store, *transport, *outbox, *machine, say_line, name,
                                     Pacing{config.receive_window.value_or(
@@ -215,13 +224,12 @@ struct Node::Impl {
   // Sealed with the next message id and stored before it is sent; counted as sent once queued,
   // since the outbox keeps trying.
   void queue(NodeId to, MessageType type, int phase, const Payload& payload, int64_t counted_bytes) {
-    outbox->queue(to, type, phase, counted_bytes, [&](uint64_t id) { return channel.seal(to, id, payload, encode); });
+    outbox->queue(to, type, phase, counted_bytes, [&](uint64_t) { return encode_payload(payload, encode); });
     result.knowledge_bytes_sent += counted_bytes;
   }
-  // Knowledge is sealed without copying it into a Payload (tens of megabytes for FedPFT).
+  // Knowledge is encoded without copying it into a Payload (tens of megabytes for FedPFT).
   void queue_knowledge(const Action& a) {
-    outbox->queue(a.to, a.type, a.phase, a.counted_bytes,
-                  [&](uint64_t id) { return channel.seal(a.to, id, *a.knowledge, encode, a.type); });
+    outbox->queue(a.to, a.type, a.phase, a.counted_bytes, [&](uint64_t) { return encode_payload(*a.knowledge, encode); });
     result.knowledge_bytes_sent += a.counted_bytes;
   }
 

@@ -13,20 +13,22 @@ namespace fednode {
 using Clock = std::chrono::steady_clock;
 
 Outbox::Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who, NodeId self,
-               uint64_t max_frame_bytes)
+               uint64_t max_frame_bytes, Seal seal)
     : store_(store),
       transport_(transport),
       timing_(timing),
       say_(std::move(say)),
       who_(std::move(who)),
       self_(self),
-      max_frame_bytes_(max_frame_bytes) {}
+      max_frame_bytes_(max_frame_bytes),
+      seal_(std::move(seal)) {}
 
 namespace {
 
 // Frames from here up are kept on disk between sends and count against the send window: a
 // knowledge message or a head, not a hello or an ack.
 constexpr size_t kLargeFrameBytes = size_t{256} << 10;
+constexpr uint64_t kFramingBytes = 1024;
 
 }  // namespace
 
@@ -62,18 +64,20 @@ void Outbox::add(OutboxEntry e) {
 }
 
 void Outbox::queue(NodeId to, MessageType type, int phase, int64_t counted_bytes,
-                   const std::function<std::string(uint64_t msg_id)>& seal) {
+                   const std::function<std::string(uint64_t msg_id)>& make) {
   OutboxEntry e;
   e.seq = store_.next_seq();
   e.to = to;
   e.type = type;
   e.phase = phase;
   e.msg_id = store_.next_msg_id();
-  e.frame = seal(e.msg_id);
+  e.frame = make(e.msg_id);
   e.counted_bytes = counted_bytes;
-  if (e.frame.size() > max_frame_bytes_)
+  // A stored payload is framed when it is sealed (header, tags, nonce): well under kFramingBytes.
+  const uint64_t framed = e.frame.size() + (seal_ ? kFramingBytes : 0);
+  if (framed > max_frame_bytes_)
     throw InputError("node " + std::to_string(self_) + ": the " + to_string(type) + " message for " + who_(to) +
-                     " would be " + std::to_string(e.frame.size()) + " bytes, above max_message_bytes (" +
+                     " would be " + std::to_string(e.frame.size()) + " bytes and its framing, above max_message_bytes (" +
                      std::to_string(max_frame_bytes_) +
                      ") that nodes accept; send less (fewer components, a smaller feature expansion), or "
                      "raise the limit at every node (Limits::max_message_bytes in an embedding application's "
@@ -88,6 +92,7 @@ void Outbox::give_up_open_offers(std::optional<NodeId> to) {
 
 void Outbox::give_up(Pending& p) {
   p.entry.given_up = true;
+  p.ready.reset();
   store_.mark_given_up(p.entry);
   // Sent and never taken, it may still wait in the peer's one-frame queue, and a peer that
   // comes back (run again) would get it first: an older head, ahead of the newer offer.
@@ -107,6 +112,7 @@ bool Outbox::acknowledged(NodeId from, uint64_t msg_id) {
     ours = true;
     if (p.entry.acked) continue;
     p.entry.acked = true;
+    p.ready.reset();
     store_.mark_acked(p.entry);
     if (p.warned) say_(who_(from) + " acknowledged at last");
   }
@@ -148,21 +154,30 @@ SendTally Outbox::pump() {
     // A first send waits for room in the window; a resend after a break takes its place again.
     if (large && timing_.send_window > 0 && p.tries == 0 && in_flight >= timing_.send_window) continue;
     if (!p.attempted()) p.first_try = now;
-    // Read from disk once per handover, not once per try: while the peer's queue is full the
-    // frame stays in memory, and it goes back to disk once ZeroMQ has it.
-    if (p.entry.frame.empty()) p.entry.frame = store_.outgoing_frame(p.entry);
-    if (!transport_.send(p.entry.to, p.entry.frame)) {
+    // Read from disk and sealed once per handover, not once per try: while the peer's queue is
+    // full the sealed message stays in memory, and it is dropped once ZeroMQ has it.
+    if (!p.ready) {
+      std::string stored = p.entry.frame.empty() ? store_.outgoing_frame(p.entry) : p.entry.frame;
+      p.ready = seal_ ? seal_(p.entry, std::move(stored)) : Handover(std::move(stored));
+    }
+    // Wire bytes, counted before the transport takes a stream over.
+    size_t wire_bytes = 0;
+    if (auto* frame = std::get_if<std::string>(&*p.ready)) wire_bytes = frame->size();
+    else if (const auto& stream = std::get<std::unique_ptr<OutgoingMessages>>(*p.ready))
+      for (size_t i = 0; i < stream->count(); ++i) wire_bytes += stream->size(i);
+    const bool taken = std::visit([&](auto& m) { return transport_.send(p.entry.to, m); }, *p.ready);
+    if (!taken) {
       // The peer's one-frame queue is full: a copy of this frame waits there while the peer is
       // down, or a receipt that goes out in a moment. Tried again soon, then less and less often.
       p.queue_backoff = std::clamp(p.queue_backoff * 2, std::chrono::milliseconds(1), timing_.retry_initial);
       p.next_try = now + p.queue_backoff;
       continue;
     }
-    if (large) std::string().swap(p.entry.frame);
+    p.ready.reset();
     p.queue_backoff = std::chrono::milliseconds(0);
     if (large && now - p.handed_over >= timing_.window_hold) ++in_flight;
     p.handed_over = now;
-    tally.bytes += static_cast<int64_t>(p.frame_bytes);
+    tally.bytes += static_cast<int64_t>(wire_bytes);
     if (p.tries == 0) ++tally.messages;
     else ++tally.resends;
     ++p.tries;

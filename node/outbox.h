@@ -13,17 +13,18 @@
 // a newer offer to the same peer replaces an older one still open; both are noted on disk.
 
 #include "node/state_store.h"
+#include "node/transport.h"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace fednode {
-
-class Transport;
 
 // NodeConfig's resend timing.
 struct OutboxTiming {
@@ -53,21 +54,27 @@ class Outbox {
  public:
   using Say = std::function<void(const std::string&)>;
   using Who = std::function<std::string(NodeId)>;
+  // What goes on the wire for a stored message, made at each handover: the node stores a
+  // message's payload and seals it for its peer when it sends it, as one frame or, to a peer
+  // that opens them, as a version-2 stream whose chunks are sealed as they go out (node.cpp).
+  // Without a Seal the stored bytes go out as they are.
+  using Handover = std::variant<std::string, std::unique_ptr<OutgoingMessages>>;
+  using Seal = std::function<Handover(const OutboxEntry& e, std::string stored)>;
 
   // `store` and `transport` must outlive the outbox; `say` reports slow peers, naming them by `who`.
   // `self` names this node in errors; `max_frame_bytes` is the largest frame peers accept.
   Outbox(StateStore& store, Transport& transport, OutboxTiming timing, Say say, Who who, NodeId self = 0,
-         uint64_t max_frame_bytes = UINT64_MAX);
+         uint64_t max_frame_bytes = UINT64_MAX, Seal seal = nullptr);
 
   // The entries a restart found in the state directory (stored already), in send order.
   void restore(std::vector<OutboxEntry> entries);
   // Stores `e` durably, then queues it behind what its peer has not settled yet.
   void add(OutboxEntry e);
-  // The same for a frame `seal` makes with the next message id. Throws InputError, before
-  // storing anything, when the frame is larger than peers accept: their transport would drop it
-  // (ZMQ_MAXMSGSIZE) without telling anyone, and every resend too.
+  // The same for the bytes `make` gives for the next message id (the node: the encoded payload).
+  // Throws InputError, before storing anything, when they are larger than peers accept: their
+  // transport would drop the frame (ZMQ_MAXMSGSIZE) without telling anyone, and every resend too.
   void queue(NodeId to, MessageType type, int phase, int64_t counted_bytes,
-             const std::function<std::string(uint64_t msg_id)>& seal);
+             const std::function<std::string(uint64_t msg_id)>& make);
 
   // The node is done: offers still open are given up (and so not made again by a rerun).
   void give_up_offers();
@@ -102,6 +109,8 @@ class Outbox {
     int tries = 0;  // times handed over to the transport
     std::chrono::steady_clock::time_point handed_over{};  // last time
     size_t frame_bytes = 0;  // entry.frame's size; a large frame is kept on disk, not in memory
+    // Sealed for a handover the peer's queue did not take yet: tried again as it is.
+    std::optional<Handover> ready;
     bool warned = false;
     bool open() const { return !entry.acked && !entry.failed && !entry.given_up; }
     bool offer() const { return entry.phase == kOfferPhase; }
@@ -126,6 +135,7 @@ class Outbox {
   Who who_;
   NodeId self_;
   uint64_t max_frame_bytes_;
+  Seal seal_;
   std::vector<Pending> pending_;  // by seq
 };
 

@@ -28,7 +28,7 @@ SecureChannel::SecureChannel(Identity identity, NodeId self, RunId run, const Pe
 std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Payload& payload,
                                 const EncodeOptions& options) const {
   if (auto* k = std::get_if<Knowledge>(&payload)) return seal(to, msg_id, *k, options);
-  return seal_plaintext(to, msg_id, type_of(payload), encode_payload(payload, options));
+  return seal_encoded(to, msg_id, type_of(payload), encode_payload(payload, options));
 }
 
 std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge,
@@ -47,7 +47,7 @@ std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& kno
   const size_t plaintext_size = frame.bytes.size() - frame.ciphertext_at;
   frame.bytes.append(kSealAeadTagBytes, '\0');
   if (!close_frame(frame))  // too small for the open frame's length field: lay it out again
-    return seal_plaintext(to, msg_id, type, frame.bytes.substr(frame.ciphertext_at, plaintext_size));
+    return seal_encoded(to, msg_id, type, frame.bytes.substr(frame.ciphertext_at, plaintext_size));
   char* base = frame.bytes.data();
   seal_in_place(it->second.send, header_bytes, base + frame.ciphertext_at, plaintext_size,
                 reinterpret_cast<uint8_t*>(base + frame.nonce_at), reinterpret_cast<uint8_t*>(base + frame.header_tag_at));
@@ -64,8 +64,8 @@ EnvelopeHeader SecureChannel::make_header(NodeId to, uint64_t msg_id, MessageTyp
   return header;
 }
 
-std::string SecureChannel::seal_plaintext(NodeId to, uint64_t msg_id, MessageType type,
-                                          const std::string& plaintext) const {
+std::string SecureChannel::seal_encoded(NodeId to, uint64_t msg_id, MessageType type,
+                                        std::string_view plaintext) const {
   const auto it = peers_.find(to);
   if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
   const std::string header_bytes = encode_header(make_header(to, msg_id, type));

@@ -74,6 +74,10 @@ class SecureChannel {
   std::string seal(NodeId to, uint64_t msg_id, const Knowledge& knowledge, const EncodeOptions& options = {},
                    MessageType type = MessageType::Knowledge) const;
 
+  // A payload encoded already (encode_payload), as a version-1 frame: what a node stores in its
+  // outbox is sealed anew at each send.
+  std::string seal_encoded(NodeId to, uint64_t msg_id, MessageType type, std::string_view plaintext) const;
+
   // The same message as a version-2 stream (docs/protocol.md, section 12) of `chunk`-byte chunks
   // sealed with `cipher`, for a peer that said it opens that version and cipher: chunks are
   // sealed as the transport takes them (Transport::send). `plaintext` is the encoded payload.
@@ -114,7 +118,6 @@ class SecureChannel {
   static std::string_view open_first(const MessageKeys& keys, const EnvelopeHeader& header,
                                      std::string_view header_bytes, const SealedView& sealed, char* text,
                                      std::unique_ptr<IncomingStream>* stream);
-  std::string seal_plaintext(NodeId to, uint64_t msg_id, MessageType type, const std::string& plaintext) const;
   EnvelopeHeader make_header(NodeId to, uint64_t msg_id, MessageType type) const;
 
   struct Peer {

@@ -17,8 +17,11 @@ namespace fednode {
 
 // Plaintext chunk size of the streams a node sends: small enough that the first chunk is on the
 // wire after a fraction of a millisecond of sealing, large enough that per-message costs (a
-// ZeroMQ message, a tag, a nonce computation) stay below 1 % (docs/performance.md).
+// ZeroMQ message, a tag, a nonce computation) stay small.
 constexpr uint32_t kDefaultStreamChunk = uint32_t{256} << 10;
+// A node streams messages from this size up (to peers that open streams); smaller ones go as one
+// frame, which costs one ZeroMQ message and one nonce less.
+constexpr size_t kStreamFromBytes = size_t{64} << 10;
 
 class SealedStream final : public OutgoingMessages {
  public:

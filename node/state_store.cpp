@@ -26,7 +26,8 @@ namespace {
 constexpr uint64_t kIdBlock = 256;
 constexpr size_t kChecksumBytes = 16;
 constexpr uint8_t kRecordVersion = 1;
-constexpr uint8_t kOutboxRecordVersion = 2;  // 2: with the payload's counted bytes
+// 2: with the payload's counted bytes; 3: the payload, sealed at each send (no longer the frame)
+constexpr uint8_t kOutboxRecordVersion = 3;
 
 void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
 void put_le(std::string& s, uint64_t v, int bytes) {

@@ -7,7 +7,8 @@
 //   starts                how many times a node started on this directory
 //   replay                the replay guard (crypto/replay.h)
 //   inbox/F-M.msg         message M from node F, as accepted (type and payload plaintext)
-//   outbox/S.frame        the S-th frame this node sends (recipient, id, type and sealed bytes)
+//   outbox/S.frame        the S-th message this node sends (recipient, id, type and payload bytes,
+//                         sealed anew at each send: as a frame, or as a version-2 stream)
 //   outbox/S.acked        its acknowledgement arrived (S.failed: the recipient refused it)
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
 //   head.state            the node's current head and whose data it holds (checksummed)
@@ -45,7 +46,7 @@ struct OutboxEntry {
   uint64_t msg_id = 0;
   MessageType type = MessageType::Knowledge;
   int phase = 0;          // 0 hello, 1 and 2 the plan's phases, kOfferPhase an offer
-  std::string frame;      // sealed, sent as it is (a resend is the same frame)
+  std::string frame;      // what is sent: the node stores the payload and seals it at each send
   int64_t counted_bytes = 0;  // the payload as `fednode simulate` counts it (knowledge_bytes_sent)
   bool acked = false;
   bool failed = false;    // the peer refused it; not sent again
@@ -82,7 +83,7 @@ class StateStore {
   void mark_failed(const OutboxEntry& e);
   void mark_given_up(const OutboxEntry& e);
   std::vector<OutboxEntry> outbox() const;  // by seq
-  // The sealed frame of `e` as stored (the outbox keeps large frames on disk, not in memory).
+  // The bytes of `e` as stored (the outbox keeps large messages on disk, not in memory).
   std::string outgoing_frame(const OutboxEntry& e) const;
   void drop_outgoing(int phase);            // a phase redone after a crash sends afresh
   uint64_t next_seq() const;

@@ -55,7 +55,7 @@ struct EnvelopeHeader {
 // First message on a link: lets the peer refuse an incompatible node before any knowledge flows.
 // The sender's id and the version of this very message are in the (authenticated) header.
 struct Hello {
-  std::vector<uint32_t> versions{kProtocolVersion};  // every protocol version the sender speaks
+  std::vector<uint32_t> versions{kProtocolVersion, kStreamVersion};  // every protocol version the sender speaks
   NodeId node = 0;                                   // must equal header.from
   std::string method;                                // a name in methods/registry.h
   std::string backbone_fingerprint;
@@ -73,6 +73,10 @@ struct HeadMessage {
 
 struct Ack {
   uint64_t acked_id = 0;  // msg_id of the message received and stored
+  // Version 2 (docs/protocol.md, 5.4): set only in acks to a peer whose hello listed version 2,
+  // saying which versions and stream ciphers this node opens. Both empty, or both set.
+  std::vector<uint32_t> versions;
+  std::vector<std::string> ciphers;
 };
 
 enum class ErrorReason : uint16_t {

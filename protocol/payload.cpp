@@ -56,15 +56,33 @@ constexpr uint32_t kMaxVersions = 16;
 
 bool known_method(std::string_view m) { return find_method(m) != nullptr; }
 
+void pack_versions(Packer& pk, const std::vector<uint32_t>& versions, const char* what) {
+  if (versions.empty() || versions.size() > kMaxVersions)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, std::string(what) + ": 1 to 16 protocol versions");
+  pack_str(pk, "versions");
+  pk.pack_array(static_cast<uint32_t>(versions.size()));
+  for (uint32_t v : versions) pk.pack_uint32(v);
+}
+
+std::vector<uint32_t> read_versions(const msgpack::object& o, const std::string& path) {
+  const auto& versions = as_array(o, path);
+  if (versions.size == 0 || versions.size > kMaxVersions)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": 1 to 16 entries, found " +
+                                                             std::to_string(versions.size));
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < versions.size; ++i) {
+    const uint64_t v = as_uint(versions.ptr[i], path + "[" + std::to_string(i) + "]");
+    if (v == 0 || v > UINT32_MAX) throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": version " + std::to_string(v));
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  return out;
+}
+
 void pack_hello(Packer& pk, const Hello& h) {
-  if (h.versions.empty() || h.versions.size() > kMaxVersions)
-    throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello: 1 to 16 protocol versions");
   if (h.dim <= 0 || h.num_classes <= 0)
     throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello: dim and classes must be positive");
   pk.pack_map(7);
-  pack_str(pk, "versions");
-  pk.pack_array(static_cast<uint32_t>(h.versions.size()));
-  for (uint32_t v : h.versions) pk.pack_uint32(v);
+  pack_versions(pk, h.versions, "hello");
   pack_str(pk, "node");
   pk.pack_uint32(h.node);
   pack_str(pk, "method");
@@ -82,17 +100,7 @@ void pack_hello(Packer& pk, const Hello& h) {
 Hello read_hello(const msgpack::object& o, const EnvelopeHeader& header, const Limits& limits) {
   MapReader map(o, "hello");
   Hello h;
-  const auto& versions = as_array(map.at("versions"), map.path("versions"));
-  if (versions.size == 0 || versions.size > kMaxVersions)
-    throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello.versions: 1 to 16 entries, found " +
-                                                             std::to_string(versions.size));
-  h.versions.clear();
-  for (uint32_t i = 0; i < versions.size; ++i) {
-    const uint64_t v = as_uint(versions.ptr[i], "hello.versions[" + std::to_string(i) + "]");
-    if (v == 0 || v > UINT32_MAX)
-      throw ProtocolError(ProtocolErrorCode::InvalidValue, "hello.versions: version " + std::to_string(v));
-    h.versions.push_back(static_cast<uint32_t>(v));
-  }
+  h.versions = read_versions(map.at("versions"), map.path("versions"));
   if (std::find(h.versions.begin(), h.versions.end(), header.version) == h.versions.end())
     throw ProtocolError(ProtocolErrorCode::InvalidValue,
                         "hello.versions: does not list version " + std::to_string(header.version) +
@@ -117,9 +125,16 @@ Hello read_hello(const msgpack::object& o, const EnvelopeHeader& header, const L
 
 void pack_ack(Packer& pk, const Ack& a) {
   if (a.acked_id == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, "ack: acked id must be at least 1");
-  pk.pack_map(1);
+  if (a.versions.empty() != a.ciphers.empty() || a.ciphers.size() > kMaxVersions)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "ack: versions and 1 to 16 ciphers go together");
+  pk.pack_map(a.versions.empty() ? 1 : 3);
   pack_str(pk, "acked");
   pk.pack_uint64(a.acked_id);
+  if (a.versions.empty()) return;
+  pack_versions(pk, a.versions, "ack");
+  pack_str(pk, "ciphers");
+  pk.pack_array(static_cast<uint32_t>(a.ciphers.size()));
+  for (const std::string& c : a.ciphers) pack_str(pk, c);
 }
 
 Ack read_ack(const msgpack::object& o) {
@@ -127,6 +142,19 @@ Ack read_ack(const msgpack::object& o) {
   Ack a;
   a.acked_id = map.uint("acked");
   if (a.acked_id == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, "ack.acked: must be at least 1");
+  const msgpack::object* versions = map.find("versions");
+  const msgpack::object* ciphers = map.find("ciphers");
+  if (!versions != !ciphers)
+    throw ProtocolError(ProtocolErrorCode::MissingField, "ack: versions and ciphers come together");
+  if (versions) {
+    a.versions = read_versions(*versions, map.path("versions"));
+    const auto& list = as_array(*ciphers, map.path("ciphers"));
+    if (list.size == 0 || list.size > kMaxVersions)
+      throw ProtocolError(ProtocolErrorCode::InvalidValue, map.path("ciphers") + ": 1 to 16 entries, found " +
+                                                               std::to_string(list.size));
+    for (uint32_t i = 0; i < list.size; ++i)
+      a.ciphers.push_back(read_string(list.ptr[i], map.path("ciphers") + "[" + std::to_string(i) + "]"));
+  }
   map.finish();
   return a;
 }

@@ -52,7 +52,7 @@ TEST_P(Loopback, EveryNodeMatchesTheSimulator) {
 
 // A hub that lets its leaves send one at a time (receive_window = 1; docs/node.md, "Pacing")
 // acknowledges the other leaves' hellos in turn, and ends with the simulator's results all the
-// same. Ports 23720-23725.
+// same; the leaves' statistics travel as streams. Ports 23720-23725.
 TEST(LoopbackPacing, AStarHubPacingItsLeavesOneAtATimeMatchesTheSimulator) {
   const auto dir = test_dir("loopback_pacing");
   Federation f = make_federation(dir, TopologyMode::Star, 6, "fedcgs", 23720, method_options("fedcgs"), small_data());
@@ -63,6 +63,12 @@ TEST(LoopbackPacing, AStarHubPacingItsLeavesOneAtATimeMatchesTheSimulator) {
   expect_every_node_equals_simulate(f);
   const std::string hub_log = read_text(f.state_dir(0) / "node.log");
   EXPECT_NE(hub_log.find("pacing senders: 1 at a time"), std::string::npos) << hub_log;
+  // Each leaf's 2.5 MB of statistics went as a version-2 stream (docs/protocol.md section 12):
+  // the hub's ack of its hello said the hub opens them.
+  for (int leaf = 1; leaf < 6; ++leaf) {
+    const std::string log = read_text(f.state_dir(leaf) / "node.log");
+    EXPECT_NE(log.find("opens protocol version 2: large messages to it go as streams"), std::string::npos) << log;
+  }
   if (::testing::Test::HasFailure()) std::cerr << launch.output;
   else fs::remove_all(f.dir);
 }
