@@ -1,11 +1,13 @@
 // Attacks on a running node over real sockets: this test plays node 0 of a three-node chain and
 // sends node 1 random bytes, frames sealed with a key not in the topology, a tampered ciphertext,
 // a frame addressed to node 2, authentic knowledge it must refuse (impossible statistics, a claim
-// to hold node 2's data), and a replay of a genuine frame. Each is rejected (or, for the replay, acknowledged and
+// to hold node 2's data), stream chunks that belong to no stream, a stream with an altered chunk,
+// and replays of a genuine frame (as a frame, and as a version-2 stream). Each is rejected (or, for the replay, acknowledged and
 // ignored) and the run still completes with exactly the result `fednode simulate` gives.
 #include "federation.h"
 
 #include "node/secure_channel.h"
+#include "node/secure_stream.h"
 #include "features/idx.h"
 #include "features/partition.h"
 #include "methods/method.h"
@@ -114,6 +116,27 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   overclaimed.contributors = {0, 2};
   expect_refused(overclaimed, 4);
 
+  // 6. Version-2 streams (docs/protocol.md section 12): a chunk of no stream is dropped without
+  //    an answer; a stream whose chunk 2 was altered is refused at that chunk, unanswered, and
+  //    nothing of it is used.
+  auto stream_messages = [&](uint64_t id) {
+    auto stream = real0.seal_stream(1, id, MessageType::Knowledge, encode_payload(k), StreamCipher::ChaCha20Poly1305,
+                                    65536);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < stream->count(); ++i) {
+      std::string m(stream->size(i), '\0');
+      stream->write(i, m.data());
+      out.push_back(std::move(m));
+    }
+    return out;
+  };
+  std::vector<std::string> altered = stream_messages(6);
+  ASSERT_GT(altered.size(), 4u);
+  EXPECT_FALSE(exchange(s, altered[2], 1500)) << "a chunk of no stream must not be answered";
+  altered[2][altered[2].size() - 20] ^= 0x01;
+  for (size_t i = 0; i + 1 < altered.size(); ++i) s.send(zmq::buffer(altered[i]), zmq::send_flags::none);
+  EXPECT_FALSE(exchange(s, altered.back(), 1500)) << "a stream with an altered chunk must not be answered";
+
   // The genuine frame: stored and acknowledged.
   auto reply = exchange(s, genuine, 20000);
   ASSERT_TRUE(reply) << "node 1 did not acknowledge the genuine knowledge";
@@ -124,18 +147,25 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   // 5. The same frame replayed: acknowledged again (it may be a resend) and not used twice.
   reply = exchange(s, genuine, 3000);
   if (reply) EXPECT_EQ(real0.open(*reply, guard).header.type, MessageType::Ack);
+  // 7. ...and as a stream under the same id: a replay from its first message on, acknowledged at
+  //    once; its chunks are dropped unread.
+  const std::vector<std::string> again = stream_messages(1);
+  reply = exchange(s, again[0], 3000);
+  if (reply) EXPECT_EQ(real0.open(*reply, guard).header.type, MessageType::Ack);
+  for (size_t i = 1; i < again.size(); ++i) s.send(zmq::buffer(again[i]), zmq::send_flags::none);
 
   EXPECT_EQ(wait_exit(node1, 120), 0);
   EXPECT_EQ(wait_exit(node2, 120), 0);
   const NodeOutcome got = read_result(f.state_dir(1));
   EXPECT_EQ(got.status, "finished");
   EXPECT_EQ(got.contributors, (std::vector<long>{0, 1}));
-  EXPECT_GE(got.frames_rejected, 6);
-  EXPECT_GE(got.duplicates, 1);
+  EXPECT_GE(got.frames_rejected, 7);
+  EXPECT_GE(got.duplicates, 2);
   const std::string log = read_text(f.state_dir(1) / "node.log");
   EXPECT_NE(log.find("header-tampered"), std::string::npos) << log;
   EXPECT_NE(log.find("ciphertext-tampered"), std::string::npos) << log;
   EXPECT_NE(log.find("wrong-recipient"), std::string::npos) << log;
+  EXPECT_NE(log.find("chunk 2 of " + std::to_string(altered.size()) + " does not authenticate"), std::string::npos) << log;
   EXPECT_NE(log.find("is too large for the class's count"), std::string::npos) << log;
   EXPECT_NE(log.find("contributor 2's data cannot reach node 0"), std::string::npos) << log;
   EXPECT_EQ(log.find(read_text(fs::path(f.topology.key_dir_of(1)) / "node.key").substr(20, 64)), std::string::npos)

@@ -22,7 +22,7 @@ using test::Value;
 
 constexpr uint64_t kSeed = 0x5EED2024;
 
-enum class Target { Payload, Header, Frame };
+enum class Target { Payload, Header, Frame, Chunk };
 
 struct Sample {
   Target target;
@@ -58,6 +58,16 @@ std::vector<Sample> corpus() {
   out.push_back({Target::Header, MessageType::Knowledge, header});
   out.push_back({Target::Frame, MessageType::Knowledge,
                  encode_frame({header, std::string(16, 't'), std::string(24, 'n'), std::string(40, 'c')})});
+  // Version 2: a stream's header, and a chunk message.
+  EnvelopeHeader streamed = test::header_for(MessageType::Knowledge, 78);
+  streamed.version = kStreamVersion;
+  streamed.stream = StreamLayout{"aes-256-gcm", 300000, 65536};
+  out.push_back({Target::Header, MessageType::Knowledge, encode_header(streamed)});
+  Ack versions{12};
+  versions.versions = {1, 2};
+  versions.ciphers = {"aes-256-gcm", "chacha20-poly1305"};
+  add(versions);
+  out.push_back({Target::Chunk, MessageType::Knowledge, chunk_prefix(78, 3, 40) + std::string(40, 'c')});
   return out;
 }
 
@@ -200,6 +210,7 @@ void feed(Target target, MessageType type, const std::string& bytes, Outcome& o)
     switch (target) {
       case Target::Header: decode_header(bytes, Limits{}); break;
       case Target::Frame: decode_frame(bytes, Limits{}); break;
+      case Target::Chunk: decode_chunk(bytes, Limits{}); break;
       case Target::Payload: {
         const Payload p = decode_payload(test::header_for(type), bytes, Limits{});
         // Whatever decodes must satisfy the same rules the encoder enforces.
@@ -272,8 +283,8 @@ TEST(ProtocolFuzz, RandomBytes) {
     std::string s(rng.below(400), '\0');
     for (char& c : s) c = static_cast<char>(rng.below(256));
     // Half start like a real payload or frame so that parsing gets somewhere.
-    if (!s.empty() && rng.below(2) == 0) s[0] = static_cast<char>(rng.below(2) ? 0x86 : 0x95);
-    const Target target = static_cast<Target>(rng.below(3));
+    if (!s.empty() && rng.below(2) == 0) s[0] = static_cast<char>(rng.below(3) == 0 ? 0x94 : rng.below(2) ? 0x86 : 0x95);
+    const Target target = static_cast<Target>(rng.below(4));
     feed(target, random_type(rng), s, o);
   }
   EXPECT_EQ(o.failures, 0);
