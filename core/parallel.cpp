@@ -117,4 +117,6 @@ void for_each_chunk_ordered(size_t chunks, bool parallel, const std::function<vo
     if (f) std::rethrow_exception(f);
 }
 
+int parallel_threads() { return std::max(1, omp_get_max_threads()); }
+
 }  // namespace fednode

@@ -21,4 +21,8 @@ void for_each_chunk(size_t chunks, bool parallel, const std::function<void(size_
 // the exception rethrown is the one of the lowest chunk index that threw, whatever the timing.
 void for_each_chunk_ordered(size_t chunks, bool parallel, const std::function<void(size_t)>& body);
 
+// How many threads a parallel call uses in all (omp_get_max_threads()): callers size their
+// batches by it.
+int parallel_threads();
+
 }  // namespace fednode

@@ -122,7 +122,7 @@ Actions Inbox::continue_stream(Incoming& in, double now) {
   std::unique_ptr<IncomingStream> stream;
   Message msg;
   try {
-    it->second->add(chunk);
+    it->second->add(chunk, std::move(in.frame));
     if (!it->second->complete()) return {};
     stream = std::move(it->second);
     streams_.erase(it);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -35,8 +36,11 @@ class SealedStream final : public OutgoingMessages {
   const EnvelopeHeader& header() const { return header_; }
   size_t count() const override { return static_cast<size_t>(header_.stream->chunks()); }
   size_t size(size_t i) const override;
-  // Message 0 is the head frame carrying chunk 0; message i > 0 is chunk i.
-  void write(size_t i, char* out) override;
+  // Message 0 is the head frame carrying chunk 0; message i > 0 is chunk i. Chunks are sealed in
+  // batches, a batch's chunks side by side on the worker pool (core/parallel.h), so that a node
+  // with several cores seals at several times one core's speed; the next batch is sealed when
+  // the transport asks for its first chunk.
+  std::string take(size_t i) override;
 
  private:
   EnvelopeHeader header_;
@@ -46,6 +50,12 @@ class SealedStream final : public OutgoingMessages {
   uint8_t nonce_[kStreamNonceBytes];  // before key_, which draws it
   StreamKey key_;
   std::string head_prefix_;  // the head frame up to its ciphertext
+  // Sealed and not taken yet: messages [batch_first_, batch_first_ + batch_.size()).
+  std::vector<std::string> batch_;
+  size_t batch_first_ = 0;
+  // Writes message i (its prefix, then chunk i sealed) into `out`; thread-safe for distinct i
+  // once the plaintext below the chunk's end is written.
+  void seal_message(size_t i, std::string& out) const;
 };
 
 // A stream whose head was opened (SecureChannel::open_head: frame, header, header tag, chunk 0,
@@ -55,11 +65,14 @@ class IncomingStream {
   IncomingStream(EnvelopeHeader header, std::string header_bytes, StreamKey key);
 
   const EnvelopeHeader& header() const { return header_; }
-  bool complete() const { return next_ == header_.stream->chunks(); }
-  // Opens the next chunk into the plaintext. Throws RejectedMessage (authenticated header):
-  // Malformed for a chunk of another index or size, CiphertextTampered for one that does not
-  // open; the stream is then of no further use.
-  void add(const ChunkView& chunk);
+  bool complete() const { return next_ == header_.stream->chunks() && pending_.empty(); }
+  // Takes the next chunk. Its index and size are checked at once; it is opened into the
+  // plaintext together with the chunks before it not opened yet, side by side on the worker pool,
+  // once a batch is together or it is the last, and `holder` keeps its bytes until then (without
+  // one, the caller keeps them). Throws RejectedMessage (authenticated header): Malformed for a
+  // chunk of another index or size, CiphertextTampered for one that does not open; the stream
+  // is then of no further use.
+  void add(const ChunkView& chunk, ReceivedFrame holder = {});
   // Once complete: the message as opened, its plaintext in this stream's memory.
   OpenedFrame opened() const;
 
@@ -71,7 +84,13 @@ class IncomingStream {
   std::string header_bytes_;
   StreamKey key_;
   std::unique_ptr<char[]> plaintext_;  // allocated at the first chunk, not zero-filled: decryption writes every byte
-  uint64_t next_ = 0;
+  uint64_t next_ = 0;  // chunks taken (checked), opened or pending
+  struct Pending {
+    uint64_t index;
+    std::string_view ciphertext;
+    ReceivedFrame holder;
+  };
+  std::vector<Pending> pending_;
 };
 
 }  // namespace fednode

@@ -81,14 +81,17 @@ struct Transport::Impl {
           p.stream.reset();
           break;
         }
-        zmq::message_t m(p.stream->size(p.stream_next));
+        std::string bytes;
         try {
-          p.stream->write(p.stream_next++, m.data<char>());
+          bytes = p.stream->take(p.stream_next++);
         } catch (...) {
           p.stream.reset();  // the rest cannot be written; the peer drops what it has of it
           throw;
         }
-        p.stream_ready.emplace(std::move(m));
+        // Handed over as it is: ZeroMQ's I/O thread frees the string once it is on the wire.
+        auto* owned = new std::string(std::move(bytes));
+        p.stream_ready.emplace(owned->data(), owned->size(),
+                               [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
       }
       if (!p.dealer->send(*p.stream_ready, zmq::send_flags::dontwait)) return true;
       p.stream_ready.reset();

@@ -85,16 +85,17 @@ class ReceivedFrame {
 };
 
 // A message that goes out as several transport messages (a version-2 stream, node/secure_stream.h),
-// produced one at a time as the peer's queue takes them: producing the next one (sealing a chunk)
+// taken one at a time as the peer's queue has room: producing the next ones (sealing chunks)
 // overlaps sending the last, and nothing holds the whole message's ciphertext at once.
 class OutgoingMessages {
  public:
   virtual ~OutgoingMessages() = default;
   virtual size_t count() const = 0;
   virtual size_t size(size_t i) const = 0;
-  // Writes exactly size(i) bytes; called once for each i, in order. An exception ends the stream
-  // (nothing more of it is sent) and propagates from the Transport call that was handing it over.
-  virtual void write(size_t i, char* out) = 0;
+  // Message i, exactly size(i) bytes, handed to ZeroMQ without a copy; called once for each i, in
+  // order. An exception ends the stream (nothing more of it is sent) and propagates from the
+  // Transport call that was handing it over.
+  virtual std::string take(size_t i) = 0;
 };
 
 // A frame that arrived, and the connection to answer on.

@@ -100,8 +100,10 @@ class DeferredPayload {
   ~DeferredPayload();
 
   size_t size() const;
-  // Writes every value that lies below `end`; returns the bytes, valid below `end`.
-  const char* convert_through(size_t end);
+  // Writes every value that lies below `end` (on the pool from a quarter megabyte).
+  void convert_through(size_t end);
+  // The bytes: valid below the last convert_through's `end`.
+  const char* data() const;
 
  private:
   struct Impl;

@@ -246,10 +246,9 @@ DeferredPayload::~DeferredPayload() = default;
 
 size_t DeferredPayload::size() const { return impl_->bytes.size(); }
 
-const char* DeferredPayload::convert_through(size_t end) {
-  impl_->jobs.run_through(end);
-  return impl_->bytes.data();
-}
+void DeferredPayload::convert_through(size_t end) { impl_->jobs.run_through(end); }
+
+const char* DeferredPayload::data() const { return impl_->bytes.data(); }
 
 void append_payload(std::string& out, const Knowledge& knowledge, const EncodeOptions& options) {
   StringSink sink{&out};

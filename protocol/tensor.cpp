@@ -370,6 +370,7 @@ constexpr uint64_t kParallelConversionBytes = uint64_t{1} << 20;
 void TensorJobs::add(std::function<void()> convert, uint64_t bytes, uint64_t out_start) {
   jobs_.push_back(std::move(convert));
   starts_.push_back(out_start);
+  sizes_.push_back(bytes);
   bytes_ += bytes;
 }
 
@@ -379,15 +380,22 @@ void TensorJobs::run() {
                          [&](size_t i) { jobs_[first + i](); });
   jobs_.clear();
   starts_.clear();
+  sizes_.clear();
   next_ = 0;
   bytes_ = 0;
 }
 
 void TensorJobs::run_through(uint64_t end) {
-  while (next_ < jobs_.size() && starts_[next_] < end) {
-    jobs_[next_]();
-    jobs_[next_++] = nullptr;  // its captures (a path string, a shape) are not needed again
-  }
+  size_t last = next_;
+  uint64_t bytes = 0;
+  for (; last < jobs_.size() && starts_[last] < end; ++last) bytes += sizes_[last];
+  const size_t first = next_;
+  next_ = last;  // also when one fails: the payload is of no use then
+  // A batch of chunks is a fraction of a message: worth the workers from a quarter megabyte.
+  for_each_chunk_ordered(last - first, bytes >= kParallelConversionBytes / 4, [&](size_t i) {
+    jobs_[first + i]();
+    jobs_[first + i] = nullptr;  // its captures (a path string, a shape) are not needed again
+  });
 }
 
 template void pack_tensor<float>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,

@@ -30,15 +30,15 @@ class TensorJobs {
   void add(std::function<void()> convert, uint64_t bytes, uint64_t out_start = 0);
   // Runs every job not run yet, together on the pool.
   void run();
-  // For an encoding that is sealed as it is written (a version-2 stream): runs, in message order,
-  // every job that writes below `end`, on the calling thread. A job that fails throws, and the
-  // jobs after it stay unrun.
+  // For an encoding that is sealed as it is written (a version-2 stream): runs every job not run
+  // yet that writes below `end`, together on the pool when they write a quarter megabyte or more. A
+  // job that fails throws (the earliest in message order), and the jobs after it stay unrun.
   void run_through(uint64_t end);
   bool empty() const { return next_ == jobs_.size(); }
 
  private:
   std::vector<std::function<void()>> jobs_;
-  std::vector<uint64_t> starts_;
+  std::vector<uint64_t> starts_, sizes_;
   size_t next_ = 0;
   uint64_t bytes_ = 0;
 };

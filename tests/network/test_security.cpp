@@ -124,9 +124,7 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
                                     65536);
     std::vector<std::string> out;
     for (size_t i = 0; i < stream->count(); ++i) {
-      std::string m(stream->size(i), '\0');
-      stream->write(i, m.data());
-      out.push_back(std::move(m));
+      out.push_back(stream->take(i));
     }
     return out;
   };
