@@ -1,10 +1,14 @@
 // One hop of a large FedPFT message between two nodes, against the same bytes over plain ZeroMQ,
-// in the same run (issue 3, acceptance 4).
+// in the same run (issue 3, acceptance 4; issue 25, section 4).
 //
 //   fednode: SecureChannel::seal (encode_payload + XChaCha20-Poly1305, float16 tensors) on node A,
 //            A's Transport sends the frame (its DEALER to B's ROUTER, TCP loopback), B's Transport
 //            receives it, SecureChannel::open_in_place on B as the node does (header checks,
 //            decrypt in the received frame, decode into Knowledge).
+//   v2:      the same message as a protocol-version-2 stream (node/secure_stream.h): A, on a
+//            thread of its own, encodes the structure and hands the stream to its transport,
+//            which takes 256 KiB chunks as its queue has room while A seals them in batches on
+//            the pool; B opens each batch of chunks as it arrives and decodes after the last.
 //   raw:     a buffer of exactly the frame's size, sent DEALER -> ROUTER over TCP loopback between
 //            two contexts with the transport's socket options, copied into a zmq message and
 //            received as Transport does it (poll, then read the parts), no encoding, no crypto.
@@ -24,8 +28,12 @@
 // stages are timed one by one on the same data (encode, encrypt, decrypt, decode, and a memcpy of
 // the frame for scale), to show where the time goes.
 //
+// Each contender's CPU time per hop (every thread of this process: both ends, ZeroMQ's I/O
+// threads, the pool) is reported too: on loopback the two ends share the cores.
+//
 // Usage: bench_hop [--reps R] [--warmup W] [--classes C] [--components K] [--dim D]
-//                  [--memory cold|warm] [--json FILE]
+//                  [--memory cold|warm] [--chunk BYTES] [--stream-encode chunks|whole]
+//                  [--cipher aes-256-gcm|chacha20-poly1305] [--json FILE]
 #include "core/float16.h"
 #include "core/rng.h"
 #include "node/secure_channel.h"
