@@ -37,6 +37,11 @@ struct FedPftOptions {
   bool dp = false;
   double dp_epsilon = 1.0;
   double dp_delta = 1e-5;
+  // The paper's experiments set delta = 1/|D_ic| (section 5): 1/n for a class of n samples at the
+  // node that releases it, instead of the fixed dp_delta. A class of one sample is then not
+  // released at all (delta would be 1, which guarantees nothing), as the paper's reference code
+  // drops classes of at most K samples. docs/methods/fedpft.md says which is the default and why.
+  bool dp_delta_per_class = false;
   // Synthetic features drawn per transmitted sample when building the head's training set
   // (real local rows are repeated as often, so class proportions are unchanged). More draws
   // show the head the mixture rather than one small sample of it; docs/methods/fedpft.md.

@@ -391,7 +391,12 @@ std::chrono::steady_clock::time_point Transport::last_inbound_progress() {
 
 bool Transport::reply(const Incoming& in, const std::string& frame) {
   try {
-    if (in.via_dealer) return send(*in.via_dealer, frame);
+    if (in.via_dealer) {
+      // An answer may go between a stream's chunks (a receipt for an ack that came meanwhile):
+      // the receiver keeps its stream across it; only send() holds frames back behind a stream.
+      zmq::message_t m(frame.data(), frame.size());
+      return impl_->dealer(*in.via_dealer).send(m, zmq::send_flags::dontwait).has_value();
+    }
     zmq::message_t id(in.route.data(), in.route.size());
     zmq::message_t m(frame.data(), frame.size());
     if (!impl_->router.send(id, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;

@@ -150,7 +150,8 @@ class Transport {
   // more bytes, or a frame or a new connection came): a transfer moving towards this node, from
   // any peer. Sampled when asked, as last_progress.
   std::chrono::steady_clock::time_point last_inbound_progress();
-  // Answers on the connection `in` arrived on. False when that connection is gone.
+  // Answers on the connection `in` arrived on, also between the chunks of a stream being sent
+  // there. False when that connection is gone.
   bool reply(const Incoming& in, const std::string& frame);
 
   // Waits up to `timeout` for one frame from any socket, answering CURVE admission (ZAP)

@@ -74,7 +74,13 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
   else throw UsageError("--transfer-precision must be float16 or float32, got '" + precision + "'");
   p.dp = a.flag("dp");
   p.dp_epsilon = a.real("dp-epsilon", p.dp_epsilon, 1e-9, 1e9);
-  p.dp_delta = a.real("dp-delta", p.dp_delta, 1e-300, 1.0 - 1e-12);
+  // A number, or the paper's rule: 1/n for each class of n samples.
+  p.dp_delta_per_class = a.str("dp-delta", "") == "per-class";
+  if (!p.dp_delta_per_class) try {
+      p.dp_delta = a.real("dp-delta", p.dp_delta, 1e-300, 1.0 - 1e-12);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string(e.what()) + "; or per-class, the paper's 1/n for each class of n samples");
+    }
   p.synthetic_multiplier = static_cast<int>(
       a.integer("synthetic-multiplier", p.synthetic_multiplier, 1, kMaxSyntheticMultiplier));
   const std::string correlation = a.str("sample-correlation", to_string(p.sample_correlation));
@@ -112,8 +118,9 @@ std::string fedpft_options_help() {
     << "                                    covariance sketch adds up to (sent beside the mixtures) ("
     << to_string(p.sample_correlation) << ")\n"
     << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
-    << "  --dp --dp-epsilon E (" << p.dp_epsilon << ") --dp-delta D (" << p.dp_delta << ")\n"
-    << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance)\n";
+    << "  --dp --dp-epsilon E (" << p.dp_epsilon << ") --dp-delta D|per-class (" << p.dp_delta << ")\n"
+    << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance); per-class:\n"
+    << "                                    delta = 1/n for a class of n samples, as the paper's runs\n";
   return h.str();
 }
 
@@ -156,7 +163,8 @@ MethodDescriptor fedpft_descriptor() {
     w.key("dp").value(p.dp);
     if (p.dp) {
       w.key("dp_epsilon").value(p.dp_epsilon);
-      w.key("dp_delta").value(p.dp_delta);
+      if (p.dp_delta_per_class) w.key("dp_delta").value("per-class");
+      else w.key("dp_delta").value(p.dp_delta);
     }
     w.end_object();
   };

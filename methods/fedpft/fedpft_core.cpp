@@ -8,6 +8,7 @@
 #include "core/rng.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -74,18 +75,25 @@ Knowledge empty_knowledge(const NodeContext& ctx) {
   return k;
 }
 
-ClassMixture summarize_class(const MatrixF& X, int label, const FedPftOptions& o,
-                             const NodeContext& ctx) {
+// Empty for a class that DP-FedPFT with the paper's delta (1/n) does not release: one sample.
+std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const FedPftOptions& o,
+                                            const NodeContext& ctx) {
   ClassMixture cm;
   cm.label = label;
   cm.count = X.rows();
   const std::string where = "fedpft class " + std::to_string(label);
   if (o.dp) {
+    if (o.dp_delta_per_class && X.rows() < 2) {
+      if (ctx.progress) ctx.progress(where + ": one sample, not released (delta = 1/n would be 1)");
+      return std::nullopt;
+    }
+    const double delta = o.dp_delta_per_class ? 1.0 / static_cast<double>(X.rows()) : o.dp_delta;
     Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
-    cm.mixture = dp_gaussian(X, o.dp_epsilon, o.dp_delta, variance_floor(o), noise);
+    cm.mixture = dp_gaussian(X, o.dp_epsilon, delta, variance_floor(o), noise);
     if (ctx.progress)
-      ctx.progress(where + ": DP Gaussian of " + std::to_string(X.rows()) + " samples, noise sigma " +
-                   std::to_string(dp_noise_sigma(X.rows(), o.dp_epsilon, o.dp_delta)));
+      ctx.progress(where + ": DP Gaussian of " + std::to_string(X.rows()) + " samples, delta " +
+                   std::to_string(delta) + ", noise sigma " +
+                   std::to_string(dp_noise_sigma(X.rows(), o.dp_epsilon, delta)));
   } else {
     FitInfo info;
     cm.mixture = fit_gmm(X, o.gmm,
@@ -199,7 +207,8 @@ WithinClassCorrelation correlation_to_draw_with(const Selection& sel, const Feat
 
 void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
   validate_gmm_options(o.gmm, where);
-  if (o.dp) validate_dp_parameters(o.dp_epsilon, o.dp_delta, where);
+  // With the per-class delta, every released class has n >= 2, so its delta 1/n is in (0, 1).
+  if (o.dp) validate_dp_parameters(o.dp_epsilon, o.dp_delta_per_class ? 0.5 : o.dp_delta, where);
   if (o.synthetic_multiplier < 1 || o.synthetic_multiplier > kMaxSyntheticMultiplier)
     throw InputError(where + ": synthetic multiplier must be in [1, " +
                      std::to_string(kMaxSyntheticMultiplier) + "], got " +
@@ -262,7 +271,8 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   auto& g = std::get<GmmKnowledge>(k.payload);
   const auto counts = local.class_counts();
   for (int c = 0; c < ctx.num_classes; ++c)
-    if (counts[static_cast<size_t>(c)] > 0) g.classes.push_back(summarize_class(local.rows_of_class(c), c, o, ctx));
+    if (counts[static_cast<size_t>(c)] > 0)
+      if (auto cm = summarize_class(local.rows_of_class(c), c, o, ctx)) g.classes.push_back(std::move(*cm));
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
     g.within_class = for_transfer(sketch_within_class(local, o.correlation_rank), o);
   return k;
@@ -303,7 +313,7 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
       row += samples.rows();
     }
     X.bottomRows(local_rows.rows()) = local_rows;
-    g.classes.push_back(summarize_class(X, c, o, ctx));
+    if (auto cm = summarize_class(X, c, o, ctx)) g.classes.push_back(std::move(*cm));
   }
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
     if (auto sketch = shared_sketch(sel, local, o, o.correlation_rank)) g.within_class = for_transfer(*sketch, o);

@@ -280,6 +280,7 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--dp-epsilon 1", "--dp-epsilon sets DP-FedPFT's privacy; it needs --dp"},
            {"--input-size 64", "--input-size sets up the backbone's extraction; it needs --backbone"},
            {"--dp --dp-delta 1", "--dp-delta must be in [1e-300, 0.999999999999], got 1"},
+           {"--dp --dp-delta every-class", "or per-class, the paper's 1/n for each class of n samples"},
            {"--method fedtc --adapter-hidden1 65536", "--adapter-hidden1 must be in [1, 8192]"},
            {"--partition iid --dirichlet-alpha 0.3", "--dirichlet-alpha is a parameter of --partition dirichlet"},
            {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},

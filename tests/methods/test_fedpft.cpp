@@ -433,6 +433,41 @@ TEST(DpFedPft, SigmaFollowsTheorem41) {
   EXPECT_THROW(validate_dp_parameters(-1.0, 0.1, "t"), InputError);
 }
 
+// The paper's runs set delta = 1/|D_ic| (section 5): each class's noise follows its own count, and a
+// class of one sample, for which that delta guarantees nothing, is not released.
+TEST(DpFedPft, ThePapersDeltaIsOneOverEachClassCount) {
+  Features local = make_features(30, 131);
+  // Class 0 keeps 30 rows, class 1 nine, class 2 one; class 3 all 30.
+  std::vector<int64_t> rows;
+  std::vector<int> kept(kClasses, 0);
+  const int wanted[kClasses] = {30, 9, 1, 30};
+  for (int64_t i = 0; i < static_cast<int64_t>(local.size()); ++i) {
+    const int c = local.y[static_cast<size_t>(i)];
+    if (kept[static_cast<size_t>(c)]++ < wanted[c]) rows.push_back(i);
+  }
+  local = local.subset(rows);
+  FedPftOptions o = small_options();
+  o.dp = true;
+  o.dp_delta_per_class = true;
+  o.half_precision = false;
+  const NodeContext ctx = context(3);
+  const Knowledge k = fedpft_summarize(local, o, ctx);
+  std::vector<int> labels;
+  for (const auto& cm : gmm(k).classes) {
+    labels.push_back(cm.label);
+    const MatrixF X = local.rows_of_class(cm.label);
+    ASSERT_EQ(cm.count, X.rows());
+    Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(cm.label));
+    const GaussianMixture expected =
+        dp_gaussian(X, o.dp_epsilon, 1.0 / static_cast<double>(X.rows()), o.gmm.reg_covar, noise);
+    EXPECT_TRUE(same_mixture(cm.mixture, expected)) << "class " << cm.label;
+  }
+  EXPECT_EQ(labels, (std::vector<int>{0, 1, 3})) << "class 2 has one sample";
+  // With the fixed delta every class is released, the single sample included.
+  o.dp_delta_per_class = false;
+  EXPECT_EQ(gmm(fedpft_summarize(local, o, ctx)).classes.size(), 4u);
+}
+
 TEST(DpFedPft, ClipsRowsToTheUnitBall) {
   MatrixD X(4, 2);
   X << 3, 4, 0.3, 0.4, 0, 0, 0.9, 0.9;  // the last just outside the ball (norm 1.27)
