@@ -167,8 +167,9 @@ SendTally Outbox::pump() {
       for (size_t i = 0; i < stream->count(); ++i) wire_bytes += stream->size(i);
     const bool taken = std::visit([&](auto& m) { return transport_.send(p.entry.to, m); }, *p.ready);
     if (!taken) {
-      // The peer's one-frame queue is full: a copy of this frame waits there while the peer is
-      // down, or a receipt that goes out in a moment. Tried again soon, then less and less often.
+      // The peer's one-frame queue is full (a copy of this frame waits there while the peer is
+      // down, or a receipt that goes out in a moment), or an earlier stream to it is still being
+      // handed over. Tried again soon, then less and less often.
       p.queue_backoff = std::clamp(p.queue_backoff * 2, std::chrono::milliseconds(1), timing_.retry_initial);
       p.next_try = now + p.queue_backoff;
       continue;

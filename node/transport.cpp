@@ -74,7 +74,10 @@ struct Transport::Impl {
 
   // Hands `p`'s queue what it takes now of the stream being sent; true while some is left.
   bool pump(Peer& p) {
-    if (!p.dealer) p.stream.reset();  // its socket was closed: a new address, or dropped
+    if (!p.dealer) {  // its socket was closed: a new address, or dropped
+      p.stream.reset();
+      p.stream_ready.reset();
+    }
     while (p.stream) {
       if (!p.stream_ready) {
         if (p.stream_next == p.stream->count()) {
@@ -86,6 +89,7 @@ struct Transport::Impl {
           bytes = p.stream->take(p.stream_next++);
         } catch (...) {
           p.stream.reset();  // the rest cannot be written; the peer drops what it has of it
+          p.stream_ready.reset();
           throw;
         }
         // Handed over as it is: ZeroMQ's I/O thread frees the string once it is on the wire.
