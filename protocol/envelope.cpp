@@ -171,6 +171,13 @@ const msgpack::object_array& fednode_array(const Document& doc, uint32_t element
   return parts;
 }
 
+// A sealed text (a frame's ciphertext, a chunk's) ends with its 16-byte tag.
+void expect_tag_room(std::string_view sealed, const char* path) {
+  if (sealed.size() < kAeadTagBytes)
+    invalid(std::string(path) + ": " + std::to_string(sealed.size()) +
+            " bytes, shorter than the 16-byte authentication tag");
+}
+
 }  // namespace
 
 FrameView decode_frame(std::string_view bytes, const Limits& limits) {
@@ -186,9 +193,7 @@ FrameView decode_frame(std::string_view bytes, const Limits& limits) {
     invalid("frame.header_tag: expected 16 bytes, found " + std::to_string(f.header_tag.size()));
   if (f.nonce.size() != kNonceBytes)
     invalid("frame.nonce: expected 24 bytes, found " + std::to_string(f.nonce.size()));
-  if (f.ciphertext.size() < kAeadTagBytes)
-    invalid("frame.ciphertext: " + std::to_string(f.ciphertext.size()) +
-            " bytes, shorter than the 16-byte authentication tag");
+  expect_tag_room(f.ciphertext, "frame.ciphertext");
   return f;
 }
 
@@ -218,9 +223,7 @@ ChunkView decode_chunk(std::string_view bytes, const Limits& limits) {
   c.index = as_uint(parts.ptr[2], "chunk.index");
   c.ciphertext = as_bin(parts.ptr[3], "chunk.ciphertext");
   if (c.msg_id == 0) invalid("chunk.msg_id: must be at least 1");
-  if (c.ciphertext.size() < kAeadTagBytes)
-    invalid("chunk.ciphertext: " + std::to_string(c.ciphertext.size()) +
-            " bytes, shorter than the 16-byte authentication tag");
+  expect_tag_room(c.ciphertext, "chunk.ciphertext");
   return c;
 }
 
