@@ -36,8 +36,7 @@ std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& kno
   if (type != MessageType::Knowledge && type != MessageType::Complete)
     throw InputError(std::string("cannot seal knowledge as a ") + to_string(type) +
                      " message: knowledge travels as knowledge or complete");
-  const auto it = peers_.find(to);
-  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  const MessageKeys& keys = sending_keys(to);
   // Knowledge is what gets large (5 MB for FedPFT at C = 100, d = 1280): it is encoded straight
   // into the frame and encrypted where it lies, so the message exists once, not as a plaintext
   // and then a frame.
@@ -49,7 +48,7 @@ std::string SecureChannel::seal(NodeId to, uint64_t msg_id, const Knowledge& kno
   if (!close_frame(frame))  // too small for the open frame's length field: lay it out again
     return seal_encoded(to, msg_id, type, frame.bytes.substr(frame.ciphertext_at, plaintext_size));
   char* base = frame.bytes.data();
-  seal_in_place(it->second.send, header_bytes, base + frame.ciphertext_at, plaintext_size,
+  seal_in_place(keys, header_bytes, base + frame.ciphertext_at, plaintext_size,
                 reinterpret_cast<uint8_t*>(base + frame.nonce_at), reinterpret_cast<uint8_t*>(base + frame.header_tag_at));
   return std::move(frame.bytes);
 }
@@ -64,15 +63,28 @@ EnvelopeHeader SecureChannel::make_header(NodeId to, uint64_t msg_id, MessageTyp
   return header;
 }
 
-std::string SecureChannel::seal_encoded(NodeId to, uint64_t msg_id, MessageType type,
-                                        std::string_view plaintext) const {
+const MessageKeys& SecureChannel::sending_keys(NodeId to) const {
   const auto it = peers_.find(to);
   if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  return it->second.send;
+}
+
+EnvelopeHeader SecureChannel::stream_header(NodeId to, uint64_t msg_id, MessageType type, uint64_t bytes,
+                                            StreamCipher cipher, uint32_t chunk) const {
+  EnvelopeHeader header = make_header(to, msg_id, type);
+  header.version = kStreamVersion;
+  header.stream = StreamLayout{to_string(cipher), bytes, chunk};
+  return header;
+}
+
+std::string SecureChannel::seal_encoded(NodeId to, uint64_t msg_id, MessageType type,
+                                        std::string_view plaintext) const {
+  const MessageKeys& keys = sending_keys(to);
   const std::string header_bytes = encode_header(make_header(to, msg_id, type));
   // The ciphertext is written straight into the frame: no copy of a multi-megabyte message.
   FrameLayout frame = layout_frame(header_bytes, plaintext.size() + kSealAeadTagBytes);
   char* base = frame.bytes.data();
-  seal_into(it->second.send, header_bytes, plaintext, reinterpret_cast<uint8_t*>(base + frame.nonce_at),
+  seal_into(keys, header_bytes, plaintext, reinterpret_cast<uint8_t*>(base + frame.nonce_at),
             reinterpret_cast<uint8_t*>(base + frame.header_tag_at), base + frame.ciphertext_at);
   return std::move(frame.bytes);
 }
@@ -80,12 +92,9 @@ std::string SecureChannel::seal_encoded(NodeId to, uint64_t msg_id, MessageType 
 std::unique_ptr<SealedStream> SecureChannel::seal_stream(NodeId to, uint64_t msg_id, MessageType type,
                                                          std::string plaintext, StreamCipher cipher,
                                                          uint32_t chunk) const {
-  const auto it = peers_.find(to);
-  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
-  EnvelopeHeader header = make_header(to, msg_id, type);
-  header.version = kStreamVersion;
-  header.stream = StreamLayout{to_string(cipher), plaintext.size(), chunk};
-  return std::make_unique<SealedStream>(std::move(header), std::move(plaintext), it->second.send, cipher);
+  const MessageKeys& keys = sending_keys(to);
+  EnvelopeHeader header = stream_header(to, msg_id, type, plaintext.size(), cipher, chunk);
+  return std::make_unique<SealedStream>(std::move(header), std::move(plaintext), keys, cipher);
 }
 
 std::unique_ptr<SealedStream> SecureChannel::seal_stream(NodeId to, uint64_t msg_id, MessageType type,
@@ -95,13 +104,10 @@ std::unique_ptr<SealedStream> SecureChannel::seal_stream(NodeId to, uint64_t msg
   if (type != MessageType::Knowledge && type != MessageType::Complete)
     throw InputError(std::string("cannot seal knowledge as a ") + to_string(type) +
                      " message: knowledge travels as knowledge or complete");
-  const auto it = peers_.find(to);
-  if (it == peers_.end()) throw InputError("cannot send to node " + std::to_string(to) + ": not in the allow list");
+  const MessageKeys& keys = sending_keys(to);
   DeferredPayload payload(std::move(knowledge), options);
-  EnvelopeHeader header = make_header(to, msg_id, type);
-  header.version = kStreamVersion;
-  header.stream = StreamLayout{to_string(cipher), payload.size(), chunk};
-  return std::make_unique<SealedStream>(std::move(header), std::move(payload), it->second.send, cipher);
+  EnvelopeHeader header = stream_header(to, msg_id, type, payload.size(), cipher, chunk);
+  return std::make_unique<SealedStream>(std::move(header), std::move(payload), keys, cipher);
 }
 
 std::string_view SecureChannel::open_first(const MessageKeys& keys, const EnvelopeHeader& header,

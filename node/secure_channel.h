@@ -119,6 +119,11 @@ class SecureChannel {
                                      std::string_view header_bytes, const SealedView& sealed, char* text,
                                      std::unique_ptr<IncomingStream>* stream);
   EnvelopeHeader make_header(NodeId to, uint64_t msg_id, MessageType type) const;
+  // A version-2 header: make_header's, with the stream's layout.
+  EnvelopeHeader stream_header(NodeId to, uint64_t msg_id, MessageType type, uint64_t bytes, StreamCipher cipher,
+                               uint32_t chunk) const;
+  // The keys for sending to `to`; InputError naming it when it is not in the allow list.
+  const MessageKeys& sending_keys(NodeId to) const;
 
   struct Peer {
     PublicKey key;
