@@ -1,6 +1,6 @@
 #include "methods/fedpft/dp.h"
 
-#include <Eigen/Eigenvalues>
+#include "methods/gmm/lapack.h"
 
 #include <cmath>
 #include <string>
@@ -56,12 +56,7 @@ GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, doub
 
   // Projection onto the PSD cone (post-processing, so privacy is kept), with a positive floor
   // so that the result is a usable, positive definite covariance.
-  Eigen::SelfAdjointEigenSolver<MatrixD> eig(cov);
-  if (eig.info() != Eigen::Success) throw std::runtime_error("DP-FedPFT: eigen-decomposition failed");
-  const VectorD lambda = eig.eigenvalues().cwiseMax(eigen_floor);
-  MatrixD projected = eig.eigenvectors() * lambda.asDiagonal() * eig.eigenvectors().transpose();
-  projected = 0.5 * (projected + projected.transpose());
-
+  const MatrixD projected = psd_projection(cov, eigen_floor);
   GaussianMixture g;
   g.type = CovarianceType::Full;
   g.weights = VectorD::Ones(1);

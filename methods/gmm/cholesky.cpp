@@ -2,7 +2,7 @@
 // numerically positive definite (EM's M-step, received mixtures, 16-bit rounding).
 #include "methods/gmm/gmm.h"
 
-#include <Eigen/Cholesky>
+#include "methods/gmm/lapack.h"
 
 #include <cmath>
 
@@ -10,10 +10,8 @@ namespace fednode {
 
 namespace {
 bool try_llt(const MatrixD& S, MatrixD& L) {
-  Eigen::LLT<MatrixD> llt(S);
-  if (llt.info() != Eigen::Success) return false;
-  MatrixD l = llt.matrixL();
-  if (!l.allFinite() || (l.diagonal().array() <= 0).any()) return false;
+  MatrixD l;
+  if (!lapack_cholesky(S, l)) return false;
   L = std::move(l);
   return true;
 }

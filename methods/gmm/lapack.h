@@ -1,0 +1,23 @@
+// LAPACK, from the OpenBLAS fednode already links, for the factorisations of large symmetric
+// matrices (DP-FedPFT's full covariances, d = 1 280): at that size OpenBLAS's Cholesky took
+// 0.04 s against Eigen's 0.135 s, and its divide-and-conquer eigen-decomposition 0.36-0.46 s
+// against Eigen's 2.4 s, on the 2-core machine while another process ran (docs/performance.md, "DP-FedPFT"). Both run OpenBLAS single-threaded:
+// its multi-threaded factorisations block differently by thread count, and a node's knowledge
+// must not depend on its core count; on a loaded 2-core machine two threads were slower anyway.
+// Symmetric input is the same matrix in row- and column-major order, so the row-major MatrixD
+// goes to LAPACK as it is.
+#pragma once
+
+#include "core/types.h"
+
+namespace fednode {
+
+// The lower Cholesky factor L (L L^T = S) of symmetric S; false, L unspecified, if S is not
+// numerically positive definite.
+bool lapack_cholesky(const MatrixD& S, MatrixD& L);
+
+// The nearest positive semi-definite matrix to symmetric S with every eigenvalue at least
+// `floor`: V diag(max(lambda, floor)) V^T, exactly symmetric.
+MatrixD psd_projection(const MatrixD& S, double floor);
+
+}  // namespace fednode
