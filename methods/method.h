@@ -113,6 +113,11 @@ class Method {
   // the pieces themselves give. Null (the default) for knowledge that does not add: mixtures and
   // prototypes are merged by taking every piece's components.
   virtual std::unique_ptr<KnowledgeSum> start_sum(const NodeContext&) const { return nullptr; }
+  // The same for a node that only fits a head on what it receives and never merges it to send
+  // on (a star's hub): the sum need then only serve fit_head, so knowledge that does not add may
+  // be folded too, into what the head trains on (FedPFT draws each piece's synthetic features as
+  // it arrives and drops its covariances). Defaults to start_sum.
+  virtual std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const { return start_sum(ctx); }
 };
 
 std::unique_ptr<Method> make_method(const MethodOptions& options);

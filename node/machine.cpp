@@ -59,7 +59,10 @@ Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(c
   }
   std::sort(foldable_senders_.begin(), foldable_senders_.end());
   // Only where something may be folded: a chain's later nodes and a star's leaves hold no sum.
-  if (!foldable_senders_.empty()) folded_ = config_.method->start_sum(config_.ctx);
+  // A node that sends nothing on folds for its head alone, which more methods can (a FedPFT hub).
+  if (!foldable_senders_.empty())
+    folded_ = forwards_knowledge(plan) ? config_.method->start_sum(config_.ctx)
+                                       : config_.method->start_head_sum(config_.ctx);
   if (!folded_) foldable_senders_.clear();  // knowledge that does not add is held as it is
 }
 

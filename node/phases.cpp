@@ -21,11 +21,12 @@ void sort_inputs(std::vector<const ReceivedPiece*>& pieces) {
                    [](const ReceivedPiece* a, const ReceivedPiece* b) { return input_order(*a, *b); });
 }
 
-bool relays_pieces(const NodePlan& plan) {
+bool forwards_knowledge(const NodePlan& plan) {
   const bool ring_last = plan.complete_to && !plan.complete_from;
-  const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
-  return forwards && !plan.forward_merged;
+  return !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
 }
+
+bool relays_pieces(const NodePlan& plan) { return forwards_knowledge(plan) && !plan.forward_merged; }
 
 PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::vector<ReceivedPiece>& received,
                        const KnowledgeSum* folded, const Features& local, const NodeContext& ctx) {
@@ -41,7 +42,7 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
   const KnowledgeList in(std::move(pieces), folded);
 
   const bool ring_last = plan.complete_to && !plan.complete_from;
-  const bool forwards = !plan.forward_to.empty() || !plan.feedback_to.empty() || ring_last;
+  const bool forwards = forwards_knowledge(plan);
   PhaseOne r;
   if (!relays_pieces(plan)) {
     StepOutput out = run_step(method, in, local, ctx, forwards, plan.fits_head);

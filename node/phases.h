@@ -51,6 +51,9 @@ struct PhaseOne {
 // A relay forwards the pieces it received as they are (docs/topologies.md, "Diamonds"), so it
 // must hold them apart: it may not fold them into a sum.
 bool relays_pieces(const NodePlan& plan);
+// Whether phase 1 sends knowledge on (merged, or relayed); if not, what the node receives serves
+// its head only.
+bool forwards_knowledge(const NodePlan& plan);
 
 // Phase 1 (docs/topologies.md): merge the wait_for senders' knowledge with the local data, fit
 // the head, and what to forward — one merged piece, or, for a relay, every piece unchanged

@@ -41,7 +41,14 @@ class FedPft final : public Method {
         ctx.progress("fedpft head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
       ctx.interruption_point();
     };
-    return train_linear_head(train, head, on_epoch);
+    HeadChoice chosen;
+    auto trained = train_linear_head(train, head, on_epoch, &chosen);
+    if (ctx.progress && !head.lr) ctx.progress("fedpft head: " + chosen.summary());
+    return trained;
+  }
+
+  std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const override {
+    return fedpft_start_drawn_samples(options_, ctx);
   }
 
   void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {

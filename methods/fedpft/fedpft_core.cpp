@@ -5,11 +5,13 @@
 #include "methods/fedpft/half.h"
 #include "core/float16.h"
 #include "methods/gmm/gmm.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 #include <algorithm>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace fednode {
@@ -270,9 +272,29 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   k.contributors = {ctx.node};
   auto& g = std::get<GmmKnowledge>(k.payload);
   const auto counts = local.class_counts();
+  std::vector<int> labels;
   for (int c = 0; c < ctx.num_classes; ++c)
-    if (counts[static_cast<size_t>(c)] > 0)
-      if (auto cm = summarize_class(local.rows_of_class(c), c, o, ctx)) g.classes.push_back(std::move(*cm));
+    if (counts[static_cast<size_t>(c)] > 0) labels.push_back(c);
+  std::vector<std::optional<ClassMixture>> classes(labels.size());
+  if (o.dp) {
+    // DP-FedPFT's classes side by side: each is a d x d eigen-decomposition and a few Cholesky
+    // factorisations (LAPACK, one thread each), with its own noise stream, so the result is the
+    // same in any order. Progress lines are said afterwards, in class order.
+    std::vector<std::vector<std::string>> said(labels.size());
+    for_each_chunk_ordered(labels.size(), true, [&](size_t i) {
+      NodeContext own = ctx;
+      own.progress = [&said, i](const std::string& line) { said[i].push_back(line); };
+      classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, own);
+    });
+    if (ctx.progress)
+      for (const auto& lines : said)
+        for (const auto& line : lines) ctx.progress(line);
+  } else {
+    // EM runs its passes on the pool already.
+    for (size_t i = 0; i < labels.size(); ++i) classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, ctx);
+  }
+  for (auto& cm : classes)
+    if (cm) g.classes.push_back(std::move(*cm));
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
     g.within_class = for_transfer(sketch_within_class(local, o.correlation_rank), o);
   return k;
@@ -282,6 +304,7 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
                        const FedPftOptions& o, const NodeContext& ctx) {
   validate_fedpft_options(o, "fedpft options");
   const Selection sel = choose(received, local, ctx);
+  if (sel.use_folded) throw std::logic_error("fedpft merge: given samples drawn for a head (start_head_sum)");
   if (sel.pieces.empty() && !sel.use_local)
     throw InputError("fedpft merge: nothing to merge (no usable received knowledge and no local data)");
   Knowledge out = empty_knowledge(ctx);
@@ -320,16 +343,96 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
   return out;
 }
 
+namespace {
+
+// Draws piece `piece`'s synthetic features, every class to its count times m, into rows
+// [row, row + n) of X and appends their labels to y; returns n.
+Eigen::Index draw_piece_into(const Knowledge& piece, int64_t m, const WithinClassCorrelation& correlation,
+                             const NodeContext& ctx, MatrixF& X, Eigen::Index row, Labels& y) {
+  const Eigen::Index start = row;
+  for (const auto& cm : std::get<GmmKnowledge>(piece.payload).classes) {
+    Rng rng(fedpft_sampling_seed(ctx, piece.contributors, cm.label));
+    const bool correlate = correlation.factor.size() > 0 && cm.mixture.type != CovarianceType::Full;
+    const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng, correlate ? &correlation.factor : nullptr);
+    X.middleRows(row, samples.rows()) = samples;
+    y.insert(y.end(), static_cast<size_t>(samples.rows()), cm.label);
+    row += samples.rows();
+  }
+  return row - start;
+}
+
+double piece_samples(const Knowledge& piece) {
+  double n = 0;
+  for (const auto& cm : std::get<GmmKnowledge>(piece.payload).classes) n += static_cast<double>(cm.count);
+  return n;
+}
+
+// A piece's synthetic features, drawn on arrival.
+struct DrawnPiece {
+  Contributors contributors;
+  Features rows;
+};
+
+class DrawnSamples final : public KnowledgeSum {
+ public:
+  DrawnSamples(const FedPftOptions& o, const NodeContext& ctx) : options_(o), ctx_(ctx) {}
+  const std::vector<DrawnPiece>& pieces() const { return pieces_; }
+
+ protected:
+  void add_payload(const Knowledge& piece, const std::string& where) override {
+    validate_gmm_knowledge(piece, ctx_, where);
+    check_piece_fits(piece, options_, ctx_, where);
+    double total = piece_samples(piece) * options_.synthetic_multiplier;
+    for (const DrawnPiece& p : pieces_) total += static_cast<double>(p.rows.size());
+    check_synthetic_size(total, ctx_.dim, where + ": with the pieces drawn before it, the training set");
+    DrawnPiece drawn;
+    drawn.contributors = piece.contributors;
+    drawn.rows.num_classes = ctx_.num_classes;
+    drawn.rows.X.resize(static_cast<Eigen::Index>(piece_samples(piece) * options_.synthetic_multiplier), ctx_.dim);
+    draw_piece_into(piece, options_.synthetic_multiplier, {}, ctx_, drawn.rows.X, 0, drawn.rows.y);
+    pieces_.push_back(std::move(drawn));
+  }
+
+ private:
+  FedPftOptions options_;
+  NodeContext ctx_;
+  std::vector<DrawnPiece> pieces_;
+};
+
+}  // namespace
+
+std::unique_ptr<KnowledgeSum> fedpft_start_drawn_samples(const FedPftOptions& o, const NodeContext& ctx) {
+  if (o.sample_correlation != FedPftOptions::SampleCorrelation::None) return nullptr;
+  return std::make_unique<DrawnSamples>(o, ctx);
+}
+
 Features fedpft_training_set(const KnowledgeList& received, const Features* local,
                              const FedPftOptions& o, const NodeContext& ctx) {
   validate_fedpft_options(o, "fedpft options");
   const Selection sel = choose(received, local, ctx);
   const int64_t m = o.synthetic_multiplier;
-  double total = sel.use_local ? static_cast<double>(local->size()) : 0.0;
-  for (const Knowledge* piece : sel.pieces)
-    for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes)
-      total += static_cast<double>(cm.count);
-  total *= static_cast<double>(m);
+  // Each source of synthetic rows: a piece to draw from now, or one drawn as it arrived. Taken
+  // in the order select_for_combination gives pieces (larger contributor sets first, then by
+  // ids), so that folding pieces on arrival changes no row of the training set.
+  struct Source {
+    const Contributors* contributors;
+    const Knowledge* piece;     // or
+    const Features* drawn;
+  };
+  std::vector<Source> sources;
+  for (const Knowledge* piece : sel.pieces) sources.push_back({&piece->contributors, piece, nullptr});
+  if (sel.use_folded) {
+    const auto* folded = dynamic_cast<const DrawnSamples*>(received.folded());
+    if (!folded) throw std::logic_error("fedpft: a folded sum that fedpft_start_drawn_samples did not make");
+    for (const DrawnPiece& p : folded->pieces()) sources.push_back({&p.contributors, nullptr, &p.rows});
+  }
+  std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) {
+    if (a.contributors->size() != b.contributors->size()) return a.contributors->size() > b.contributors->size();
+    return *a.contributors < *b.contributors;
+  });
+  double total = sel.use_local ? static_cast<double>(local->size()) * static_cast<double>(m) : 0.0;
+  for (const Source& s : sources)
+    total += s.piece ? piece_samples(*s.piece) * static_cast<double>(m) : static_cast<double>(s.drawn->size());
   if (total == 0) throw InputError("fedpft: no knowledge and no local data to train a head on");
   check_synthetic_size(total, ctx.dim, "fedpft training set");
   Features out;
@@ -337,16 +440,18 @@ Features fedpft_training_set(const KnowledgeList& received, const Features* loca
   out.X.resize(static_cast<Eigen::Index>(total), ctx.dim);
   out.y.reserve(static_cast<size_t>(total));
   const WithinClassCorrelation correlation = correlation_to_draw_with(sel, local, o, ctx);
+  if (sel.use_folded && correlation.factor.size() > 0)
+    throw std::logic_error("fedpft: pieces folded on arrival were drawn without the correlation now asked for");
   Eigen::Index row = 0;
-  for (const Knowledge* piece : sel.pieces)
-    for (const auto& cm : std::get<GmmKnowledge>(piece->payload).classes) {
-      Rng rng(fedpft_sampling_seed(ctx, piece->contributors, cm.label));
-      const bool correlate = correlation.factor.size() > 0 && cm.mixture.type != CovarianceType::Full;
-      const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng, correlate ? &correlation.factor : nullptr);
-      out.X.middleRows(row, samples.rows()) = samples;
-      out.y.insert(out.y.end(), static_cast<size_t>(samples.rows()), cm.label);
-      row += samples.rows();
+  for (const Source& s : sources) {
+    if (s.piece) {
+      row += draw_piece_into(*s.piece, m, correlation, ctx, out.X, row, out.y);
+    } else {
+      out.X.middleRows(row, s.drawn->size()) = s.drawn->X;
+      out.y.insert(out.y.end(), s.drawn->y.begin(), s.drawn->y.end());
+      row += s.drawn->size();
     }
+  }
   // Real rows are repeated m times: weighting them like the m-fold synthetic draws keeps each
   // class's share of the training set equal to its share of the federation's data.
   if (sel.use_local)

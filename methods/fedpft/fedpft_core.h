@@ -47,11 +47,19 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
 void check_piece_fits(const Knowledge& k, const FedPftOptions& options, const NodeContext& ctx,
                       const std::string& where);
 
-// What the head is trained on: every chosen piece sampled to its counts, plus the local real
+// What the head is trained on: every chosen piece sampled to its counts (or, for the pieces in
+// a folded fedpft_start_drawn_samples sum, the samples drawn as they came), plus the local real
 // features if this node is not already among the pieces' contributors. Diagonal and spherical
 // mixtures are drawn with the correlation options.sample_correlation names.
 Features fedpft_training_set(const KnowledgeList& received, const Features* local,
                              const FedPftOptions& options, const NodeContext& ctx);
+
+// A star hub's running sum (Method::start_head_sum): each piece's synthetic features, drawn as
+// the piece arrives exactly as fedpft_training_set would draw them, so that the piece itself,
+// full covariances and all, need not be kept; fedpft_training_set then takes them in the order
+// the pieces would have had. Null unless synthetic features are drawn without correlation (the
+// correlation is a property of every piece together, known only at the end).
+std::unique_ptr<KnowledgeSum> fedpft_start_drawn_samples(const FedPftOptions& options, const NodeContext& ctx);
 
 // The seed of the stream node ctx.node draws class `label` of a piece with these contributors from.
 uint64_t fedpft_sampling_seed(const NodeContext& ctx, const Contributors& piece, int label);

@@ -37,16 +37,20 @@ struct Federation {
   std::vector<Features> local;
   std::vector<std::unique_ptr<Machine>> machines;
 
-  Federation(TopologyMode mode, int n, double deadline = 5) {
+  Federation(TopologyMode mode, int n, double deadline = 5, const std::string& method_name = "fedcgs") {
     TopologyBuildOptions b;
     b.mode = mode;
     b.nodes = n;
-    b.method = "fedcgs";
+    b.method = method_name;
     b.deadline_seconds = deadline;
     topology = build_topology(b);
     plans = plan_all(topology);
     MethodOptions o;
-    o.method = "fedcgs";
+    o.method = method_name;
+    o.fedpft.gmm.components = 2;
+    o.fedpft.head.lr = 1e-2;  // a short, fixed recipe: these tests are about the machine
+    o.fedpft.head.epochs = 3;
+    o.fedpft.head.min_steps = 0;
     method = make_method(o);
     for (int i = 0; i < n; ++i) local.push_back(blobs(20, 3, 4, 100 + i));
     for (int i = 0; i < n; ++i) machines.push_back(std::make_unique<Machine>(config(i)));
@@ -151,26 +155,60 @@ std::string saved(const Head& head) {
   return out.str();
 }
 
+// A 5-node star's hub given its four leaves' knowledge in ascending order, and a second copy of
+// it given the same in `order`; both have fitted their heads.
+struct TwoHubs {
+  std::vector<Action> sends;  // leaf i's at i - 1
+  std::unique_ptr<Machine> other;
+};
+TwoHubs feed_two_hubs(Federation& f, std::initializer_list<int> order) {
+  TwoHubs t;
+  for (int leaf = 1; leaf < 5; ++leaf) t.sends.push_back(of_kind(f[leaf].tick(0.0), Action::Kind::Send).at(0));
+  t.other = std::make_unique<Machine>(f.config(0));
+  t.other->restart(false, false, nullptr, {}, 0.0);
+  for (int leaf = 1; leaf < 5; ++leaf)
+    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(t.sends[leaf - 1]), true, 0.0);
+  for (int leaf : order)
+    t.other->accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(t.sends[leaf - 1]), true, 0.0);
+  EXPECT_EQ(f[0].folded_count(), 4u);
+  EXPECT_EQ(t.other->folded_count(), 4u);
+  EXPECT_TRUE(t.other->is_repeat(3, MessageType::Knowledge, payload_of(t.sends[2]))) << "a folded piece is still known";
+  f[0].tick(0.0);
+  t.other->tick(0.0);
+  EXPECT_TRUE(f[0].outcome().head && t.other->outcome().head);
+  return t;
+}
+
 // A hub holds one running sum, not a piece per leaf, and the order its leaves answer in does not
 // change a bit of its head.
 TEST(Machine, AStarHubFoldsItsLeavesStatisticsInAnyOrderAndFitsTheSameHead) {
   Federation f(TopologyMode::Star, 5);
-  std::vector<Action> sends;
-  for (int leaf = 1; leaf < 5; ++leaf) sends.push_back(of_kind(f[leaf].tick(0.0), Action::Kind::Send).at(0));
-  Machine other(f.config(0));
-  other.restart(false, false, nullptr, {}, 0.0);
-  for (int leaf = 1; leaf < 5; ++leaf)
-    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[leaf - 1]), true, 0.0);
-  for (int leaf : {4, 2, 1, 3})
-    other.accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[leaf - 1]), true, 0.0);
-  EXPECT_EQ(f[0].folded_count(), 4u);
-  EXPECT_EQ(other.folded_count(), 4u);
-  EXPECT_TRUE(other.is_repeat(3, MessageType::Knowledge, payload_of(sends[2]))) << "a folded piece is still known";
-  f[0].tick(0.0);
-  other.tick(0.0);
-  ASSERT_TRUE(f[0].outcome().head && other.outcome().head);
-  EXPECT_EQ(other.outcome().contributors, (Contributors{0, 1, 2, 3, 4}));
-  EXPECT_EQ(saved(*other.outcome().head), saved(*f[0].outcome().head));
+  const TwoHubs t = feed_two_hubs(f, {4, 2, 1, 3});
+  ASSERT_TRUE(f[0].outcome().head && t.other->outcome().head);
+  EXPECT_EQ(t.other->outcome().contributors, (Contributors{0, 1, 2, 3, 4}));
+  EXPECT_EQ(saved(*t.other->outcome().head), saved(*f[0].outcome().head));
+}
+
+// FedPFT's mixtures do not add up, but a hub sends nothing on: it draws each leaf's synthetic
+// features as they come and keeps those, not the mixtures, and its head is bit for bit the one
+// fitted on the pieces themselves, in whatever order they came.
+TEST(Machine, AFedPftHubDrawsItsLeavesSamplesOnArrivalAndFitsTheSameHead) {
+  Federation f(TopologyMode::Star, 5, 5, "fedpft");
+  const TwoHubs t = feed_two_hubs(f, {3, 1, 4, 2});
+  ASSERT_TRUE(f[0].outcome().head && t.other->outcome().head);
+  EXPECT_EQ(f[0].outcome().contributors, (Contributors{0, 1, 2, 3, 4}));
+  EXPECT_EQ(saved(*t.other->outcome().head), saved(*f[0].outcome().head));
+
+  std::vector<Knowledge> pieces;
+  for (const Action& a : t.sends) pieces.push_back(*a.knowledge);
+  const MachineConfig hub = f.config(0);
+  const auto direct = f.method->fit_head(KnowledgeList(pieces), hub.local, hub.ctx);
+  EXPECT_EQ(saved(*direct), saved(*f[0].outcome().head));
+
+  Federation chain(TopologyMode::Linear, 3, 5, "fedpft");
+  const auto from_zero = of_kind(chain[0].tick(0.0), Action::Kind::Send).at(0);
+  chain[1].accept(0, 1, MessageType::Knowledge, payload_of(from_zero), true, 0.0);
+  EXPECT_EQ(chain[1].folded_count(), 0u) << "node 1 merges what it received and sends it on";
 }
 
 TEST(Machine, OnlyPiecesNothingWillWantApartAreFolded) {
