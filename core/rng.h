@@ -21,6 +21,7 @@ enum class Purpose : uint64_t {
   HeadShuffle = 6,
   Prototypes = 7,
   FeatureExpansion = 8,  // the shared random projection of features/expansion.h
+  HeadValidation = 9,    // the held-out part of a head's training set (methods/heads/train_common.h)
   TopologyBuild = 20,  // random graphs of `fednode topology graph`
   Generic = 99,
 };

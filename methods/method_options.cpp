@@ -12,7 +12,7 @@ namespace {
 
 // The linear head's options: FedPFT trains it, and every method's baselines do.
 const std::vector<std::string> kHeadOptions = {"head-lr", "head-epochs", "head-batch-size", "head-weight-decay",
-                                               "head-min-steps", "threads"};
+                                               "head-min-steps", "threads", "validation-fraction"};
 
 bool is_flag(const MethodDescriptor& m, const std::string& name) {
   return std::find(m.flags.begin(), m.flags.end(), name) != m.flags.end();
@@ -28,7 +28,8 @@ void refuse_other_methods_options(const Args& a, const std::string& method) {
 }
 
 void parse_head_options(const Args& a, LinearTrainOptions& h) {
-  h.lr = a.real("head-lr", h.lr, 1e-12, 10.0);
+  h.lr = learning_rate_option(a, "head-lr", h.lr);
+  h.choice.fraction = a.real("validation-fraction", h.choice.fraction, 0.01, 0.9);
   h.epochs = static_cast<int>(a.integer("head-epochs", h.epochs, 1, 100000));
   h.batch_size = static_cast<int>(a.integer("head-batch-size", h.batch_size, 1, 1 << 24));
   h.weight_decay = a.real("head-weight-decay", h.weight_decay, 0.0, 10.0);
@@ -41,9 +42,16 @@ std::string head_options_help() {
   const LinearTrainOptions h;
   std::ostringstream out;
   out << "linear head (FedPFT and the baselines):\n"
-      << "  --head-lr (" << h.lr << ") --head-epochs (" << h.epochs << ") --head-batch-size (" << h.batch_size
+      << "  --head-lr auto|LR (" << lr_text(h.lr) << ") --head-epochs (" << h.epochs << ") --head-batch-size (" << h.batch_size
       << ") --head-weight-decay (" << h.weight_decay << ")\n"
       << "  --head-min-steps (" << h.min_steps << ": small training sets still get this many Adam steps)\n"
+      << "  --validation-fraction F (" << h.choice.fraction
+      << ")     with lr auto (every head's default): each class's share held\n"
+         "                                    out of the head's training set to choose its learning\n"
+         "                                    rate (";
+  for (size_t i = 0; i < h.choice.lrs.size(); ++i) out << (i ? ", " : "") << h.choice.lrs[i];
+  out << " for the linear head) and epochs;\n"
+         "                                    the test set is never used (docs/methods/heads.md)\n"
       << "  --head-raw-inputs                 train on raw features (default: standardised, folded back)\n"
       << "  --threads T                       LibTorch threads for the heads (" << h.threads
       << "; 0: LibTorch's setting,\n"
@@ -52,6 +60,27 @@ std::string head_options_help() {
 }
 
 }  // namespace
+
+std::optional<double> learning_rate_option(const Args& a, const std::string& name,
+                                           const std::optional<double>& fallback) {
+  if (!a.has(name)) return fallback;
+  if (a.str(name, "") == "auto") return std::nullopt;
+  try {
+    return a.real(name, 0.0, 1e-12, 10.0);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string(e.what()) + ", or auto (chosen on a validation split of the training set)");
+  }
+}
+
+void write_learning_rate(JsonWriter& w, const std::optional<double>& lr, const ValidationChoice& choice) {
+  if (lr) {
+    w.key("lr").value(*lr);
+    return;
+  }
+  w.key("lr").value("auto");
+  w.key("lr_candidates").array(choice.lrs);
+  w.key("validation_fraction").value(choice.fraction);
+}
 
 const std::set<std::string>& method_option_names() {
   static const std::set<std::string> names = [] {

@@ -1,5 +1,6 @@
 #include "node/options_json.h"
 
+#include "methods/method_options.h"
 #include "methods/registry.h"
 
 namespace fednode {
@@ -8,7 +9,7 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) { method_named(
 
 void write_linear_head_options(JsonWriter& w, const LinearTrainOptions& h) {
   w.key("linear_head").begin_object();
-  w.key("lr").value(h.lr);
+  write_learning_rate(w, h.lr, h.choice);
   w.key("epochs").value(h.epochs);
   w.key("batch_size").value(h.batch_size);
   w.key("weight_decay").value(h.weight_decay);

@@ -8,6 +8,7 @@
 #include "methods/fedtc/prototypes.h"
 #include "core/rng.h"
 #include "core/json_writer.h"
+#include "methods/method_options.h"
 #include "methods/registry.h"
 
 #include <sstream>
@@ -162,15 +163,18 @@ class FedTc final : public Method {
 
     AdapterTrainOptions opt = options_.head;
     opt.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node});
-    const int64_t total = training_epochs(train.size(), opt.batch_size, opt.epochs, opt.min_steps);
-    const int64_t every = std::max<int64_t>(1, total / 10);
-    const EpochCallback on_epoch = [&ctx, every, total](int epoch, double loss) {
-      if (ctx.progress && ((epoch + 1) % every == 0 || epoch + 1 == total))
-        ctx.progress("fedtc head: epoch " + std::to_string(epoch + 1) + "/" + std::to_string(total) +
-                     ", loss " + std::to_string(loss));
+    // A tenth of the fixed recipe's epochs between progress lines; with the learning rate chosen
+    // on a validation split, the candidates' epochs are reported as they train.
+    const int64_t every = std::max<int64_t>(1, training_epochs(train.size(), opt.batch_size, opt.epochs, opt.min_steps) / 10);
+    const EpochCallback on_epoch = [&ctx, every](int epoch, double loss) {
+      if (ctx.progress && (epoch + 1) % every == 0)
+        ctx.progress("fedtc head: epoch " + std::to_string(epoch + 1) + ", loss " + std::to_string(loss));
       ctx.interruption_point();
     };
-    return train_adapter_head(train, opt, on_epoch);
+    HeadChoice chosen;
+    auto head = train_adapter_head(train, opt, on_epoch, &chosen);
+    if (ctx.progress && !opt.lr) ctx.progress("fedtc head: " + chosen.summary());
+    return head;
   }
 
  private:
@@ -181,7 +185,7 @@ void parse_fedtc_options(const Args& a, MethodOptions& m) {
   auto& t = m.fedtc;
   t.keep_ratio = a.real("keep-ratio", t.keep_ratio, 1e-6, 1.0);
   t.batch_size = static_cast<int>(a.integer("prototype-batch", t.batch_size, 1, 1 << 20));
-  t.head.lr = a.real("adapter-lr", t.head.lr, 1e-12, 10.0);
+  t.head.lr = learning_rate_option(a, "adapter-lr", t.head.lr);
   t.head.momentum = a.real("adapter-momentum", t.head.momentum, 0.0, 1.0);
   t.head.epochs = static_cast<int>(a.integer("adapter-epochs", t.head.epochs, 1, 100000));
   t.head.batch_size = static_cast<int>(a.integer("adapter-batch-size", t.head.batch_size, 1, 1 << 24));
@@ -193,6 +197,7 @@ void parse_fedtc_options(const Args& a, MethodOptions& m) {
   t.head.min_steps = static_cast<int>(a.integer("adapter-min-steps", t.head.min_steps, 0, 1 << 30));
   if (a.flag("adapter-raw-inputs")) t.head.scale_inputs = false;
   t.head.threads = m.fedpft.head.threads;  // --threads, read with the linear head's options
+  t.head.choice.fraction = m.fedpft.head.choice.fraction;  // --validation-fraction, likewise
 }
 
 std::string fedtc_options_help() {
@@ -200,7 +205,9 @@ std::string fedtc_options_help() {
   std::ostringstream h;
   h << "FedTC:\n"
     << "  --keep-ratio A (" << t.keep_ratio << ") --prototype-batch B (" << t.batch_size << ")\n"
-    << "  --adapter-lr (" << t.head.lr << ") --adapter-momentum (" << t.head.momentum
+    << "  --adapter-lr auto|LR (" << lr_text(t.head.lr) << ": from";
+  for (double lr : t.head.choice.lrs) h << " " << lr;
+  h << ") --adapter-momentum (" << t.head.momentum
     << ") --adapter-epochs (" << t.head.epochs << ") --adapter-batch-size (" << t.head.batch_size << ")\n"
     << "  --adapter-weight-decay (" << t.head.weight_decay << ") --adapter-hidden1 (" << t.head.hidden1
     << ") --adapter-hidden2 (" << t.head.hidden2 << ") --adapter-min-steps (" << t.head.min_steps << ")\n"
@@ -233,7 +240,7 @@ MethodDescriptor fedtc_descriptor() {
     w.key("prototype_batch").value(t.batch_size);
     w.key("adapter").begin_object();
     w.key("hidden").array(std::vector<int>{t.head.hidden1, t.head.hidden2});
-    w.key("lr").value(t.head.lr);
+    write_learning_rate(w, t.head.lr, t.head.choice);
     w.key("momentum").value(t.head.momentum);
     w.key("epochs").value(t.head.epochs);
     w.key("batch_size").value(t.head.batch_size);

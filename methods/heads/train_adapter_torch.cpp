@@ -50,8 +50,8 @@ struct AdapterNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(AdapterNet);
 
-std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterTrainOptions& opt,
-                                           const EpochCallback& on_epoch) {
+std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterTrainOptions& opt, double lr,
+                                           const EpochCallback& on_epoch, ValidationWatch* watch) {
   const int64_t n = train.size();
   const int d = train.dim(), C = train.num_classes;
 
@@ -69,7 +69,7 @@ std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterT
 
   torch::optim::SGD optimizer(
       net->parameters(),
-      torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+      torch::optim::SGDOptions(lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
 
   // One scale for every feature, not per-column standardisation: the adapter's geometry (ReLU,
   // then L2 normalisation) stays the paper's, and only the size of the inputs stops mattering.
@@ -79,9 +79,14 @@ std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterT
     scaling.mean = VectorD::Zero(d);
     scaling.scale = VectorD::Constant(d, rms > 0 && std::isfinite(rms) ? rms : 1.0);
   }
-  const torch::Tensor X = to_tensor(opt.scale_inputs ? standardized(scaling, train.X) : train.X);
-  const torch::Tensor y = torch::from_blob(const_cast<int32_t*>(train.y.data()), {n}, torch::kInt32)
-                              .to(torch::kInt64);
+  const auto scaled = [&](const MatrixF& x) { return to_tensor(opt.scale_inputs ? standardized(scaling, x) : x); };
+  const torch::Tensor X = scaled(train.X);
+  const torch::Tensor y = label_tensor(train);
+  torch::Tensor X_val, y_val;
+  if (watch) {
+    X_val = scaled(watch->validation().X);
+    y_val = label_tensor(watch->validation());
+  }
   const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
   run_minibatch_epochs(
       n, opt.batch_size, epochs, opt.seed,
@@ -93,7 +98,13 @@ std::unique_ptr<AdapterHead> train_adapter(const Features& train, const AdapterT
         optimizer.step();
         return loss.item<double>();
       },
-      on_epoch);
+      on_epoch,
+      [&](int epoch) {
+        if (!watch) return true;
+        torch::NoGradGuard no_grad;
+        const auto [accuracy, loss] = validation_score(net->forward(X_val), y_val);
+        return watch->record(epoch, accuracy, loss);
+      });
   std::vector<AdapterHead::Layer> layers = net->layers();
   if (opt.scale_inputs) fold_standardizer(scaling, layers[0].W, layers[0].b);  // fc1 is linear in x
   return std::make_unique<AdapterHead>(std::move(layers));
@@ -112,8 +123,9 @@ MatrixF adapter_scores(const AdapterHead& head, const MatrixF& X) {
 }  // namespace fednode
 
 FEDNODE_TORCH_EXPORT fednode::AdapterHead* fednode_torch_train_adapter_head(
-    const fednode::Features& train, const fednode::AdapterTrainOptions& opt, const fednode::EpochCallback& on_epoch) {
-  return fednode::train_adapter(train, opt, on_epoch).release();
+    const fednode::Features& train, const fednode::AdapterTrainOptions& opt, double lr,
+    const fednode::EpochCallback& on_epoch, fednode::ValidationWatch* watch) {
+  return fednode::train_adapter(train, opt, lr, on_epoch, watch).release();
 }
 
 FEDNODE_TORCH_EXPORT fednode::MatrixF fednode_torch_adapter_scores(const fednode::AdapterHead& head,

@@ -34,6 +34,44 @@ int64_t training_epochs(int64_t n, int batch_size, int epochs, int min_steps) {
   return std::max<int64_t>(epochs, (std::max(min_steps, 0) + steps_per_epoch - 1) / steps_per_epoch);
 }
 
+ValidationSplit split_for_validation(const Features& train, double fraction, uint64_t seed) {
+  std::vector<std::vector<int64_t>> by_class(static_cast<size_t>(std::max(train.num_classes, 0)));
+  for (size_t i = 0; i < train.y.size(); ++i) by_class[static_cast<size_t>(train.y[i])].push_back(static_cast<int64_t>(i));
+  std::vector<char> held(train.y.size(), 0);
+  for (size_t c = 0; c < by_class.size(); ++c) {
+    const int64_t n = static_cast<int64_t>(by_class[c].size());
+    if (n < 2) continue;
+    const int64_t k = std::clamp<int64_t>(std::llround(fraction * static_cast<double>(n)), 1, n - 1);
+    // Each class draws from its own stream: adding samples of one class moves no other's split.
+    Rng rng = Rng::stream(seed, Purpose::HeadValidation, 0, c);
+    const std::vector<int64_t> order = shuffled_order(rng, n);
+    for (int64_t i = 0; i < k; ++i) held[static_cast<size_t>(by_class[c][static_cast<size_t>(order[static_cast<size_t>(i)])])] = 1;
+  }
+  ValidationSplit s;
+  for (size_t i = 0; i < held.size(); ++i) (held[i] ? s.validation_rows : s.fit_rows).push_back(static_cast<int64_t>(i));
+  s.fit = train.subset(s.fit_rows);
+  s.validation = train.subset(s.validation_rows);
+  return s;
+}
+
+bool ValidationWatch::record(int epoch, double accuracy, double loss) {
+  if (best_epoch_ < 0 || accuracy > best_accuracy_) {
+    best_epoch_ = epoch;
+    best_accuracy_ = accuracy;
+    best_loss_ = loss;
+  }
+  if (epoch - best_epoch_ >= std::max(10, best_epoch_ + 1)) return false;
+  if (leader_ && leader_->best_epoch_ >= 0 && best_accuracy_ < leader_->best_accuracy_ &&
+      epoch + 1 >= std::max(10, 4 * (leader_->best_epoch_ + 1)))
+    return false;
+  return true;
+}
+
+bool ValidationWatch::beats(const ValidationWatch& other) const {
+  if (best_accuracy_ != other.best_accuracy_) return best_accuracy_ > other.best_accuracy_;
+  return best_loss_ < other.best_loss_;
+}
+
 std::vector<int64_t> shuffled_order(Rng& rng, int64_t n) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;

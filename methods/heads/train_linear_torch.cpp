@@ -11,8 +11,8 @@
 namespace fednode {
 namespace {
 
-std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrainOptions& opt,
-                                         const EpochCallback& on_epoch) {
+std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrainOptions& opt, double lr,
+                                         const EpochCallback& on_epoch, ValidationWatch* watch) {
   torch::NoGradGuard no_grad_outside_steps;
 
   const int64_t n = train.size();
@@ -24,8 +24,7 @@ std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrai
   if (opt.standardize) stdz = fit_standardizer(train.X);
 
   const torch::Tensor X = to_tensor(train.X);
-  const torch::Tensor y = torch::from_blob(const_cast<int32_t*>(train.y.data()), {n}, torch::kInt32)
-                              .to(torch::kInt64);
+  const torch::Tensor y = label_tensor(train);
   torch::Tensor shift, inv_scale;
   if (opt.standardize) {
     shift = torch::from_blob(const_cast<double*>(stdz.mean.data()), {d}, torch::kFloat64).to(torch::kFloat32);
@@ -43,14 +42,20 @@ std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrai
   linear->bias.copy_(torch::from_blob(b0.data(), {C}, torch::kFloat32));
 
   torch::optim::AdamW optimizer(linear->parameters(),
-                                torch::optim::AdamWOptions(opt.lr).weight_decay(opt.weight_decay));
+                                torch::optim::AdamWOptions(lr).weight_decay(opt.weight_decay));
 
+  const auto scaled = [&](torch::Tensor x) { return opt.standardize ? (x - shift) * inv_scale : x; };
+  torch::Tensor X_val, y_val;
+  if (watch) {
+    X_val = scaled(to_tensor(watch->validation().X));
+    y_val = label_tensor(watch->validation());
+  }
   const int64_t epochs = training_epochs(n, opt.batch_size, opt.epochs, opt.min_steps);
   run_minibatch_epochs(
       n, opt.batch_size, epochs, opt.seed,
       [&](const torch::Tensor& idx) {
         torch::Tensor xb = X.index_select(0, idx);
-        if (opt.standardize) xb = (xb - shift) * inv_scale;
+        xb = scaled(xb);
         const torch::Tensor yb = y.index_select(0, idx);
         torch::AutoGradMode grad_on(true);
         optimizer.zero_grad();
@@ -59,7 +64,12 @@ std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrai
         optimizer.step();
         return loss.item<double>();
       },
-      on_epoch);
+      on_epoch,
+      [&](int epoch) {
+        if (!watch) return true;
+        const auto [accuracy, loss] = validation_score(linear->forward(X_val), y_val);
+        return watch->record(epoch, accuracy, loss);
+      });
 
   MatrixF W = to_matrix(linear->weight);
   VectorF b = to_vector(linear->bias);
@@ -71,6 +81,7 @@ std::unique_ptr<LinearHead> train_linear(const Features& train, const LinearTrai
 }  // namespace fednode
 
 FEDNODE_TORCH_EXPORT fednode::LinearHead* fednode_torch_train_linear_head(
-    const fednode::Features& train, const fednode::LinearTrainOptions& opt, const fednode::EpochCallback& on_epoch) {
-  return fednode::train_linear(train, opt, on_epoch).release();
+    const fednode::Features& train, const fednode::LinearTrainOptions& opt, double lr,
+    const fednode::EpochCallback& on_epoch, fednode::ValidationWatch* watch) {
+  return fednode::train_linear(train, opt, lr, on_epoch, watch).release();
 }

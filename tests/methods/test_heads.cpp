@@ -230,6 +230,15 @@ TEST(LinearHeadTraining, RejectsBadInput) {
   opt.lr = 0;
   EXPECT_THROW(train_linear_head(ok, opt), InputError);
   opt = quick_linear();
+  opt.lr.reset();
+  opt.choice.lrs = {};
+  EXPECT_THROW(train_linear_head(ok, opt), InputError);
+  opt.choice.lrs = {1e-3, -1.0};
+  EXPECT_THROW(train_linear_head(ok, opt), InputError);
+  opt.choice.lrs = {1e-3};
+  opt.choice.fraction = 1.0;
+  EXPECT_THROW(train_linear_head(ok, opt), InputError);
+  opt = quick_linear();
   opt.epochs = 0;
   EXPECT_THROW(train_linear_head(ok, opt), InputError);
   opt = quick_linear();
@@ -252,6 +261,93 @@ TEST(LinearHeadTraining, RejectsBadInput) {
   aopt.hidden1 = 0;
   EXPECT_THROW(train_adapter_head(ok, aopt), InputError);
   EXPECT_THROW(train_adapter_head(empty, quick_adapter()), InputError);
+}
+
+// The validation split takes its rows from the training set it is given, and from nothing else:
+// every row lands in exactly one part, a part's rows are the training rows it names, every class
+// of two or more samples gives up about `fraction` of them (and keeps at least one), a class of
+// one sample keeps it, and the same seed draws the same split.
+TEST(ValidationSplit, IsDrawnFromTheTrainingRowsOnly) {
+  Features train = blobs(5, 6, 20, 21);
+  // Class 4 keeps a single sample, class 3 two.
+  std::vector<int64_t> rows;
+  int seen3 = 0, seen4 = 0;
+  for (int64_t i = 0; i < train.size(); ++i) {
+    const int c = train.y[static_cast<size_t>(i)];
+    if ((c == 3 && seen3++ >= 2) || (c == 4 && seen4++ >= 1)) continue;
+    rows.push_back(i);
+  }
+  train = train.subset(rows);
+  const ValidationSplit s = split_for_validation(train, 0.2, 99);
+  ASSERT_EQ(s.fit_rows.size() + s.validation_rows.size(), static_cast<size_t>(train.size()));
+  std::vector<int> part(static_cast<size_t>(train.size()), 0);
+  for (int64_t r : s.fit_rows) part[static_cast<size_t>(r)] += 1;
+  for (int64_t r : s.validation_rows) part[static_cast<size_t>(r)] += 2;
+  for (int p : part) EXPECT_TRUE(p == 1 || p == 2) << "a row in neither or both parts";
+  EXPECT_TRUE(same_bits(s.validation.X, train.subset(s.validation_rows).X));
+  EXPECT_TRUE(same_bits(s.fit.X, train.subset(s.fit_rows).X));
+  EXPECT_EQ(s.validation.y, train.subset(s.validation_rows).y);
+  std::vector<int> held(5, 0), kept(5, 0);
+  for (int y : s.validation.y) ++held[static_cast<size_t>(y)];
+  for (int y : s.fit.y) ++kept[static_cast<size_t>(y)];
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(held[static_cast<size_t>(c)], 4) << "class " << c;  // 20% of 20
+  EXPECT_EQ(held[3], 1);
+  EXPECT_EQ(kept[3], 1);
+  EXPECT_EQ(held[4], 0);
+  EXPECT_EQ(kept[4], 1);
+  EXPECT_EQ(split_for_validation(train, 0.2, 99).validation_rows, s.validation_rows);
+  EXPECT_NE(split_for_validation(train, 0.2, 100).validation_rows, s.validation_rows);
+}
+
+// With lr unset, each candidate is scored on the held-out rows and the winner is trained on the
+// whole set for the epochs that scored best: the head is exactly the one a fixed lr and that many
+// epochs give. A rate far too small to learn in the budget loses to one that learns.
+TEST(HeadChoice, PicksTheRateThatLearnsAndTrainsItOnTheWholeSet) {
+  const Features all = blobs(6, 12, 40, 31, 1.5);
+  std::vector<int64_t> tr, te;
+  for (int64_t i = 0; i < all.size(); ++i) (i % 5 == 4 ? te : tr).push_back(i);
+  const Features train = all.subset(tr), test = all.subset(te);
+
+  auto opt = quick_linear();
+  opt.lr.reset();
+  opt.choice.lrs = {1e-7, 3e-2};
+  HeadChoice chosen;
+  const auto head = train_linear_head(train, opt, {}, &chosen);
+  ASSERT_EQ(chosen.tried.size(), 2u);
+  EXPECT_EQ(chosen.lr, 3e-2);
+  EXPECT_GT(chosen.tried[1].accuracy, chosen.tried[0].accuracy);
+  EXPECT_EQ(chosen.validation_samples, 6 * 6);  // 20% of each class's 32 rows, rounded
+  EXPECT_GE(head->accuracy(test), 0.9);
+  EXPECT_NE(chosen.summary().find("chosen on"), std::string::npos) << chosen.summary();
+
+  auto fixed = quick_linear();
+  fixed.lr = chosen.lr;
+  fixed.epochs = chosen.epochs;
+  fixed.min_steps = 0;
+  const auto same = train_linear_head(train, fixed);
+  EXPECT_TRUE(same_bits(head->weights(), same->weights()));
+
+  auto adapter = quick_adapter();
+  adapter.lr.reset();
+  adapter.choice.lrs = {1e-7, 0.05};
+  HeadChoice adapter_chosen;
+  const auto a = train_adapter_head(train, adapter, {}, &adapter_chosen);
+  EXPECT_EQ(adapter_chosen.lr, 0.05);
+  EXPECT_GE(a->accuracy(test), 0.9);
+}
+
+// Nothing to hold out (every class has one sample): the first candidate is used, and said so.
+TEST(HeadChoice, WithOneSampleAClassTheFirstCandidateIsUsedUntried) {
+  const Features train = blobs(4, 5, 1, 41);
+  auto opt = quick_linear();
+  opt.lr.reset();
+  opt.choice.lrs = {1e-2, 1e-1};
+  HeadChoice chosen;
+  train_linear_head(train, opt, {}, &chosen);
+  EXPECT_EQ(chosen.validation_samples, 0);
+  EXPECT_EQ(chosen.lr, 1e-2);
+  EXPECT_TRUE(chosen.tried.empty());
+  EXPECT_NE(chosen.summary().find("not chosen"), std::string::npos);
 }
 
 TEST(AdapterHeadTraining, LearnsSeparableProblemAndIsDeterministic) {
