@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 namespace fednode {
 namespace {
@@ -170,11 +171,19 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
     if (fresh && progress_.stage() == PlanProgress::Stage::Done) adopt_late_head(from, out);
     return out;
   }
+  return accept(from, seq, type, std::make_shared<const Knowledge>(std::get<Knowledge>(std::move(payload))), fresh, now);
+}
+
+Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, std::shared_ptr<const Knowledge> knowledge,
+                        bool fresh, double /*now: only a head's arrival is timed*/) {
+  Actions out;
+  const auto kind = *routing_kind(type);
+  if (type == MessageType::Head) throw std::logic_error("a head accepted as knowledge");
   Piece piece;
   piece.from = from;
   piece.seq = seq;
   piece.kind = kind;
-  piece.knowledge = std::make_shared<const Knowledge>(std::get<Knowledge>(std::move(payload)));
+  piece.knowledge = std::move(knowledge);
   // A sender's own data comes last among what it sends one node (stop-and-wait keeps the
   // order), so the piece naming it completes what the plan waits for from it.
   const bool completes = piece.knowledge->contributors.count(from) != 0 || kind == PlanMessage::Complete;

@@ -90,6 +90,11 @@ class Machine {
   // A Knowledge, Complete or Head message that passed refusal(). `fresh`: it just arrived (not
   // replayed from the state directory on a restart). `seq` orders one sender's messages.
   Actions accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now);
+  // The same for a Knowledge or Complete message whose knowledge the caller already holds shared
+  // (the simulator hands over what the sender made): not copied, which for DP-FedPFT's full
+  // covariances was a gigabyte per leaf.
+  Actions accept(NodeId from, uint64_t seq, MessageType type, std::shared_ptr<const Knowledge> knowledge, bool fresh,
+                 double now);
   // A peer refused something this node sent (an error reply, now or before a restart).
   void peer_refused(NodeId peer);
   // The node starts: the phases its state directory marks done and the head it holds (none of

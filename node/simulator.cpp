@@ -61,9 +61,12 @@ class InMemoryFederation {
       if (a.kind != Action::Kind::Send) continue;
       nodes_[from].bytes_sent += a.counted_bytes;
       nodes_[a.to].bytes_received += a.counted_bytes;
-      Payload payload = a.knowledge ? Payload(*a.knowledge) : Payload(HeadMessage{a.head, a.contributors, fingerprint_});
-      deliver(static_cast<int>(a.to), machines_[a.to]->accept(static_cast<NodeId>(from), ++sent_[from], a.type,
-                                                              std::move(payload), /*fresh=*/true, 0.0));
+      Machine& to = *machines_[a.to];
+      const auto seq = ++sent_[from];
+      deliver(static_cast<int>(a.to),
+              a.knowledge ? to.accept(static_cast<NodeId>(from), seq, a.type, std::move(a.knowledge), true, 0.0)
+                          : to.accept(static_cast<NodeId>(from), seq, a.type,
+                                      Payload(HeadMessage{a.head, a.contributors, fingerprint_}), true, 0.0));
     }
   }
 
