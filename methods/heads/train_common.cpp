@@ -56,13 +56,16 @@ ValidationSplit split_for_validation(const Features& train, double fraction, uin
 
 bool ValidationWatch::record(int epoch, double accuracy, double loss) {
   if (best_epoch_ < 0 || accuracy > best_accuracy_) {
-    best_epoch_ = epoch;
+    best_epoch_ = last_gain_ = epoch;
     best_accuracy_ = accuracy;
     best_loss_ = loss;
+  } else if (accuracy == best_accuracy_ && loss < best_loss_) {
+    best_epoch_ = epoch;  // as accurate and surer: later, but no reason to train on
+    best_loss_ = loss;
   }
-  if (epoch - best_epoch_ >= std::max(10, best_epoch_ + 1)) return false;
+  if (epoch - last_gain_ >= std::max(10, last_gain_ + 1)) return false;
   if (leader_ && leader_->best_epoch_ >= 0 && best_accuracy_ < leader_->best_accuracy_ &&
-      epoch + 1 >= std::max(10, 4 * (leader_->best_epoch_ + 1)))
+      epoch + 1 >= std::max(10, 4 * (leader_->last_gain_ + 1)))
     return false;
   return true;
 }

@@ -33,13 +33,14 @@ struct ValidationSplit {
 };
 ValidationSplit split_for_validation(const Features& train, double fraction, uint64_t seed);
 
-// Follows a candidate's validation scores epoch by epoch. Its best epoch is the first of its
-// highest accuracy: the loss, which keeps creeping down long after the accuracy has settled,
-// would keep moving it later (an adapter at lr 0.1 on 100 classes settled at epoch 50 and its
-// loss still fell, by 0.1 % an epoch, at 400). Training stops once the best epoch lies far behind
-// (twice its number of epochs, and at least 10 more, brought nothing better), or, given the best
-// candidate tried before (`leader`), once this one has trained four times as long as the leader
-// needed without matching it: a rate that slow to learn would lose the choice anyway.
+// Follows a candidate's validation scores epoch by epoch. Its best epoch is the one of highest
+// accuracy, the lower loss breaking ties (small validation sets tie often). Training stops when
+// the accuracy has not risen for as many epochs as it took to reach it (and at least 10): the
+// loss alone does not keep it going, since it creeps down long after the accuracy has settled
+// (an adapter at lr 0.1 on 100 classes peaked at epoch 45, and its loss still fell by 0.1 % an
+// epoch at 400). Given the best candidate tried before (`leader`), it also stops once it has
+// trained four times as long as the leader took to peak without matching it: a rate that slow
+// to learn would lose the choice anyway.
 class ValidationWatch {
  public:
   explicit ValidationWatch(const Features& validation, const ValidationWatch* leader = nullptr)
@@ -57,6 +58,7 @@ class ValidationWatch {
   const Features* validation_;
   const ValidationWatch* leader_;
   int best_epoch_ = -1;
+  int last_gain_ = -1;  // the epoch the accuracy last rose
   double best_accuracy_ = -1.0;
   double best_loss_ = 0.0;
 };
