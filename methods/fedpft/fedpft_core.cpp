@@ -291,7 +291,8 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
         for (const auto& line : lines) ctx.progress(line);
   } else {
     // EM runs its passes on the pool already.
-    for (size_t i = 0; i < labels.size(); ++i) classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, ctx);
+    for (size_t i = 0; i < labels.size(); ++i)
+      classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, ctx);
   }
   for (auto& cm : classes)
     if (cm) g.classes.push_back(std::move(*cm));

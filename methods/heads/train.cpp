@@ -36,8 +36,8 @@ std::unique_ptr<Head> train_choosing_lr(const Features& train, const Options& op
                                         HeadChoice* chosen, Trainer&& train_with) {
   if (opt.lr) return std::unique_ptr<Head>(train_with(train, opt, *opt.lr, on_epoch, nullptr));
   HeadChoice choice;
-  const ValidationSplit split =
-      split_for_validation(train, opt.choice.fraction, derive_seed(opt.seed, {static_cast<uint64_t>(Purpose::HeadValidation)}));
+  const uint64_t split_seed = derive_seed(opt.seed, {static_cast<uint64_t>(Purpose::HeadValidation)});
+  const ValidationSplit split = split_for_validation(train, opt.choice.fraction, split_seed);
   choice.validation_samples = split.validation.size();
   Options final_opt = opt;
   if (split.validation.size() == 0) {
@@ -92,7 +92,8 @@ std::unique_ptr<LinearHead> train_linear_head(const Features& train, const Linea
   const std::string who = "linear head training";
   check_training_set(train, who);
   check_choice(opt.lr, opt.choice, who);
-  check_optimizer_settings(opt.lr.value_or(opt.choice.lrs.front()), opt.epochs, opt.batch_size, opt.weight_decay, opt.threads, who);
+  check_optimizer_settings(opt.lr.value_or(opt.choice.lrs.front()), opt.epochs, opt.batch_size, opt.weight_decay,
+                           opt.threads, who);
   if (opt.min_steps < 0) throw InputError(who + ": min_steps must be >= 0, got " + std::to_string(opt.min_steps));
   auto& train_torch =
       torch_function<decltype(fednode_torch_train_linear_head)>("fednode_torch_train_linear_head");
@@ -105,7 +106,8 @@ std::unique_ptr<AdapterHead> train_adapter_head(const Features& train, const Ada
   const std::string who = "adapter head training";
   check_training_set(train, who);
   check_choice(opt.lr, opt.choice, who);
-  check_optimizer_settings(opt.lr.value_or(opt.choice.lrs.front()), opt.epochs, opt.batch_size, opt.weight_decay, opt.threads, who);
+  check_optimizer_settings(opt.lr.value_or(opt.choice.lrs.front()), opt.epochs, opt.batch_size, opt.weight_decay,
+                           opt.threads, who);
   if (opt.hidden1 < 1 || opt.hidden1 > kMaxHidden || opt.hidden2 < 1 || opt.hidden2 > kMaxHidden)
     throw InputError(who + ": hidden sizes must be in [1, " + std::to_string(kMaxHidden) + "], got " +
                      std::to_string(opt.hidden1) + " and " + std::to_string(opt.hidden2));
