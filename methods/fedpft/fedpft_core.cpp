@@ -380,9 +380,9 @@ class DrawnSamples final : public KnowledgeSum {
   const std::vector<DrawnPiece>& pieces() const { return pieces_; }
 
  protected:
+  // `piece` passed the method's validate() (KnowledgeSum::add's contract): only what depends on
+  // the pieces before it is checked here.
   void add_payload(const Knowledge& piece, const std::string& where) override {
-    validate_gmm_knowledge(piece, ctx_, where);
-    check_piece_fits(piece, options_, ctx_, where);
     double total = piece_samples(piece) * options_.synthetic_multiplier;
     for (const DrawnPiece& p : pieces_) total += static_cast<double>(p.rows.size());
     check_synthetic_size(total, ctx_.dim, where + ": with the pieces drawn before it, the training set");
