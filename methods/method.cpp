@@ -2,6 +2,14 @@
 
 namespace fednode {
 
+const char* to_string(ComponentDraws d) {
+  switch (d) {
+    case ComponentDraws::Systematic: return "systematic";
+    case ComponentDraws::Multinomial: return "multinomial";
+  }
+  return "?";
+}
+
 const char* to_string(FedPftOptions::SampleCorrelation c) {
   switch (c) {
     case FedPftOptions::SampleCorrelation::None: return "none";

@@ -30,6 +30,15 @@ struct GmmOptions {
   enum class Init { KMeans, KMeansPlusPlus } init = Init::KMeans;
 };
 
+// How sample_gmm shares n draws among a mixture's components. Both give component k n w_k draws
+// on average. Multinomial draws each sample's component independently, as scikit-learn's
+// GaussianMixture.sample and the paper's code do; Systematic places n evenly spaced points, one
+// random offset, on the cumulative weights, so that k gets floor(n w_k) or ceil(n w_k) draws: a
+// class of n one-sample components is then drawn once from each, where the multinomial leaves
+// about a third of them out (docs/methods/fedpft.md, "Drawing the synthetic features").
+enum class ComponentDraws { Systematic, Multinomial };
+const char* to_string(ComponentDraws d);  // "systematic" | "multinomial"
+
 struct FedPftOptions {
   GmmOptions gmm;
   bool half_precision = true;   // transfer means/covariances/weights as float16 (the paper's setting)
@@ -46,6 +55,7 @@ struct FedPftOptions {
   // (real local rows are repeated as often, so class proportions are unchanged). More draws
   // show the head the mixture rather than one small sample of it; docs/methods/fedpft.md.
   int synthetic_multiplier = 1;
+  ComponentDraws component_draws = ComponentDraws::Systematic;
   // How the dimensions of a synthetic feature drawn from a diagonal or spherical component vary
   // together (methods/fedpft/correlation.h): not at all, as the paper draws them (None); with the
   // receiving node's own pooled within-class correlation (Local; nothing sent changes); or with the

@@ -90,6 +90,10 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
     }
   p.synthetic_multiplier = static_cast<int>(
       a.integer("synthetic-multiplier", p.synthetic_multiplier, 1, kMaxSyntheticMultiplier));
+  const std::string draws = a.str("component-draws", to_string(p.component_draws));
+  if (draws == "systematic") p.component_draws = ComponentDraws::Systematic;
+  else if (draws == "multinomial") p.component_draws = ComponentDraws::Multinomial;
+  else throw UsageError("--component-draws must be systematic or multinomial, got '" + draws + "'");
   const std::string correlation = a.str("sample-correlation", to_string(p.sample_correlation));
   if (correlation == "none") p.sample_correlation = FedPftOptions::SampleCorrelation::None;
   else if (correlation == "local") p.sample_correlation = FedPftOptions::SampleCorrelation::Local;
@@ -119,6 +123,10 @@ std::string fedpft_options_help() {
     << ", as the paper)\n"
     << "  --synthetic-multiplier M          synthetic draws per shared sample for the head ("
     << p.synthetic_multiplier << ")\n"
+    << "  --component-draws systematic|multinomial\n"
+    << "                                    how a class's draws are shared among its components:\n"
+    << "                                    floor or ceil of n w_k each, or independently (the paper) ("
+    << to_string(p.component_draws) << ")\n"
     << "  --sample-correlation none|local|shared\n"
     << "                                    draw diag/spherical samples with no within-class correlation\n"
     << "                                    (the paper), this node's own, or the one every node's\n"
@@ -142,7 +150,7 @@ MethodDescriptor fedpft_descriptor() {
   d.name = "fedpft";
   d.knowledge = KnowledgeKind::Gmm;
   d.options = {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
-               "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier",
+               "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier", "component-draws",
                "sample-correlation", "correlation-rank"};
   d.flags = {"dp"};
   d.parse_options = parse_fedpft_options;
@@ -164,6 +172,7 @@ MethodDescriptor fedpft_descriptor() {
     w.key("init").value(p.gmm.init == GmmOptions::Init::KMeans ? "kmeans" : "kmeans++");
     w.key("transfer_precision").value(p.half_precision ? "float16" : "float32");
     w.key("synthetic_multiplier").value(p.synthetic_multiplier);
+    w.key("component_draws").value(to_string(p.component_draws));
     w.key("sample_correlation").value(to_string(p.sample_correlation));
     if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
       w.key("correlation_rank").value(p.correlation_rank);

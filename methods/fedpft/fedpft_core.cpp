@@ -332,7 +332,7 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
     Eigen::Index row = 0;
     for (const auto& s : sources) {
       Rng rng(fedpft_sampling_seed(ctx, s.first->contributors, c));
-      const MatrixF samples = sample_gmm(s.second->mixture, s.second->count, rng);
+      const MatrixF samples = sample_gmm(s.second->mixture, s.second->count, rng, o.component_draws);
       X.middleRows(row, samples.rows()) = samples;
       row += samples.rows();
     }
@@ -346,15 +346,16 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
 
 namespace {
 
-// Draws piece `piece`'s synthetic features, every class to its count times m, into rows
-// [row, row + n) of X and appends their labels to y; returns n.
-Eigen::Index draw_piece_into(const Knowledge& piece, int64_t m, const WithinClassCorrelation& correlation,
+// Draws piece `piece`'s synthetic features, every class to its count times
+// o.synthetic_multiplier, into rows [row, row + n) of X and appends their labels to y; returns n.
+Eigen::Index draw_piece_into(const Knowledge& piece, const FedPftOptions& o, const WithinClassCorrelation& correlation,
                              const NodeContext& ctx, MatrixF& X, Eigen::Index row, Labels& y) {
   const Eigen::Index start = row;
   for (const auto& cm : std::get<GmmKnowledge>(piece.payload).classes) {
     Rng rng(fedpft_sampling_seed(ctx, piece.contributors, cm.label));
     const bool correlate = correlation.factor.size() > 0 && cm.mixture.type != CovarianceType::Full;
-    const MatrixF samples = sample_gmm(cm.mixture, cm.count * m, rng, correlate ? &correlation.factor : nullptr);
+    const MatrixF samples = sample_gmm(cm.mixture, cm.count * o.synthetic_multiplier, rng, o.component_draws,
+                                       correlate ? &correlation.factor : nullptr);
     X.middleRows(row, samples.rows()) = samples;
     y.insert(y.end(), static_cast<size_t>(samples.rows()), cm.label);
     row += samples.rows();
@@ -390,7 +391,7 @@ class DrawnSamples final : public KnowledgeSum {
     drawn.contributors = piece.contributors;
     drawn.rows.num_classes = ctx_.num_classes;
     drawn.rows.X.resize(static_cast<Eigen::Index>(piece_samples(piece) * options_.synthetic_multiplier), ctx_.dim);
-    draw_piece_into(piece, options_.synthetic_multiplier, {}, ctx_, drawn.rows.X, 0, drawn.rows.y);
+    draw_piece_into(piece, options_, {}, ctx_, drawn.rows.X, 0, drawn.rows.y);
     pieces_.push_back(std::move(drawn));
   }
 
@@ -446,7 +447,7 @@ Features fedpft_training_set(const KnowledgeList& received, const Features* loca
   Eigen::Index row = 0;
   for (const Source& s : sources) {
     if (s.piece) {
-      row += draw_piece_into(*s.piece, m, correlation, ctx, out.X, row, out.y);
+      row += draw_piece_into(*s.piece, o, correlation, ctx, out.X, row, out.y);
     } else {
       out.X.middleRows(row, s.drawn->size()) = s.drawn->X;
       out.y.insert(out.y.end(), s.drawn->y.begin(), s.drawn->y.end());

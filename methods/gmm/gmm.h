@@ -65,14 +65,15 @@ GaussianMixture initial_mixture(const MatrixF& X, const GmmOptions& options, Rng
 VectorD score_samples(const GaussianMixture& g, const MatrixF& X);
 double mean_log_likelihood(const GaussianMixture& g, const MatrixF& X);
 
-// n draws from the mixture: component counts by a multinomial draw over the (normalised)
-// weights, then Gaussian draws per component (full covariances through their Cholesky factor).
+// n draws from the mixture: component counts as `draws` says (ComponentDraws, methods/method.h),
+// then Gaussian draws per component (full covariances through their Cholesky factor).
 // Rows come grouped by component. Deterministic for a given Rng state, whatever the thread count.
 // With `correlation` (the lower Cholesky factor L of a d x d correlation matrix R, unit diagonal),
 // a diagonal or spherical component draws mu + sigma * (L z) instead of mu + sigma * z: the same
 // means and variances, with correlation R between the dimensions. Refused for full covariances,
 // which carry their own.
-MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, const MatrixD* correlation = nullptr);
+MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, ComponentDraws draws,
+                   const MatrixD* correlation = nullptr);
 
 // k-means on the rows of X. Centers are in the coordinates of X.
 struct KMeansResult {

@@ -27,7 +27,8 @@ struct Task {
 };
 }  // namespace
 
-MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, const MatrixD* correlation) {
+MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, ComponentDraws draws,
+                   const MatrixD* correlation) {
   g.validate("mixture to sample from");
   const Index d = g.dim();
   const int K = g.components();
@@ -46,13 +47,17 @@ MatrixF sample_gmm(const GaussianMixture& g, int64_t n, Rng& rng, const MatrixD*
   MatrixF out(static_cast<Index>(n), d);
   if (n == 0) return out;
 
-  // Multinomial component counts: one categorical draw per sample over the normalised weights.
+  // Component counts: the component whose cumulative-weight interval holds each point u, the
+  // points drawn independently (multinomial) or evenly spaced from one offset (systematic).
   VectorD cumulative(K);
   double acc = 0;
   for (int k = 0; k < K; ++k) cumulative[k] = (acc += g.weights[k]);
   std::vector<Index> counts(static_cast<size_t>(K), 0);
+  const double offset = draws == ComponentDraws::Systematic ? rng.uniform() : 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    const double u = rng.uniform() * acc;
+    const double u = draws == ComponentDraws::Systematic
+                         ? (offset + static_cast<double>(i)) / static_cast<double>(n) * acc
+                         : rng.uniform() * acc;
     int k = static_cast<int>(std::upper_bound(cumulative.data(), cumulative.data() + K, u) -
                              cumulative.data());
     // u < acc always; the guard only protects against weights that round to a flat tail.

@@ -289,6 +289,8 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--partition dirichlet --classes-per-node 3", "--classes-per-node is a parameter of --partition shards"},
            {"--nodes 16385", "--nodes must be in [1, 16384]"},
            {"--sample-correlation all", "--sample-correlation must be none, local or shared, got 'all'"},
+           {"--component-draws even", "--component-draws must be systematic or multinomial, got 'even'"},
+           {"--method fedcgs --component-draws multinomial", "--component-draws is a fedpft option"},
            {"--dp --sample-correlation shared", "--sample-correlation shared applies to diagonal and spherical"},
            {"--correlation-rank 8", "--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared"},
            {"--sample-correlation shared --correlation-rank 0", "--correlation-rank"},

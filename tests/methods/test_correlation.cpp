@@ -182,7 +182,7 @@ TEST_P(CorrelatedSampling, KeepsEveryComponentsMeansAndVariancesAndAddsTheCorrel
   }
   const MatrixD L = known_correlation().llt().matrixL();
   Rng rng(3);
-  const MatrixF S = sample_gmm(g, 60000, rng, &L);
+  const MatrixF S = sample_gmm(g, 60000, rng, ComponentDraws::Multinomial, &L);
   // Rows come grouped by component; the two are far apart, so each row's component is plain.
   for (int k = 0; k < 2; ++k) {
     std::vector<Eigen::Index> rows;
@@ -204,7 +204,7 @@ TEST_P(CorrelatedSampling, KeepsEveryComponentsMeansAndVariancesAndAddsTheCorrel
   }
   // The same uniform and normal draws as without the correlation: only their mixing differs.
   Rng again(3);
-  const MatrixF plain = sample_gmm(g, 60000, again);
+  const MatrixF plain = sample_gmm(g, 60000, again, ComponentDraws::Multinomial);
   EXPECT_EQ(plain.col(0), S.col(0));  // row 0 of L is (1, 0, 0, 0)
   EXPECT_NE(plain.col(1), S.col(1));
 }
@@ -221,10 +221,10 @@ TEST_P(CorrelatedSampling, ThreadCountDoesNotChangeTheDraws) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   Rng r1(9);
-  const MatrixF one = sample_gmm(g, 9000, r1, &L);
+  const MatrixF one = sample_gmm(g, 9000, r1, ComponentDraws::Multinomial, &L);
   omp_set_num_threads(3);
   Rng r3(9);
-  const MatrixF three = sample_gmm(g, 9000, r3, &L);
+  const MatrixF three = sample_gmm(g, 9000, r3, ComponentDraws::Multinomial, &L);
   omp_set_num_threads(saved);
   EXPECT_EQ(one, three);
 }
@@ -241,13 +241,13 @@ TEST(SampleCorrelation, SamplingRefusesAFullMixtureOrAFactorOfTheWrongSize) {
   full.covariances = MatrixD::Identity(4, 4);
   const MatrixD L = MatrixD::Identity(4, 4);
   Rng rng(1);
-  test::expect_input_error([&] { sample_gmm(full, 10, rng, &L); }, {"full covariance carries its own"});
+  test::expect_input_error([&] { sample_gmm(full, 10, rng, ComponentDraws::Multinomial, &L); }, {"full covariance carries its own"});
   GaussianMixture diag;
   diag.type = CovarianceType::Diag;
   diag.weights = VectorD::Ones(1);
   diag.means = MatrixD::Zero(1, 3);
   diag.covariances = MatrixD::Ones(1, 3);
-  test::expect_input_error([&] { sample_gmm(diag, 10, rng, &L); }, {"4x4", "dimension is 3"});
+  test::expect_input_error([&] { sample_gmm(diag, 10, rng, ComponentDraws::Multinomial, &L); }, {"4x4", "dimension is 3"});
 }
 
 NodeContext context(NodeId node) { return test::node_context(node, 4, 5, 99); }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -85,7 +86,7 @@ TEST_P(GmmTypes, RecoversWellSeparatedMixture) {
   const CovarianceType type = GetParam();
   const GaussianMixture truth = known_mixture(type, 3, 5, 1.0, 11);
   Rng rng(12);
-  const MatrixF X = sample_gmm(truth, 3000, rng);
+  const MatrixF X = sample_gmm(truth, 3000, rng, ComponentDraws::Multinomial);
   FitInfo info;
   const GaussianMixture fit = fit_gmm(X, options_for(type, 3), 13, &info);
   ASSERT_EQ(fit.components(), 3);
@@ -107,7 +108,7 @@ TEST_P(GmmTypes, LogLikelihoodNeverDecreases) {
   const CovarianceType type = GetParam();
   const GaussianMixture truth = known_mixture(type, 4, 4, 0.12, 21);  // heavily overlapping
   Rng rng(22);
-  const MatrixF X = sample_gmm(truth, 1500, rng);
+  const MatrixF X = sample_gmm(truth, 1500, rng, ComponentDraws::Multinomial);
   GmmOptions o = options_for(type, 5);
   o.tol = 0;
   o.max_iter = 60;
@@ -128,7 +129,7 @@ TEST_P(GmmTypes, SamplingMatchesMoments) {
   const GaussianMixture g = known_mixture(type, 2, d, 0.3, 31);
   Rng rng(32);
   const int64_t n = 20000;
-  const MatrixF S = sample_gmm(g, n, rng);
+  const MatrixF S = sample_gmm(g, n, rng, ComponentDraws::Multinomial);
   ASSERT_EQ(S.rows(), n);
   ASSERT_TRUE(S.allFinite());
   // Mixture moments: mean = sum w mu, covariance = sum w (Sigma + mu mu^T) - mean mean^T.
@@ -150,7 +151,7 @@ TEST_P(GmmTypes, SamplingMatchesMoments) {
   }
   // Component counts follow the weights.
   Rng again(32);
-  const MatrixF S2 = sample_gmm(g, n, again);
+  const MatrixF S2 = sample_gmm(g, n, again, ComponentDraws::Multinomial);
   EXPECT_EQ(S, S2);
 }
 
@@ -195,7 +196,7 @@ TEST_P(GmmTypes, DuplicatesAndConstantDimensionsStayFinite) {
     EXPECT_TRUE(std::isfinite(info.lower_bound));
     EXPECT_TRUE(score_samples(g, X).allFinite());
     Rng s(43);
-    EXPECT_TRUE(sample_gmm(g, 500, s).allFinite());
+    EXPECT_TRUE(sample_gmm(g, 500, s, ComponentDraws::Multinomial).allFinite());
   }
 }
 
@@ -204,7 +205,7 @@ TEST_P(GmmTypes, ScoreMatchesDirectFormula) {
   const int d = 4;
   const GaussianMixture g = known_mixture(type, 3, d, 0.3, 51);
   Rng rng(52);
-  const MatrixF X = sample_gmm(g, 40, rng);
+  const MatrixF X = sample_gmm(g, 40, rng, ComponentDraws::Multinomial);
   const VectorD scores = score_samples(g, X);
   for (int i = 0; i < X.rows(); ++i) {
     const VectorD x = X.row(i).cast<double>().transpose();
@@ -226,7 +227,7 @@ TEST_P(GmmTypes, FitFromInitialMixtureEqualsFit) {
   const CovarianceType type = GetParam();
   const GaussianMixture truth = known_mixture(type, 3, 3, 0.5, 61);
   Rng rng(62);
-  const MatrixF X = sample_gmm(truth, 600, rng);
+  const MatrixF X = sample_gmm(truth, 600, rng, ComponentDraws::Multinomial);
   const GmmOptions o = options_for(type, 3);
   const GaussianMixture a = fit_gmm(X, o, 63);
   Rng init_rng(63);
@@ -242,18 +243,18 @@ TEST_P(GmmTypes, ThreadCountDoesNotChangeTheResult) {
   // Large enough that the passes and the sampling do run in parallel (kParallelFlops).
   const GaussianMixture truth = known_mixture(type, 3, 48, 0.3, 71);
   Rng rng(72);
-  const MatrixF X = sample_gmm(truth, 6000, rng);
+  const MatrixF X = sample_gmm(truth, 6000, rng, ComponentDraws::Multinomial);
   GmmOptions o = options_for(type, 4);
   o.max_iter = 15;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   const GaussianMixture one = fit_gmm(X, o, 73);
   Rng r1(74);
-  const MatrixF s1 = sample_gmm(one, 5000, r1);
+  const MatrixF s1 = sample_gmm(one, 5000, r1, ComponentDraws::Multinomial);
   omp_set_num_threads(3);
   const GaussianMixture three = fit_gmm(X, o, 73);
   Rng r3(74);
-  const MatrixF s3 = sample_gmm(three, 5000, r3);
+  const MatrixF s3 = sample_gmm(three, 5000, r3, ComponentDraws::Multinomial);
   omp_set_num_threads(saved);
   EXPECT_EQ(one.means, three.means);
   EXPECT_EQ(one.covariances, three.covariances);
@@ -266,7 +267,7 @@ TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   const CovarianceType type = GetParam();
   const GaussianMixture truth = known_mixture(type, 13, 13, 0.4, 131);
   Rng rng(132);
-  const MatrixF X = sample_gmm(truth, 1301, rng);
+  const MatrixF X = sample_gmm(truth, 1301, rng, ComponentDraws::Multinomial);
   GmmOptions o = options_for(type, 13);
   o.tol = 0;
   o.max_iter = 6;
@@ -292,7 +293,7 @@ TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   // slice to the next: d = 137 crosses a slice boundary.
   const GaussianMixture wide = known_mixture(type, 3, 137, 0.3, 134);
   Rng wide_rng(135);
-  const MatrixF W = sample_gmm(wide, 301, wide_rng);
+  const MatrixF W = sample_gmm(wide, 301, wide_rng, ComponentDraws::Multinomial);
   gmm_detail::set_simd_kernels_enabled(false);
   const VectorD wide_blas = score_samples(wide, W);
   gmm_detail::set_simd_kernels_enabled(true);
@@ -305,14 +306,77 @@ INSTANTIATE_TEST_SUITE_P(AllCovarianceTypes, GmmTypes, ::testing::ValuesIn(kType
 TEST(Gmm, SameSeedSameMixtureDifferentSeedDifferentDraws) {
   const GaussianMixture truth = known_mixture(CovarianceType::Diag, 3, 4, 0.5, 81);
   Rng rng(82);
-  const MatrixF X = sample_gmm(truth, 800, rng);
+  const MatrixF X = sample_gmm(truth, 800, rng, ComponentDraws::Multinomial);
   const GmmOptions o = options_for(CovarianceType::Diag, 3);
   EXPECT_EQ(fit_gmm(X, o, 5).means, fit_gmm(X, o, 5).means);
   Rng a(9), b(9), c(10);
-  const MatrixF sa = sample_gmm(truth, 100, a), sb = sample_gmm(truth, 100, b),
-                sc = sample_gmm(truth, 100, c);
-  EXPECT_EQ(sa, sb);
-  EXPECT_NE(sa, sc);
+  for (const ComponentDraws draws : {ComponentDraws::Multinomial, ComponentDraws::Systematic}) {
+    Rng a(9), b(9), c(10);
+    const MatrixF sa = sample_gmm(truth, 100, a, draws), sb = sample_gmm(truth, 100, b, draws),
+                  sc = sample_gmm(truth, 100, c, draws);
+    EXPECT_EQ(sa, sb) << to_string(draws);
+    EXPECT_NE(sa, sc) << to_string(draws);
+  }
+}
+
+// How many of the rows of X each component drew: components are 1 000 apart along the first
+// dimension with unit variances, so the nearest mean names the component.
+std::vector<int64_t> draws_per_component(const GaussianMixture& g, const MatrixF& X) {
+  std::vector<int64_t> counts(static_cast<size_t>(g.components()), 0);
+  for (Eigen::Index i = 0; i < X.rows(); ++i)
+    ++counts[static_cast<size_t>(nearest(g, X.row(i).cast<double>().transpose()))];
+  return counts;
+}
+
+TEST(Gmm, SystematicDrawsGiveEveryComponentTheFloorOrCeilingOfItsShare) {
+  // A class of n one-sample components (what a few samples fitted with K >= n give) must be drawn
+  // once from each: independent draws would leave about n/e of its samples out of the head's
+  // training set, which cost FedPFT 1.4 points on the 100-class set (docs/methods/fedpft.md).
+  const auto mixture = [](const std::vector<double>& weights) {
+    GaussianMixture g;
+    g.type = CovarianceType::Diag;
+    const int K = static_cast<int>(weights.size());
+    g.weights = Eigen::Map<const VectorD>(weights.data(), K);
+    g.means = MatrixD::Zero(K, 2);
+    for (int k = 0; k < K; ++k) g.means(k, 0) = 1000.0 * k;
+    g.covariances = MatrixD::Ones(K, 2);
+    return g;
+  };
+  const GaussianMixture equal = mixture(std::vector<double>(37, 1.0 / 37));
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Rng rng(seed);
+    const auto counts = draws_per_component(equal, sample_gmm(equal, 37, rng, ComponentDraws::Systematic));
+    EXPECT_EQ(counts, std::vector<int64_t>(37, 1)) << "seed " << seed;
+  }
+  Rng independent(1);
+  const auto multinomial = draws_per_component(equal, sample_gmm(equal, 37, independent, ComponentDraws::Multinomial));
+  EXPECT_GT(std::count(multinomial.begin(), multinomial.end(), 0), 5);
+
+  // Uneven weights: every count within one of n w_k, and n w_k on average over the offsets.
+  const std::vector<double> w = {0.05, 0.3, 0.125, 0.005, 0.52};
+  const GaussianMixture uneven = mixture(w);
+  for (const int64_t n : {1, 3, 10, 99, 1000}) {
+    std::vector<double> mean(w.size(), 0.0);
+    const int runs = 400;
+    for (int r = 0; r < runs; ++r) {
+      Rng rng(static_cast<uint64_t>(1000 * n + r));
+      const auto counts = draws_per_component(uneven, sample_gmm(uneven, n, rng, ComponentDraws::Systematic));
+      int64_t total = 0;
+      for (size_t k = 0; k < w.size(); ++k) {
+        const double share = static_cast<double>(n) * w[k];
+        EXPECT_GE(counts[k], static_cast<int64_t>(std::floor(share))) << "n " << n << ", component " << k;
+        EXPECT_LE(counts[k], static_cast<int64_t>(std::ceil(share))) << "n " << n << ", component " << k;
+        mean[k] += static_cast<double>(counts[k]) / runs;
+        total += counts[k];
+      }
+      ASSERT_EQ(total, n);
+    }
+    for (size_t k = 0; k < w.size(); ++k) {
+      // A count is floor or ceil of n w_k, so its standard deviation is at most 1/2.
+      EXPECT_NEAR(mean[k], static_cast<double>(n) * w[k], 4.0 * 0.5 / std::sqrt(static_cast<double>(runs)))
+          << "n " << n << ", component " << k;
+    }
+  }
 }
 
 TEST(Gmm, SamplesDoNotRepeatAcrossChunks) {
@@ -320,7 +384,7 @@ TEST(Gmm, SamplesDoNotRepeatAcrossChunks) {
   // stream, or a big synthetic set would hold the same features over and over.
   const GaussianMixture g = known_mixture(CovarianceType::Diag, 1, 2, 0.5, 83);
   Rng rng(84);
-  const MatrixF X = sample_gmm(g, 5000, rng);
+  const MatrixF X = sample_gmm(g, 5000, rng, ComponentDraws::Multinomial);
   EXPECT_NE(X.row(0), X.row(2048));
   EXPECT_NE(X.row(100), X.row(2048 + 100));
 }
@@ -396,7 +460,7 @@ TEST(Gmm, OneFullEmStepMatchesTheTextbookFormulas) {
 TEST(Gmm, MoreInitialisationsNeverEndLower) {
   const GaussianMixture truth = known_mixture(CovarianceType::Diag, 5, 3, 0.2, 91);
   Rng rng(92);
-  const MatrixF X = sample_gmm(truth, 1000, rng);
+  const MatrixF X = sample_gmm(truth, 1000, rng, ComponentDraws::Multinomial);
   GmmOptions o = options_for(CovarianceType::Diag, 5);
   FitInfo one, four;
   fit_gmm(X, o, 93, &one);
@@ -410,7 +474,7 @@ TEST(Gmm, MoreInitialisationsNeverEndLower) {
 TEST(Gmm, KMeansPlusPlusOnlyInitialisationFits) {
   const GaussianMixture truth = known_mixture(CovarianceType::Spherical, 3, 3, 1.0, 95);
   Rng rng(96);
-  const MatrixF X = sample_gmm(truth, 900, rng);
+  const MatrixF X = sample_gmm(truth, 900, rng, ComponentDraws::Multinomial);
   GmmOptions o = options_for(CovarianceType::Spherical, 3);
   o.init = GmmOptions::Init::KMeansPlusPlus;
   FitInfo info;
@@ -424,7 +488,7 @@ TEST(Gmm, KMeansPlusPlusOnlyInitialisationFits) {
 TEST(Gmm, CollapsedComponentIsDroppedAndWeightsRenormalised) {
   const GaussianMixture truth = known_mixture(CovarianceType::Diag, 2, 3, 1.0, 101);
   Rng rng(102);
-  const MatrixF X = sample_gmm(truth, 500, rng);
+  const MatrixF X = sample_gmm(truth, 500, rng, ComponentDraws::Multinomial);
   GaussianMixture init = truth;
   init.weights.conservativeResize(3);
   init.weights << 0.4, 0.4, 0.2;
@@ -531,10 +595,10 @@ TEST(Gmm, RejectsBadInput) {
   EXPECT_THROW(fit_gmm_from(X, g, full), InputError);
   EXPECT_THROW(score_samples(g, MatrixF::Ones(3, 5)), InputError);
   Rng rng(1);
-  EXPECT_THROW(sample_gmm(g, -1, rng), InputError);
+  EXPECT_THROW(sample_gmm(g, -1, rng, ComponentDraws::Multinomial), InputError);
   GaussianMixture broken = g;
   broken.covariances(0, 0) = -1;
-  EXPECT_THROW(sample_gmm(broken, 5, rng), InputError);
+  EXPECT_THROW(sample_gmm(broken, 5, rng, ComponentDraws::Multinomial), InputError);
   GaussianMixture unnormalised = known_mixture(CovarianceType::Diag, 2, 2, 1.0, 7);
   unnormalised.weights << 0.75, 0.75;
   EXPECT_THROW(unnormalised.validate("weights"), InputError);
@@ -607,7 +671,7 @@ TEST(Gmm, FullCovarianceOnDegenerateSubspaceStaysFinite) {
   EXPECT_NO_THROW(g.validate("line"));
   EXPECT_TRUE(score_samples(g, X).allFinite());
   Rng s(123);
-  EXPECT_TRUE(sample_gmm(g, 100, s).allFinite());
+  EXPECT_TRUE(sample_gmm(g, 100, s, ComponentDraws::Multinomial).allFinite());
 }
 
 }  // namespace
