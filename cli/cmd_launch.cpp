@@ -2,6 +2,8 @@
 // process, with progress, one result table and an exit status that says whether all finished.
 #include "core/options.h"
 #include "cli/commands.h"
+#include "cli/exit_status.h"
+#include "crypto/key_files.h"
 #include "topology/topology.h"
 
 #include <nlohmann/json.hpp>
@@ -34,8 +36,12 @@ const char* kHelp =
     "  --threads N        compute threads per node (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; default 1)\n"
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --quiet            no progress lines; only the table\n"
+    "  A node whose key_dir holds no key pair gets a new one there (every node runs on this\n"
+    "  machine, so its public key is read from the same place); launch says which it made.\n"
     "Exit status: 0 when every node's result.json says finished (also one run again by hand\n"
-    "after its process here was stopped), 1 otherwise, 2 for a usage error.\n";
+    "after its process here was stopped); otherwise the exit status of the first node, in the\n"
+    "file's order, that did not finish (3 deadline, 4 refused, 5 network, 130 stopped, 1 error;\n"
+    "'fednode run --help'), or 1 if its process left none; 2 for a usage error (docs/cli.md).\n";
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }
@@ -138,6 +144,23 @@ ResultRow read_result_row(std::istream& in, const std::string& path) {
   return row;
 }
 
+// Every node of a local launch runs here, so a node whose key_dir has no key pair yet (the
+// example topologies on a fresh clone) can be given one: its public key is then read from that
+// same directory. Half a pair is left alone; loading the topology names what is wrong with it.
+void create_missing_key_pairs(const std::string& file, bool quiet) {
+  LoadOptions o;
+  o.require_keys = false;
+  const Topology topology = load_topology(file, o);
+  for (NodeId id : topology.ids()) {
+    const std::string dir = topology.key_dir_of(id);
+    if (dir.empty() || topology.node(id).public_key) continue;
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / kSecretKeyFile, ec) || fs::exists(fs::path(dir) / kPublicKeyFile, ec)) continue;
+    write_new_identity(dir);
+    if (!quiet) std::cerr << "created a key pair for " << topology.describe(id) << " in " << dir << "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_launch(const std::vector<std::string>& argv) {
@@ -155,6 +178,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   const int threads = static_cast<int>(a.integer("threads", 1, 1, 1024));
   const double timeout = a.real("timeout", 0, 0, 1e9);
   const bool quiet = a.flag("quiet");
+  create_missing_key_pairs(file, quiet);
   const Topology topology = load_topology(file);
   const std::string exe = self_executable();
   const std::string topology_path = fs::absolute(file).string();
@@ -220,6 +244,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   // own word, and a node whose process was stopped and then run again by hand finished all the
   // same, though the process launched here exited otherwise.
   bool all_finished = true;
+  int exit_status = kExitSuccess;
   std::vector<std::string> notes;
   char line[512];
   // Status wide enough for "no result (exit 137)".
@@ -236,8 +261,10 @@ int cmd_launch(const std::vector<std::string>& argv) {
       r = read_result_row(in, path);
       if (!r.error.empty()) notes.push_back("node " + c.label + ": " + r.error);
     }
-    if (r.status != "finished") all_finished = false;
-    else if (c.exit_code != 0)
+    if (r.status != "finished") {
+      if (all_finished) exit_status = c.exit_code > 0 ? c.exit_code : kExitError;
+      all_finished = false;
+    } else if (c.exit_code != 0)
       notes.push_back("node " + c.label + ": the process launched here exited " + std::to_string(c.exit_code) +
                       ", but its result says finished (written by a later run of that node, or before the process "
                       "was stopped)");
@@ -247,7 +274,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   }
   for (const auto& n : notes) std::cout << n << "\n";
   std::cout << (all_finished ? "every node finished\n" : "NOT every node finished: see the node.log files\n");
-  return all_finished ? 0 : 1;
+  return exit_status;
 }
 
 }  // namespace fednode::cli

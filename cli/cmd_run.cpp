@@ -1,5 +1,6 @@
 // fednode run: one node of a topology file, in this process (the LAN case: one per machine).
 #include "cli/commands.h"
+#include "cli/exit_status.h"
 #include "core/options.h"
 #include "crypto/key_files.h"
 #include "features/allocator.h"
@@ -25,8 +26,10 @@ const char* kHelp =
     "  --state-dir DIR   instead of the file's state_dir\n"
     "  --quiet           no progress lines on stderr\n"
     "  Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS bound the node's compute threads.\n"
-    "Exit status: 0 finished, 3 finished incomplete (a peer missed a deadline), 130 stopped by a\n"
-    "signal, 1 error, 2 usage.\n";
+    "Exit status: 0 finished; 3 incomplete because a deadline passed (a peer sent nothing in time,\n"
+    "  or a message was never acknowledged); 4 incomplete because a peer refused this node's\n"
+    "  message or its knowledge could not be merged; 5 an address this machine cannot listen on;\n"
+    "  130 stopped by a signal; 1 any other error (the message says which); 2 usage (docs/cli.md).\n";
 
 // Lock-free, so a signal handler may set it; extraction (minutes at large inputs) reads it
 // between batches, the loop below between steps.
@@ -73,7 +76,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     config = node_config(topology, a.required("id"), setup);
   } catch (const Interrupted&) {
     say("stopped while extracting features; nothing was cached or stored, the same command starts again");
-    return 130;
+    return kExitStopped;
   }
   release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
   config.state_dir = a.str("state-dir", "");
@@ -83,7 +86,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (key_dir.empty()) throw InputError(topology.describe(self.id) + " has no key_dir; give --key-dir");
   Identity identity = load_identity(key_dir);
 
-  if (g_stop_requested) return 130;  // stopped while loading: nothing to keep yet
+  if (g_stop_requested) return kExitStopped;  // stopped while loading: nothing to keep yet
   Node node(std::move(config), std::move(identity));
   g_node.store(&node);
   if (g_stop_requested) node.request_stop();  // a signal while the node was being made
@@ -92,11 +95,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   g_node.store(nullptr);
   const NodeResult& r = node.result();
   say("result in " + node.state_dir() + "/result.json");
-  switch (r.status) {
-    case NodeStatus::Finished: return 0;
-    case NodeStatus::Stopped: return 130;
-    default: return 3;
-  }
+  return exit_status_of(r);
 }
 
 }  // namespace fednode::cli

@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/exit_status.h"
 
 #include "core/options.h"
 #include "core/types.h"
@@ -26,17 +27,20 @@ int run_guarded(const Command& c, const std::vector<std::string>& args) {
     return c.run(args);
   } catch (const UsageError& e) {
     std::cerr << "fednode " << c.name << ": " << e.what() << " (see 'fednode " << c.name << " --help')\n";
-    return 2;
+    return kExitUsage;
+  } catch (const NetworkError& e) {
+    std::cerr << "fednode " << c.name << ": " << e.what() << "\n";
+    return kExitNetwork;
   } catch (const InputError& e) {
     std::cerr << "fednode " << c.name << ": " << e.what() << "\n";
-    return 1;
+    return kExitError;
   } catch (const std::bad_alloc&) {
     std::cerr << "fednode " << c.name << ": out of memory: the command as given needs more memory than this "
                  "machine gives it (less data, fewer nodes or threads, smaller heads)\n";
-    return 1;
+    return kExitError;
   } catch (const std::exception& e) {
     std::cerr << "fednode " << c.name << ": error: " << e.what() << "\n";
-    return 1;
+    return kExitError;
   }
 }
 

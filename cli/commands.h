@@ -14,6 +14,9 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// What `fednode --version` prints: the version, the protocol versions spoken, the libraries.
+std::string version_text();
+
 // Runs a command, turning exceptions into one clear line on stderr and exit code 1
 // (2 for command-line mistakes).
 int run_guarded(const Command& c, const std::vector<std::string>& args);

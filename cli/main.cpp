@@ -16,7 +16,9 @@ void usage(std::ostream& out) {
     name.resize(10, ' ');
     out << "  " << name << " " << c.summary << "\n";
   }
-  out << "  help       this text; 'fednode <command> --help' for a command's options\n";
+  out << "  help       this text; 'fednode <command> --help' for a command's options\n"
+         "  --version  the version, the protocol versions it speaks and the libraries it was built with\n"
+         "Exit status: 0 success, 1 error, 2 usage, 3-5 and 130 from run and launch (docs/cli.md).\n";
 }
 
 }  // namespace
@@ -29,6 +31,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "--version") {
+    std::cout << fednode::cli::version_text();
+    return 0;
+  }
   if (command == "help" || command == "--help" || command == "-h") {
     // `fednode help simulate` is `fednode simulate --help`.
     if (command == "help" && args.size() == 1) {

@@ -58,6 +58,13 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when this machine cannot listen on an address (in use, not one of its own, a name that
+// does not resolve). An InputError, since the address comes from the user's file; its own type lets
+// the CLI's exit status tell a network problem from a bad file (docs/cli.md, "Exit status").
+struct NetworkError : InputError {
+  using InputError::InputError;
+};
+
 // Thrown at an interruption point once a stop flag is set (NodeContext::stop, RunOptions::stop):
 // the caller asked for it, so it is not an error.
 struct Interrupted : std::runtime_error {

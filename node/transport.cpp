@@ -256,7 +256,7 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
     impl_->router.bind(bind_address);
   } catch (const zmq::error_t& e) {
     const std::string unresolved = resolution_problem(bind_address);
-    throw InputError("cannot listen on '" + bind_address + "': " + (unresolved.empty() ? e.what() : unresolved));
+    throw NetworkError("cannot listen on '" + bind_address + "': " + (unresolved.empty() ? e.what() : unresolved));
   }
 }
 

@@ -126,7 +126,9 @@ int main(int argc, char** argv) try {
   std::cout << tag << "status " << fednode::to_string(r.status) << ", accuracy "
             << (r.accuracy >= 0 ? std::to_string(r.accuracy) : "none") << ", contributors "
             << text(r.contributors) << ", result in " << node.state_dir() << "/result.json" << std::endl;
-  return r.status == fednode::NodeStatus::Finished ? 0 : r.status == fednode::NodeStatus::Stopped ? 130 : 3;
+  if (r.status == fednode::NodeStatus::Finished) return 0;
+  if (r.status == fednode::NodeStatus::Stopped) return 130;
+  return r.refused_by.empty() && r.discarded_from.empty() ? 3 : 4;  // as `fednode run` (docs/cli.md)
 } catch (const std::exception& e) {
   std::cerr << "edge_app: " << e.what() << std::endl;
   return 1;

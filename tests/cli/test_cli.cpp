@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -176,6 +177,45 @@ TEST_F(Cli, SimulateOverSeveralSeeds) {
     EXPECT_EQ(b.code, 2) << bad << ": " << b.output;
     EXPECT_NE(b.output.find("seed"), std::string::npos) << bad << ": " << b.output;
   }
+}
+
+TEST_F(Cli, VersionNamesItselfTheProtocolAndTheLibrariesWithoutLoadingLibTorch) {
+  const CliRun r = run_cli("--version", "FEDNODE_TORCH_LIBRARY=" + (dir_ / "absent.so").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("^fednode [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << r.output;
+  for (const char* part : {"protocol versions 1 ", " and 2 ", "LibTorch 1.", "Eigen 3.", "msgpack-c ", "ZeroMQ 4.", "libsodium 1."})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  EXPECT_NE(run_cli("help").output.find("--version"), std::string::npos);
+}
+
+// What bash completes after `words` (the last one being completed), with the completion that
+// cmake --install puts in share/bash-completion.
+std::string completions(const std::string& words) {
+  const std::string script = std::string(FEDNODE_SOURCE_DIR) + "/cli/share/fednode.bash-completion";
+  const std::string cmd = "bash -c 'source \"$0\"; read -ra COMP_WORDS <<<\"$1\"; "
+                          "[[ $1 == *\" \" ]] && COMP_WORDS+=(\"\"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+                          "_fednode; echo \"${COMPREPLY[*]}\"' " +
+                          script + " '" + FEDNODE_CLI + " " + words + "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST_F(Cli, BashCompletesCommandsOptionsAndTheirValuesFromTheHelpTexts) {
+  EXPECT_EQ(completions("si"), "simulate\n");
+  EXPECT_EQ(completions("--ver"), "--version\n");
+  EXPECT_EQ(completions("simulate --synthetic-m"), "--synthetic-multiplier\n");
+  EXPECT_EQ(completions("simulate --method "), "fedpft fedcgs fedtc\n");
+  EXPECT_EQ(completions("simulate --component-draws m"), "multinomial\n");
+  EXPECT_EQ(completions("launch --thr"), "--threads\n");
+  const std::string file = (dir_ / "ring4.toml").string();
+  std::ofstream(file) << "";
+  EXPECT_EQ(completions("launch " + (dir_ / "ring").string()), file + "\n");
 }
 
 TEST_F(Cli, UnknownOptionIsAUsageError) {

@@ -112,7 +112,8 @@ TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {
   save_topology(f.topology, f.file.string());
 
   const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 120");
-  EXPECT_NE(launch.code, 0) << launch.output;
+  // Node 0, first in the file, was refused: launch exits with its status (docs/cli.md).
+  EXPECT_EQ(launch.code, 4) << launch.output;
   const NodeOutcome refusing = read_result(f.state_dir(1));
   EXPECT_EQ(refusing.status, "incomplete");
   EXPECT_EQ(refusing.contributors, std::vector<long>{1});  // its own data only
@@ -125,6 +126,40 @@ TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {
   EXPECT_NE(log.find("relu-projection-32-seed-1 is not pixels+relu-projection-32-seed-2"), std::string::npos) << log;
   if (::testing::Test::HasFailure()) std::cerr << launch.output;
   else fs::remove_all(dir);
+}
+
+// A file whose key directories are empty, as the example topologies on a fresh clone: launch
+// makes each node a key pair, says so, and the run completes; a second launch reuses them.
+TEST(LoopbackKeys, LaunchCreatesTheKeyPairsItsNodesLack) {
+  const auto dir = test_dir("loopback");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  TopologyBuildOptions b;
+  b.mode = TopologyMode::Linear;
+  b.nodes = 2;
+  b.base_port = 23960;
+  b.run = "test-keys-" + std::to_string(::getpid());
+  b.data = {{"dataset", "fashion-mnist"}, {"train-limit", "600"}, {"test-limit", "200"}};
+  b.key_root = "keys";
+  b.base_dir = dir.string();
+  const std::string file = (dir / "keyless.toml").string();
+  save_topology(build_topology(b), file, /*allow_missing_keys=*/true);
+  ASSERT_FALSE(fs::exists(dir / "keys"));
+
+  const CliRun first = run_cli("launch " + file + " --timeout 120");
+  EXPECT_EQ(first.code, 0) << first.output;
+  for (const std::string n : {"n0", "n1"}) {
+    EXPECT_NE(first.output.find("created a key pair for node " + std::string(1, n[1]) + " (" + n + ") in "),
+              std::string::npos) << first.output;
+    EXPECT_TRUE(fs::exists(dir / "keys" / n / "node.key")) << n;
+    EXPECT_TRUE(fs::exists(dir / "keys" / n / "node.pub")) << n;
+  }
+  const std::string key = read_text(dir / "keys" / "n0" / "node.pub");
+  const CliRun again = run_cli("launch " + file + " --timeout 120");
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(again.output.find("created a key pair"), std::string::npos) << again.output;
+  EXPECT_EQ(read_text(dir / "keys" / "n0" / "node.pub"), key);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(

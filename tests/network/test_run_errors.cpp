@@ -1,5 +1,6 @@
 // `fednode run` and `fednode launch` on bad input: each mistake is one clear line naming the
-// file, node or option, with exit status 1 (bad input) or 2 (bad command line), and no node starts.
+// file, node or option, with exit status 1 (bad input), 2 (bad command line) or 5 (an address
+// that cannot be listened on), and no node starts.
 #include "federation.h"
 
 #include "../common/expect_error.h"
@@ -7,6 +8,11 @@
 #include "node/node.h"
 
 #include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <regex>
 
@@ -72,6 +78,23 @@ TEST_F(RunErrors, AnotherRunsStateDirectoryIsRefused) {
   const CliRun r = run_cli("run --quiet --topology " + renamed + " --id 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("belongs to run"), std::string::npos) << r.output;
+}
+
+// Another program holds the node's port: the status says it is the network (5), not the file.
+TEST_F(RunErrors, AnAddressInUseExitsWithTheNetworkStatus) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(23701);  // node 1's port (make_federation: base port + id)
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at), 0) << "port 23701 is taken";
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_NE(read_text(f_.file).find("127.0.0.1:23701"), std::string::npos) << read_text(f_.file);
+  const CliRun r = run_cli("run --quiet --topology " + f_.file.string() + " --id 1");
+  ::close(fd);
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_NE(r.output.find("cannot listen on 'tcp://127.0.0.1:23701'"), std::string::npos) << r.output;
 }
 
 // A message larger than receivers accept would be dropped by their transport, and so would every
