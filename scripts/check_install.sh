@@ -9,7 +9,8 @@
 #      `fednode simulate` gives on the same data and seed. Node 1's head and node 2's input
 #      depend on node 1's part of the data, so a partition that differs from the CLI's shows;
 #   5. the installed fednode, training a LibTorch head, loads the installed lib/fednode/
-#      libfednode_torch.so (core/torch_library.h), not the build tree's.
+#      libfednode_torch.so (core/torch_library.h), not the build tree's;
+#   6. bash completion and (when the build found help2man) the man page are installed.
 # Usage: scripts/check_install.sh [BUILD_DIR]   (default: build; fednode_cli must be built there)
 # Writes only inside one temporary directory, removed on exit (kept with KEEP_TMP=1).
 set -euo pipefail
@@ -45,6 +46,18 @@ step "cmake --install $build --prefix $prefix"
 config_dir="$(dirname "$(find "$prefix" -path '*/cmake/fednode/fednodeConfig.cmake' | head -n 1)")"
 [[ -f "$config_dir/fednodeConfig.cmake" ]] || fail "no fednodeConfig.cmake installed"
 [[ -x "$prefix/bin/fednode" ]] || fail "no bin/fednode installed"
+
+step "bash completion and man page"
+[[ -f "$prefix/share/bash-completion/completions/fednode" ]] || fail "no bash completion installed"
+if grep -q '^FEDNODE_HELP2MAN:FILEPATH=/' "$build/CMakeCache.txt"; then
+  man1="$prefix/share/man/man1/fednode.1"
+  [[ -f "$man1" ]] || fail "no man page installed, though the build found help2man"
+  for section in '^\.SH "EXIT STATUS"' '^\.SH ENVIRONMENT' 'simulate' 'protocol versions'; do
+    grep -q -e "$section" "$man1" || fail "the man page lacks '$section'"
+  done
+else
+  echo "  help2man was not found when $build was configured: no man page to check (scripts/setup.sh installs it)"
+fi
 
 step "installed headers include only installed headers"
 inc="$prefix/include/fednode"

@@ -18,6 +18,7 @@ packages=(
   libpng-dev libjpeg62-turbo-dev  # image folders
   dataset-fashion-mnist   # the built-in dataset
   iproute2                # the network-namespace test (ip netns, veth)
+  help2man                # fednode's man page, made at build time from its --help and --version
   python3 python3-numpy python3-sklearn python3-torch python3-torchvision python3-pil  # reference measurements only
 )
 
