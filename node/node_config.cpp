@@ -5,6 +5,7 @@
 #include "methods/method_options.h"
 #include "protocol/limits.h"
 
+#include <charconv>
 #include <set>
 #include <tuple>
 
@@ -67,6 +68,32 @@ Args node_arguments(const Topology& topology, NodeId id, const OptionMap& data) 
   });
 }
 
+// [federation.limits] over the protocol's defaults. Every node of the federation reads the same
+// table, so what a sender may send and what its receivers accept agree.
+Limits limits_of(const Topology& topology) {
+  Limits limits;
+  const std::string where = topology.source + ":" + std::to_string(topology.federation.line_of("limits")) +
+                            ": [federation.limits]";
+  for (const auto& [name, text] : topology.federation.limits) {
+    uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    const auto parsed = std::from_chars(text.data(), end, value);
+    if (text.empty() || parsed.ec != std::errc() || parsed.ptr != end)
+      throw InputError(where + " " + name + " must be a whole number, got '" + text + "'");
+    try {
+      set_limit(limits, name, value);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+  }
+  try {
+    limits.validate();
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  return limits;
+}
+
 }  // namespace
 
 NodeConfig node_config(const Topology& topology, const std::string& id_or_name, const NodeSetup& setup) {
@@ -96,9 +123,10 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
   config.id = id;
   config.method = from_file(topology, id, [&] { return parse_method_options(parsed); });
   config.run_name = run_name(topology);
+  config.limits = limits_of(topology);
   say("loading data");
   LoadedData loaded =
-      from_file(topology, id, [&] { return load_data(parsed, Limits{}.max_dim, setup.quiet, setup.stop); });
+      from_file(topology, id, [&] { return load_data(parsed, config.limits.max_dim, setup.quiet, setup.stop); });
   config.backbone_fingerprint = loaded.fingerprint;
   if (whole) {
     config.local = expand_features(std::move(loaded.train), loaded.expansion);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -27,5 +29,12 @@ struct Limits {
   // size arithmetic could overflow.
   void validate() const;
 };
+
+// The limits by the names docs/protocol.md section 8 and a topology's [federation.limits] use
+// ("max_message_bytes", ...).
+std::vector<std::string> limit_names();
+// Sets the limit called `name`; throws InputError, listing the names, for one that is not a limit.
+// The value is checked by Limits::validate, with the others.
+void set_limit(Limits& limits, const std::string& name, uint64_t value);
 
 }  // namespace fednode

@@ -198,7 +198,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   for (auto&& [key, value] : *fed) f.key_lines[std::string(key.str())] = line_of(value);
   const std::string fw = "[federation]";
   r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "receive_window", "hop_encryption", "hub", "start",
-                          "options", "data"});
+                          "options", "data", "limits"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
   try {
@@ -226,6 +226,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   const auto start = r.ref(*fed, "start", fw);
   f.options = r.options(*fed, "options", fw);
   f.data = r.options(*fed, "data", fw);
+  f.limits = r.options(*fed, "limits", fw);
 
   // [[node]]
   std::map<std::string, NodeId> names;
@@ -392,6 +393,7 @@ std::string to_toml(const Topology& t) {
   if (f.start) out << "start = " << *f.start << "\n";
   write_options(out, "federation.options", f.options);
   write_options(out, "federation.data", f.data);
+  write_options(out, "federation.limits", f.limits);
   for (const auto& n : t.nodes) {
     out << "\n[[node]]\n";
     out << "id = " << n.id << "\n";

@@ -99,6 +99,9 @@ struct FederationSettings {
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)
   OptionMap options;           // method options shared by every node
   OptionMap data;              // dataset and partition shared by every node
+  // [federation.limits]: the protocol's limits by name (docs/protocol.md section 8), as text; the
+  // node turns them into its Limits (node_config), the same at every node reading this file.
+  OptionMap limits;
   int line = 0;
   std::map<std::string, int> key_lines;  // as TopologyNode::key_lines
   int line_of(const std::string& key) const {

@@ -59,6 +59,12 @@ TEST_F(RunErrors, EachMistakeIsNamed) {
       {"run --topology " + edited("shrinkage = 0.5", "components = 5") + " --id 1 --quiet", 1,
        "--components is a fedpft option; the method is fedcgs"},
       {"run --topology " + edited("dataset = \"fashion-mnist\"", "dataset = \"cifar\"") + " --id 1 --quiet", 1, "cifar"},
+      {"run --topology " + edited("shrinkage = 0.5", "shrinkage = 0.5\n[federation.limits]\nmax_dimension = 5") +
+           " --id 1 --quiet", 1, "[federation.limits]: 'max_dimension' is not a protocol limit (the limits: max_message_bytes, max_dim,"},
+      {"run --topology " + edited("shrinkage = 0.5", "shrinkage = 0.5\n[federation.limits]\nmax_dim = \"wide\"") +
+           " --id 1 --quiet", 1, "[federation.limits] max_dim must be a whole number, got 'wide'"},
+      {"run --topology " + edited("shrinkage = 0.5", "shrinkage = 0.5\n[federation.limits]\nmax_depth = 3") +
+           " --id 1 --quiet", 1, "[federation.limits]: protocol limit max_depth = 3 must lie in [6, 64]"},
       {"launch", 2, "topology file"},
       {"launch " + (f_.dir / "missing.toml").string(), 1, "missing.toml"},
   };
@@ -95,6 +101,15 @@ TEST_F(RunErrors, AnAddressInUseExitsWithTheNetworkStatus) {
   ::close(fd);
   EXPECT_EQ(r.code, 5) << r.output;
   EXPECT_NE(r.output.find("cannot listen on 'tcp://127.0.0.1:23701'"), std::string::npos) << r.output;
+}
+
+// The topology file's [federation.limits] reach the node: 1 MiB is below what node 0's FedCGS
+// statistics of 784 pixels need, and the sender says so before anything is sent.
+TEST_F(RunErrors, TheFilesLimitsAreTheNodesLimits) {
+  const std::string limited = edited("shrinkage = 0.5", "shrinkage = 0.5\n[federation.limits]\nmax_message_bytes = 1048576");
+  const CliRun r = run_cli("run --quiet --topology " + limited + " --id 0");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("above max_message_bytes (1048576)"), std::string::npos) << r.output;
 }
 
 // A message larger than receivers accept would be dropped by their transport, and so would every

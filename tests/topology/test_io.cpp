@@ -32,6 +32,10 @@ dataset = "fashion-mnist"
 partition = "dirichlet"
 dirichlet-alpha = 0.5
 
+[federation.limits]
+max_message_bytes = 536870912
+max_dim = 4096
+
 [[node]]
 id = 0
 name = "hub"
@@ -84,11 +88,12 @@ TEST(TopologyIo, ReadsEveryField) {
   EXPECT_EQ(t.federation.options.at("dp"), "false");
   EXPECT_EQ(t.federation.options.at("head-lr"), "0.1");
   EXPECT_EQ(t.federation.data.at("dirichlet-alpha"), "0.5");
+  EXPECT_EQ(t.federation.limits.at("max_dim"), "4096");
   ASSERT_EQ(t.nodes.size(), 3u);
   const auto& hub = t.node(0);
   EXPECT_EQ(hub.name, "hub");
   EXPECT_EQ(hub.bind, "tcp://*:7000");
-  EXPECT_EQ(hub.line, 21);  // the [[node]] header
+  EXPECT_EQ(hub.line, 25);  // the [[node]] header
   ASSERT_TRUE(hub.public_key);
   EXPECT_EQ(public_key_hex(*hub.public_key), key_hex(0));
   EXPECT_EQ(t.state_dir_of(0), "state/hub");
@@ -121,6 +126,8 @@ TEST(TopologyIo, PrintThenParseGivesTheSameTopology) {
   EXPECT_EQ(to_toml(b), printed);
   EXPECT_EQ(b.federation.options, a.federation.options);
   EXPECT_EQ(b.federation.data, a.federation.data);
+  EXPECT_EQ(b.federation.limits, a.federation.limits);
+  EXPECT_EQ(b.federation.limits, (OptionMap{{"max_dim", "4096"}, {"max_message_bytes", "536870912"}}));
   EXPECT_EQ(b.federation.deadline_seconds, a.federation.deadline_seconds);
   ASSERT_EQ(b.nodes.size(), a.nodes.size());
   for (size_t i = 0; i < a.nodes.size(); ++i) {
