@@ -10,7 +10,8 @@
 #      depend on node 1's part of the data, so a partition that differs from the CLI's shows;
 #   5. the installed fednode, training a LibTorch head, loads the installed lib/fednode/
 #      libfednode_torch.so (core/torch_library.h), not the build tree's;
-#   6. bash completion and (when the build found help2man) the man page are installed.
+#   6. bash completion and (when the build found help2man) the man page are installed;
+#   7. examples/edge_app also builds from `pkg-config --cflags --libs fednode` alone, and runs.
 # Usage: scripts/check_install.sh [BUILD_DIR]   (default: build; fednode_cli must be built there)
 # Writes only inside one temporary directory, removed on exit (kept with KEEP_TMP=1).
 set -euo pipefail
@@ -89,6 +90,18 @@ found="$(sed -n 's/^fednode_DIR:PATH=//p' "$tmp/edge-build/CMakeCache.txt")"
 [[ "$found" == "$config_dir" ]] || fail "find_package(fednode) found '$found', not the prefix"
 "$cmake" --build "$tmp/edge-build" -j2 >"$tmp/edge-build.log" 2>&1 || fail "building examples/edge_app"
 edge="$tmp/edge-build/edge_app"
+
+step "build examples/edge_app with pkg-config alone (no CMake)"
+pcdir="$(dirname "$(find "$prefix" -name fednode.pc | head -n 1)")"
+[[ -f "$pcdir/fednode.pc" ]] || fail "no fednode.pc installed"
+flags="$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs fednode)" || fail "pkg-config cannot read fednode.pc"
+# shellcheck disable=SC2086  # the flags are words
+g++ -O1 "$src/examples/edge_app/main.cpp" $flags -o "$tmp/edge_pc" >"$tmp/edge-pkg-config.log" 2>&1 \
+  || fail "building examples/edge_app with \$(pkg-config --cflags --libs fednode)"
+pc_rc=0
+"$tmp/edge_pc" >"$tmp/edge-pc-usage.log" 2>&1 || pc_rc=$?
+[[ $pc_rc == 2 ]] && grep -q "usage: edge_app" "$tmp/edge-pc-usage.log" \
+  || fail "the pkg-config build of edge_app did not run (exit $pc_rc)"
 
 # Three consecutive ports nobody listens on (bash's /dev/tcp connects; refused means free).
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
