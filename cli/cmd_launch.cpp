@@ -3,11 +3,13 @@
 #include "core/options.h"
 #include "cli/commands.h"
 #include "cli/exit_status.h"
+#include "cli/status_view.h"
 #include "crypto/key_files.h"
 #include "topology/topology.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -101,20 +103,13 @@ std::string field_text(const nlohmann::json& j, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-// [0, 1, 2, 3, 5] -> "0-3,5": a star of 32 nodes still fits the table.
+// The ids of a JSON array, compacted ("0-3,5").
 std::string compact_ids(const nlohmann::json& list) {
   std::vector<long> ids;
   if (list.is_array())
     for (const auto& v : list)
       if (v.is_number_integer()) ids.push_back(v.get<long>());
-  std::string out;
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
-    i = j + 1;
-  }
-  return out.empty() ? "-" : out;
+  return cli::compact_ids(ids);
 }
 
 ResultRow read_result_row(std::istream& in, const std::string& path) {
@@ -144,6 +139,41 @@ ResultRow read_result_row(std::istream& in, const std::string& path) {
   return row;
 }
 
+// The nodes' status (cli/status_view.h) while they run: on a terminal one table redrawn in place
+// every second; otherwise (a log, a pipe) plain lines, a new table whenever a node's state,
+// phase, awaited senders or unacknowledged peers change.
+class LiveTable {
+ public:
+  explicit LiveTable(bool terminal) : terminal_(terminal) {}
+  void show(const std::vector<NodeView>& views, int elapsed_s) {
+    const std::string table = status_table(views);
+    if (terminal_) {
+      if (lines_ > 0) std::cerr << "\033[" << lines_ << "F\033[J";  // back to the table's first line, clear below
+      std::cerr << elapsed_s << " s\n" << table << std::flush;
+      lines_ = 1 + static_cast<int>(std::count(table.begin(), table.end(), '\n'));
+      return;
+    }
+    std::string shape;
+    for (const auto& v : views) {
+      shape += v.label + ' ' + v.state + ' ' + v.stage + ';';
+      for (long id : v.awaiting) shape += std::to_string(id) + ',';
+      shape += ';';
+      for (long id : v.unacknowledged) shape += std::to_string(id) + ',';
+      shape += '\n';
+    }
+    if (shape == shape_) return;
+    shape_ = shape;
+    std::cerr << elapsed_s << " s\n" << table << std::flush;
+  }
+  // Output from elsewhere (a node exited) went below the table: redraw under it, not over it.
+  void interrupted() { lines_ = 0; }
+
+ private:
+  bool terminal_;
+  int lines_ = 0;
+  std::string shape_;
+};
+
 // Every node of a local launch runs here, so a node whose key_dir has no key pair yet (the
 // example topologies on a fresh clone) can be given one: its public key is then read from that
 // same directory. Half a pair is left alone; loading the topology names what is wrong with it.
@@ -165,10 +195,7 @@ void create_missing_key_pairs(const std::string& file, bool quiet) {
 
 int cmd_launch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest;
-  std::string file;
-  for (const auto& s : argv)
-    if (file.empty() && !s.empty() && s[0] != '-') file = s;
-    else rest.push_back(s);
+  const std::string file = split_positional(argv, {"--threads", "--timeout"}, rest);
   const Args a(rest, {"threads", "timeout"}, {"quiet"});
   if (a.help()) {
     std::cout << kHelp;
@@ -194,6 +221,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
     fs::create_directories(c.state_dir, ec);
     if (ec) throw InputError("cannot create '" + c.state_dir + "': " + ec.message());
     fs::remove(c.state_dir + "/result.json", ec);  // a stale result must not pass for this run's
+    fs::remove(c.state_dir + "/status.json", ec);  // nor a stale status for this run's progress
     children.push_back(c);
   }
   std::signal(SIGINT, on_signal);
@@ -210,6 +238,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   bool stopping = false;
   size_t running = children.size();
   auto last_status = t0;
+  LiveTable live(::isatty(2) != 0);
   while (running > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -219,7 +248,10 @@ int cmd_launch(const std::vector<std::string>& argv) {
           c.running = false;
           c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
           --running;
-          if (!quiet) std::cerr << "node " << c.label << " exited (" << c.exit_code << "), " << running << " still running\n";
+          if (!quiet) {
+            std::cerr << "node " << c.label << " exited (" << c.exit_code << "), " << running << " still running\n";
+            live.interrupted();
+          }
         }
       continue;
     }
@@ -230,12 +262,9 @@ int cmd_launch(const std::vector<std::string>& argv) {
       for (auto& c : children)
         if (c.running) ::kill(c.pid, SIGTERM);
     }
-    if (!quiet && std::chrono::steady_clock::now() - last_status > std::chrono::seconds(15)) {
+    if (!quiet && std::chrono::steady_clock::now() - last_status > std::chrono::seconds(1)) {
       last_status = std::chrono::steady_clock::now();
-      std::cerr << static_cast<int>(elapsed) << " s: " << running << " node(s) running:";
-      for (const auto& c : children)
-        if (c.running) std::cerr << ' ' << c.label;
-      std::cerr << "\n";
+      live.show(read_node_views(topology), static_cast<int>(elapsed));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

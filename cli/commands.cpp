@@ -4,6 +4,7 @@
 #include "core/options.h"
 #include "core/types.h"
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -18,8 +19,21 @@ const std::vector<Command>& commands() {
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
       {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},
       {"topology", "write a linear, ring, star or graph topology file with a key pair per node", cmd_topology},
+      {"status", "show every node of a topology file: phase, whom it waits for, its result", cmd_status},
   };
   return table;
+}
+
+std::string split_positional(const std::vector<std::string>& argv, const std::vector<std::string>& valued,
+                             std::vector<std::string>& rest) {
+  std::string positional;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const bool option_value =
+        i > 0 && std::find(valued.begin(), valued.end(), argv[i - 1]) != valued.end();
+    if (positional.empty() && !option_value && !argv[i].empty() && argv[i][0] != '-') positional = argv[i];
+    else rest.push_back(argv[i]);
+  }
+  return positional;
 }
 
 int run_guarded(const Command& c, const std::vector<std::string>& args) {

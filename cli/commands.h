@@ -14,6 +14,11 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// A command's one positional argument (launch's and status's FILE), and the rest for Args: the
+// first word that is neither an option nor the value of one of the options in `valued`.
+std::string split_positional(const std::vector<std::string>& argv, const std::vector<std::string>& valued,
+                             std::vector<std::string>& rest);
+
 // What `fednode --version` prints: the version, the protocol versions spoken, the libraries.
 std::string version_text();
 
@@ -27,5 +32,6 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
 int cmd_keygen(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
 
 }  // namespace fednode::cli

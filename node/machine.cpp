@@ -246,6 +246,28 @@ void Machine::release_inputs() {
   hub_head_.reset();
 }
 
+Machine::Standing Machine::standing() const {
+  Standing s;
+  s.accepted = progress_.arrived();
+  s.awaiting = progress_.awaiting();
+  const NodePlan& plan = config_.plan;
+  const double from = std::max(stage_started_, last_inbound_);
+  switch (progress_.stage()) {
+    case PlanProgress::Stage::Gather:
+      s.stage = "phase 1";
+      if (!s.awaiting.empty()) s.deadline_at = from + plan.deadline_seconds;
+      break;
+    case PlanProgress::Stage::Return:
+      s.stage = "phase 2";
+      if (!s.awaiting.empty()) s.deadline_at = from + plan.return_deadline_seconds;
+      break;
+    case PlanProgress::Stage::Done:
+      s.stage = "plan done";
+      break;
+  }
+  return s;
+}
+
 // --- the plan ---------------------------------------------------------------------------------
 
 Actions Machine::tick(double now) {

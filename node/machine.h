@@ -125,6 +125,15 @@ class Machine {
   // senders by when it acknowledges their hello).
   bool awaits_knowledge_from(NodeId from) const;
   const MachineOutcome& outcome() const { return outcome_; }
+  // Where the node stands, for people watching (fednode status): the stage, the senders it still
+  // waits for, and when (in the driver's time) the current stage's deadline passes, if it waits.
+  struct Standing {
+    const char* stage = "";  // "phase 1", "phase 2" or "plan done"
+    std::vector<NodeId> awaiting;
+    std::optional<double> deadline_at;
+    std::vector<std::pair<NodeId, PlanMessage>> accepted;  // every message the plan took, in order
+  };
+  Standing standing() const;
   const NodePlan& plan() const { return config_.plan; }
   // Knowledge pieces folded into a running sum as they arrived (see foldable_senders_).
   size_t folded_count() const { return folded_pieces_.size(); }

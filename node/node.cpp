@@ -11,11 +11,14 @@
 #include "node/machine.h"
 #include "node/node_config.h"
 #include "node/node_result.h"
+#include "node/node_status.h"
 #include "node/outbox.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
 #include "node/state_store.h"
 #include "topology/plan.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -39,6 +42,7 @@ constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
 constexpr double kReceiptPatience = 5.0;
 constexpr double kInboundSampling = 0.5;  // seconds between samples of inbound progress
+constexpr double kStatusEvery = 1.0;      // seconds between rewrites of status.json
 
 }  // namespace
 
@@ -59,6 +63,10 @@ struct Node::Impl {
   SendTally sent;
 
   Clock::time_point started = Clock::now(), done_at{}, closing_since{}, inbound_sampled{};
+  // status.json (write_status): what the node said last, and when the file was last written.
+  mutable std::string last_line;
+  mutable Clock::time_point status_written{};
+  mutable bool said_status_failure = false;
   bool done = false;
   bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
@@ -83,7 +91,10 @@ struct Node::Impl {
   }
   std::string who(NodeId id) const { return config.topology.describe(id); }
   void say(const std::string& msg) const {
+    last_line = msg;
     if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
+    // A node says something at every epoch of a long fit, inside one step: the status follows.
+    write_status();
   }
   template <class Call>
   void call_back(Call&& call) const {
@@ -342,7 +353,37 @@ struct Node::Impl {
   bool step(std::chrono::milliseconds budget, const std::atomic<bool>& stop) {
     const bool finished = step_once(budget, stop);
     sync_result();
+    if (!finished) write_status();
     return finished;
+  }
+
+  // status.json, about once a second while the node runs (node/node_status.h), from the steps
+  // and from what the node says. A node that cannot write it still runs: status is for
+  // watching, not for the run.
+  void write_status() const {
+    if (!machine || !outbox || !store || done) return;  // not set up yet, or result.json's turn
+    if (status_written != Clock::time_point{} && seconds_since(status_written) < kStatusEvery) return;
+    status_written = Clock::now();
+    NodeStanding s;
+    s.id = config.id;
+    s.name = config.topology.node(config.id).name;
+    s.pid = static_cast<long>(::getpid());
+    s.updated_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const Machine::Standing m = machine->standing();
+    s.stage = m.stage;
+    s.awaiting = m.awaiting;
+    if (m.deadline_at) s.deadline_in_seconds = *m.deadline_at - now();
+    for (const auto& [from, kind] : m.accepted) s.accepted.emplace_back(from, to_string(kind));
+    s.unacknowledged = distinct(outbox->unacknowledged());
+    s.bytes_sent = result.bytes_sent;
+    s.bytes_received = result.bytes_received;
+    s.frames_rejected = result.frames_rejected;
+    s.last_line = last_line;
+    try {
+      write_standing(store->path("status.json"), s);
+    } catch (const InputError& e) {
+      if (!std::exchange(said_status_failure, true)) say(std::string(e.what()) + "; fednode status will not see this node");
+    }
   }
 
   bool step_once(std::chrono::milliseconds budget, const std::atomic<bool>& stop) {

@@ -110,6 +110,8 @@ class PlanProgress {
   // Senders the current stage still waits for; senders given up on that never delivered.
   std::vector<NodeId> awaiting() const;
   std::vector<NodeId> missing() const;
+  // What arrived, in order (repeats once).
+  const std::vector<std::pair<NodeId, PlanMessage>>& arrived() const { return arrived_; }
 
  private:
   std::vector<std::pair<NodeId, PlanMessage>> inputs(Stage s) const;

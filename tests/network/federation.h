@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -161,6 +162,27 @@ inline void set_deadline(Federation& f, double seconds) {
 inline bool wait_for_log(const fs::path& path, const std::string& line, size_t from = 0) {
   for (int i = 0; i < 1200 && read_text(path).find(line, from) == std::string::npos; ++i) ::usleep(50 * 1000);
   return read_text(path).find(line, from) != std::string::npos;
+}
+
+// The pid of the `fednode run --topology FILE --id ID` process, or -1.
+inline pid_t find_run_process(const fs::path& file, NodeId id) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> args;
+    for (size_t at = 0; at < cmdline.size();) {
+      const size_t end = cmdline.find('\0', at);
+      args.push_back(cmdline.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    const std::vector<std::string> want = {"run", "--topology", file.string(), "--id", std::to_string(id)};
+    if (args.size() == want.size() + 1 && std::equal(want.begin(), want.end(), args.begin() + 1))
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
 }
 
 // A fresh folder for one test under the system's temporary directory.

@@ -23,27 +23,6 @@
 namespace fednode::testing_network {
 namespace {
 
-// The pid of the `fednode run --topology FILE --id ID` process, or -1.
-pid_t find_run_process(const fs::path& file, NodeId id) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::string> args;
-    for (size_t at = 0; at < cmdline.size();) {
-      const size_t end = cmdline.find('\0', at);
-      args.push_back(cmdline.substr(at, end == std::string::npos ? std::string::npos : end - at));
-      if (end == std::string::npos) break;
-      at = end + 1;
-    }
-    const std::vector<std::string> want = {"run", "--topology", file.string(), "--id", std::to_string(id)};
-    if (args.size() == want.size() + 1 && std::equal(want.begin(), want.end(), args.begin() + 1))
-      return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
 OptionMap fault_data() {
   return {{"dataset", "fashion-mnist"}, {"train-limit", "3000"}, {"test-limit", "1000"},
           {"partition", "dirichlet"}, {"dirichlet-alpha", "0.5"}, {"min-samples", "20"}};

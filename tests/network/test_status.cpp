@@ -1,0 +1,77 @@
+// `fednode status` and launch's live table on a real launch: a chain 0 -> 1 -> 2 whose first node
+// is slow (a head of very many steps), whose middle node is killed while it waits: the status
+// says it stopped and that node 2 waits for it, and the launcher's own lines show the same.
+#include "federation.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <future>
+#include <regex>
+
+namespace fednode::testing_network {
+namespace {
+
+nlohmann::json node_of(const nlohmann::json& views, const std::string& name) {
+  if (views.is_array())
+    for (const auto& v : views)
+      if (v.value("name", "") == name) return v;
+  ADD_FAILURE() << "no node " << name << " in " << views.dump();
+  return nlohmann::json::object();
+}
+
+TEST(Status, ShowsAStoppedNodeAndWhomTheOthersWaitFor) {
+  const auto dir = test_dir("status");
+  Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedpft", 23985,
+                                 {{"components", "1"}, {"head-lr", "0.001"}, {"head-min-steps", "50"}},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "900"}, {"test-limit", "100"}});
+  // Node 0 trains its head for minutes before it sends anything; the others wait for it.
+  f.topology.nodes[0].options["head-min-steps"] = "100000000";
+  save_again(f);
+  auto launch = std::async(std::launch::async, [&] { return run_cli("launch " + f.file.string() + " --timeout 25"); });
+
+  for (NodeId id : {NodeId{1}, NodeId{2}})
+    ASSERT_TRUE(wait_for_log(f.state_dir(id) / "node.log", "waits for")) << read_text(f.state_dir(id) / "node.log");
+  // status.json comes within a second of the node's first step.
+  for (int i = 0; i < 100 && !fs::exists(f.state_dir(1) / "status.json"); ++i) ::usleep(50 * 1000);
+  pid_t middle = -1;
+  for (int i = 0; i < 100 && middle < 0; ++i, ::usleep(50 * 1000)) middle = find_run_process(f.file, 1);
+  ASSERT_GT(middle, 0);
+  ASSERT_EQ(::kill(middle, SIGKILL), 0);
+  ::usleep(1500 * 1000);  // node 2 rewrites its status; the launcher reaps node 1
+
+  const CliRun status = run_cli("status " + f.file.string() + " --format json");
+  ASSERT_EQ(status.code, 0) << status.output;
+  const nlohmann::json views = test::parse_json(status.output, "fednode status --format json");
+  const auto n0 = node_of(views, "n0"), n1 = node_of(views, "n1"), n2 = node_of(views, "n2");
+  EXPECT_EQ(n0.value("state", ""), "running") << n0.dump();
+  EXPECT_EQ(n0.value("stage", ""), "phase 1") << n0.dump();
+  EXPECT_EQ(n1.value("state", ""), "stopped") << n1.dump();
+  EXPECT_EQ(n1["awaiting"], nlohmann::json::array({0})) << "what it was waiting for when it stopped: " << n1.dump();
+  EXPECT_EQ(n2.value("state", ""), "running") << n2.dump();
+  EXPECT_EQ(n2["awaiting"], nlohmann::json::array({1})) << n2.dump();
+  ASSERT_TRUE(n2["deadline_in_seconds"].is_number()) << n2.dump();
+  EXPECT_GT(n2["deadline_in_seconds"].get<double>(), 60.0) << "make_federation's deadline is 120 s";
+
+  const CliRun table = run_cli("status " + f.file.string());
+  EXPECT_EQ(table.code, 0) << table.output;
+  EXPECT_NE(table.output.find("stopped"), std::string::npos) << table.output;
+
+  // The launcher is not on a terminal here: it prints a table whenever a node's state changes,
+  // so its output holds one with node 1 stopped and node 2 waiting for it.
+  const CliRun out = launch.get();
+  EXPECT_NE(out.code, 0) << out.output;  // stopped at its timeout
+  bool seen = false;
+  std::istringstream lines(out.output);
+  std::string line, n1_line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("n1 ", 0) == 0 && line.find("stopped") != std::string::npos) seen = true;
+    if (seen && std::regex_search(line, std::regex("^n2 +running +phase 1 +1 "))) n1_line = line;
+  }
+  EXPECT_TRUE(seen) << out.output;
+  EXPECT_FALSE(n1_line.empty()) << "node 2 waiting for 1 after node 1 stopped:\n" << out.output;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fednode::testing_network
