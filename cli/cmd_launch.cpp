@@ -140,8 +140,9 @@ ResultRow read_result_row(std::istream& in, const std::string& path) {
 }
 
 // The nodes' status (cli/status_view.h) while they run: on a terminal one table redrawn in place
-// every second; otherwise (a log, a pipe) plain lines, a new table whenever a node's state,
-// phase, awaited senders or unacknowledged peers change.
+// every second; otherwise (a log, a pipe) plain lines, a new table when a node's state, phase,
+// awaited senders or unacknowledged peers changed, at most every 5 s, so that a large star's
+// log does not get a table per arriving leaf.
 class LiveTable {
  public:
   explicit LiveTable(bool terminal) : terminal_(terminal) {}
@@ -161,8 +162,10 @@ class LiveTable {
       for (long id : v.unacknowledged) shape += std::to_string(id) + ',';
       shape += '\n';
     }
-    if (shape == shape_) return;
+    if (shape == shape_ || (printed_ && elapsed_s - printed_at_ < 5)) return;
     shape_ = shape;
+    printed_ = true;
+    printed_at_ = elapsed_s;
     std::cerr << elapsed_s << " s\n" << table << std::flush;
   }
   // Output from elsewhere (a node exited) went below the table: redraw under it, not over it.
@@ -172,6 +175,8 @@ class LiveTable {
   bool terminal_;
   int lines_ = 0;
   std::string shape_;
+  bool printed_ = false;
+  int printed_at_ = 0;
 };
 
 // Every node of a local launch runs here, so a node whose key_dir has no key pair yet (the

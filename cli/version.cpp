@@ -1,27 +1,24 @@
 // `fednode --version`: what this binary is and speaks, for bug reports and scripts.
 #include "cli/commands.h"
+#include "node/transport.h"
 #include "protocol/messages.h"
 
 #include <Eigen/Core>
-#include <msgpack/version.hpp>
 #include <sodium.h>
-#include <zmq.h>
 
 #include <sstream>
 
 namespace fednode::cli {
 
 std::string version_text() {
-  int zmq_major = 0, zmq_minor = 0, zmq_patch = 0;
-  zmq_version(&zmq_major, &zmq_minor, &zmq_patch);
   std::ostringstream out;
   out << "fednode " << FEDNODE_VERSION << "\n"
       << "protocol versions " << kProtocolVersion << " (one frame a message) and " << kStreamVersion
       << " (streams of sealed chunks), docs/protocol.md\n"
       // LibTorch is loaded only when a command needs it; its version is the one this was built against.
       << "built with LibTorch " << FEDNODE_TORCH_VERSION << ", Eigen " << EIGEN_WORLD_VERSION << "."
-      << EIGEN_MAJOR_VERSION << "." << EIGEN_MINOR_VERSION << ", msgpack-c " << msgpack_version()
-      << "; running with ZeroMQ " << zmq_major << "." << zmq_minor << "." << zmq_patch << ", libsodium "
+      << EIGEN_MAJOR_VERSION << "." << EIGEN_MINOR_VERSION << ", msgpack-c " << msgpack_version_text()
+      << "; running with ZeroMQ " << Transport::zeromq_version() << ", libsodium "
       << sodium_version_string() << "\n";
   return out.str();
 }

@@ -275,6 +275,12 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
   }
 }
 
+std::string Transport::zeromq_version() {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
 std::string Transport::resolution_problem(const std::string& address) {
   const std::string scheme = "tcp://";
   if (address.rfind(scheme, 0) != 0) return "";

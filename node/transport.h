@@ -120,6 +120,8 @@ class Transport {
   // Why the host of a tcp:// address does not resolve now (empty if it does, or is an IP
   // address): libzmq keeps retrying such a peer in silence, so the node says it once.
   static std::string resolution_problem(const std::string& address);
+  // The libzmq this process runs with, "4.3.4" (fednode --version).
+  static std::string zeromq_version();
 
   // Hands the frame to ZeroMQ without blocking. False when the queue for `peer` is full (a
   // frame for it is still waiting, e.g. while it is down; the caller retries later);

@@ -1,6 +1,10 @@
 #include "protocol/messages.h"
 
+#include <msgpack/version.hpp>
+
 namespace fednode {
+
+const char* msgpack_version_text() { return msgpack_version(); }
 
 const char* to_string(MessageType t) {
   switch (t) {

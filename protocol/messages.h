@@ -90,6 +90,8 @@ enum class ErrorReason : uint16_t {
   Internal = 8,
 };
 const char* to_string(ErrorReason r);  // "unknown" for codes a newer peer may send
+// The msgpack-c the wire format was built with, "4.1.3" (fednode --version).
+const char* msgpack_version_text();
 
 struct ErrorMessage {
   ErrorReason reason = ErrorReason::Internal;  // any uint16 is accepted on decode
