@@ -1,5 +1,6 @@
 // `fednode --version`: what this binary is and speaks, for bug reports and scripts.
 #include "cli/commands.h"
+#include "core/version.h"
 #include "node/transport.h"
 #include "protocol/messages.h"
 
@@ -12,7 +13,7 @@ namespace fednode::cli {
 
 std::string version_text() {
   std::ostringstream out;
-  out << "fednode " << FEDNODE_VERSION << "\n"
+  out << "fednode " << fednode_version() << "\n"
       << "protocol versions " << kProtocolVersion << " (one frame a message) and " << kStreamVersion
       << " (streams of sealed chunks), docs/protocol.md\n"
       // LibTorch is loaded only when a command needs it; its version is the one this was built against.

@@ -1,6 +1,7 @@
 #include "node/node_config.h"
 
 #include "core/options.h"
+#include "core/version.h"
 #include "features/data_options.h"
 #include "methods/method_options.h"
 #include "protocol/limits.h"
@@ -225,7 +226,7 @@ Hello hello_of(const NodeConfig& config) {
   h.backbone_fingerprint = config.backbone_fingerprint;
   h.dim = static_cast<int>(config.local.dim());
   h.num_classes = config.local.num_classes;
-  h.software = "fednode 0.1.0";
+  h.software = std::string("fednode ") + fednode_version();
   return h;
 }
 

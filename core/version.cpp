@@ -1,0 +1,7 @@
+#include "core/version.h"
+
+namespace fednode {
+
+const char* fednode_version() { return FEDNODE_VERSION; }
+
+}  // namespace fednode
