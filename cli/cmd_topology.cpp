@@ -9,6 +9,7 @@
 #include "node/secure_channel.h"
 #include "topology/builders.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -56,7 +57,9 @@ const char* kHelp =
     "  --data K=V             a dataset or partition setting for every node, e.g.\n"
     "                         --data dataset=fashion-mnist --data partition=dirichlet; repeatable\n"
     "Paths given here are relative to the current directory; the file stores them relative to\n"
-    "its own directory, as topology files do.\n";
+    "its own directory, as topology files do.\n"
+    "fednode topology FILE --dot|--svg [--out F] draws an existing file instead\n"
+    "(fednode topology FILE --help).\n";
 
 // --option and --data: repeated KEY=VALUE texts, each key at most once.
 OptionMap key_values(const Args& a, const std::string& option) {
@@ -158,8 +161,16 @@ std::string ensure_key_pair(const std::string& dir, int& generated, int& reused)
 }  // namespace
 
 int cmd_topology(const std::vector<std::string>& argv) {
-  // The mode comes first, as a word; everything after it is an option.
+  // The mode comes first, as a word; everything after it is an option. Any other first word is
+  // a file to draw (cmd_topology_draw.cpp), so the generator's command lines keep their meaning.
   const bool has_mode = !argv.empty() && argv[0].rfind("-", 0) != 0;
+  const bool drawing = std::find(argv.begin(), argv.end(), "--dot") != argv.end() ||
+                       std::find(argv.begin(), argv.end(), "--svg") != argv.end();
+  if (has_mode && is_topology_mode_word(argv[0]) && drawing)
+    throw UsageError("--dot and --svg draw an existing file (fednode topology FILE --dot); '" + argv[0] +
+                     "' is a mode name: write ./" + argv[0] + " for a file of that name");
+  if (drawing || (has_mode && !is_topology_mode_word(argv[0]) && std::filesystem::is_regular_file(argv[0])))
+    return cmd_topology_draw(argv);
   const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
                {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "ack-deadline", "silence", "receive-window", "run", "keys", "state",
                 "hop-encryption"}, {},
@@ -168,7 +179,9 @@ int cmd_topology(const std::vector<std::string>& argv) {
     std::cout << kHelp;
     return 0;
   }
-  if (!has_mode) throw UsageError("name the topology first: fednode topology linear|ring|star|graph --nodes N");
+  if (!has_mode)
+    throw UsageError("name the topology first: fednode topology linear|ring|star|graph --nodes N (or draw a file: "
+                     "fednode topology FILE --dot)");
 
   TopologyBuildOptions o;
   try {

@@ -18,8 +18,9 @@ const std::vector<Command>& commands() {
       {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
       {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},
-      {"topology", "write a linear, ring, star or graph topology file with a key pair per node", cmd_topology},
+      {"topology", "write a linear, ring, star or graph topology file with a key pair per node; draw one (--dot, --svg)", cmd_topology},
       {"status", "show every node of a topology file: phase, whom it waits for, its result", cmd_status},
+      {"report", "draw a simulate report as one self-contained HTML page (--html DIR)", cmd_report},
   };
   return table;
 }

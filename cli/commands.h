@@ -33,5 +33,10 @@ int cmd_launch(const std::vector<std::string>& args);
 int cmd_keygen(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+// `fednode topology FILE --dot|--svg` (cmd_topology_draw.cpp): cmd_topology hands it every
+// command line whose first word is not a mode name.
+int cmd_topology_draw(const std::vector<std::string>& args);
+bool is_topology_mode_word(const std::string& word);
 
 }  // namespace fednode::cli

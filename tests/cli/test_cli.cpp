@@ -53,11 +53,7 @@ class Cli : public ::testing::Test {
     write_npy_labels((dir_ / (name + "_y.npy")).string(), y);
   }
 
-  std::string data_args() const {
-    return "--train-features " + (dir_ / "train_X.npy").string() + " --train-labels " +
-           (dir_ / "train_y.npy").string() + " --test-features " + (dir_ / "test_X.npy").string() +
-           " --test-labels " + (dir_ / "test_y.npy").string();
-  }
+  std::string data_args() const { return test::npy_data_args(dir_.string()); }
 
   test::TempDir tmp_{"fednode_cli"};
   fs::path dir_ = tmp_.path();

@@ -27,4 +27,10 @@ inline CliRun run_cli(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// The data options of a simulate run on DIR/{train,test}_{X,y}.npy.
+inline std::string npy_data_args(const std::string& dir) {
+  return "--train-features " + dir + "/train_X.npy --train-labels " + dir + "/train_y.npy --test-features " + dir +
+         "/test_X.npy --test-labels " + dir + "/test_y.npy";
+}
+
 }  // namespace fednode::test

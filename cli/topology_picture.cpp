@@ -1,0 +1,85 @@
+#include "cli/topology_picture.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace fednode::cli {
+
+std::string state_class(const std::string& s) {
+  if (s.empty()) return "";
+  if (s == "finished") return "done";
+  if (s == "running" || s == "not responding") return "running";
+  if (s == "not started") return "not started";
+  return "failed";
+}
+
+std::string state_colour(const std::string& c) {
+  if (c == "done") return "#b8e0b0";
+  if (c == "running") return "#b5d3f0";
+  if (c == "failed") return "#f2b0a8";
+  if (c == "not started") return "#e4e4e4";
+  return "#ffffff";
+}
+
+TopologyPicture picture_of(const Topology& t, const std::string& title) {
+  TopologyPicture p;
+  p.title = title;
+  p.mode = t.federation.mode;
+  p.hub = t.federation.hub;
+  p.start = t.federation.start;
+  for (NodeId id : t.ids()) {
+    const TopologyNode& n = t.node(id);
+    PictureNode pn;
+    pn.id = id;
+    pn.lines.push_back(n.name.empty() ? "node " + std::to_string(id) : n.name + " (" + std::to_string(id) + ")");
+    if (!n.address.empty()) pn.lines.push_back(n.address);
+    p.nodes.push_back(std::move(pn));
+  }
+  for (const TopologyEdge& e : t.edges) {
+    PictureEdge pe;
+    pe.from = e.from;
+    pe.to = e.to;
+    pe.feedback = e.feedback;
+    if (e.feedback) pe.label = "feedback";
+    p.edges.push_back(pe);
+  }
+  if (p.mode == TopologyMode::Star && p.hub) {
+    for (const TopologyEdge& e : t.edges) {
+      if (e.to != *p.hub) continue;
+      PictureEdge head;
+      head.from = *p.hub;
+      head.to = e.from;
+      head.implied = true;
+      head.label = "head";
+      p.edges.push_back(head);
+    }
+  }
+  return p;
+}
+
+void add_states(TopologyPicture& p, const Topology& t, const std::vector<NodeView>& views) {
+  std::error_code ec;
+  bool any = false;
+  for (NodeId id : t.ids()) any = any || std::filesystem::is_directory(t.state_dir_of(id), ec);
+  if (!any) return;
+  p.has_state = true;
+  for (const NodeView& v : views) {
+    for (PictureNode& n : p.nodes) {
+      if (n.id != v.id) continue;
+      n.state = v.state;
+      n.state_class = state_class(v.state);
+      std::string line = v.state;
+      if (v.accuracy) {
+        char a[32];
+        std::snprintf(a, sizeof a, ", accuracy %.4f", *v.accuracy);
+        line += a;
+      }
+      n.lines.push_back(line);
+      // Bytes per node, not per link: nodes do not record what went to which peer (docs/cli.md).
+      if (v.bytes_sent || v.bytes_received)
+        n.lines.push_back("sent " + std::to_string(v.bytes_sent) + " B, received " + std::to_string(v.bytes_received) + " B");
+    }
+  }
+}
+
+}  // namespace fednode::cli

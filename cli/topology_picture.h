@@ -1,0 +1,52 @@
+// What a drawing of a topology shows, whoever lays it out (Graphviz through topology_dot.h, or
+// fednode itself through topology_svg.h): nodes with their labels and state, and the edges
+// knowledge and heads travel along.
+#pragma once
+
+#include "cli/status_view.h"
+#include "topology/topology.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fednode::cli {
+
+// The four states a picture tells apart: "done" (finished), "running" (also not responding),
+// "failed" (stopped, incomplete or any other end short of finished), "not started"; "" when the
+// picture shows no state at all.
+std::string state_class(const std::string& node_state);
+// The fill colour of a node in that state (white for no state).
+std::string state_colour(const std::string& state_class);
+
+struct PictureNode {
+  NodeId id = 0;
+  std::vector<std::string> lines;  // the label: the first line names the node
+  std::string state;               // NodeView::state as shown ("finished", ...), "" when unknown
+  std::string state_class;         // see state_class()
+};
+
+struct PictureEdge {
+  NodeId from = 0, to = 0;
+  bool implied = false;  // not listed in the file: a star hub's head back to a leaf
+  bool feedback = false; // graph mode: closes a cycle, merged in phase 2
+  std::string label;     // "head", "feedback", or ""
+};
+
+struct TopologyPicture {
+  std::string title;
+  TopologyMode mode = TopologyMode::Linear;
+  std::optional<NodeId> hub, start;
+  std::vector<PictureNode> nodes;  // ascending ids
+  std::vector<PictureEdge> edges;  // the file's order, then the implied ones
+  bool has_state = false;          // whether any node's state directory exists
+};
+
+// Nodes labelled with name, id and address; the file's edges, and in a star the hub's head
+// going back to every leaf (implied by the mode, so the file does not list it).
+TopologyPicture picture_of(const Topology& topology, const std::string& title);
+// Colours nodes by state and adds their bytes to the labels, when `views` (status_view.h) show
+// that at least one node's state directory exists; otherwise leaves the picture as it is.
+void add_states(TopologyPicture& picture, const Topology& topology, const std::vector<NodeView>& views);
+
+}  // namespace fednode::cli
