@@ -71,7 +71,7 @@ void read_exact(gzFile f, const std::string& path, void* dst, uint64_t n, const 
 // then the end of the file. Reading to the end is what makes zlib check the gzip trailer's CRC,
 // so a flipped bit anywhere in the file is found, not only one that breaks the deflate stream.
 void expect_declared_rest(gzFile f, const std::string& path, uint64_t rest_bytes, const char* what) {
-  std::vector<unsigned char> sink(1 << 20);
+  std::vector<unsigned char> sink(std::min<uint64_t>(rest_bytes, uint64_t{1} << 20));
   uint64_t left = rest_bytes;
   while (left > 0) {
     const uint64_t want = std::min<uint64_t>(left, sink.size());
@@ -85,6 +85,11 @@ void expect_declared_rest(gzFile f, const std::string& path, uint64_t rest_bytes
   if (read_upto(f, path, &extra, 1, what) != 0)
     throw InputError(path + ": more " + what + " than its header declares (the file goes on after them)");
 }
+
+// Items are read a block at a time and the output grows only as they arrive, so a truncated file
+// whose header claims much costs one block beyond its own bytes (fuzz/fuzz_idx runs thousands of
+// such files a second).
+constexpr int64_t kReadBlockBytes = int64_t{64} << 10;
 
 uint32_t read_be32(gzFile f, const std::string& path, const char* what) {
   unsigned char b[4];
@@ -154,12 +159,12 @@ IdxImages read_idx_images(const std::string& path, int64_t limit) {
                      " exceed the 4 GiB reading limit; pass a smaller limit");
   // The declared size is only a claim: grow the buffer as data actually arrives, so a
   // truncated file with a huge header costs no more memory than the file itself.
-  out.pixels.reserve(static_cast<size_t>(std::min<uint64_t>(bytes, 64ULL << 20)));
+  out.pixels.reserve(static_cast<size_t>(std::min<uint64_t>(bytes, kReadBlockBytes)));
   const uint64_t per_image = uint64_t{rows} * cols;
   std::vector<uint8_t> block;
   for (int64_t done = 0; done < out.count;) {
     const int64_t batch = std::min<int64_t>(out.count - done,
-                                            std::max<int64_t>(1, (1 << 20) / per_image));
+                                            std::max<int64_t>(1, kReadBlockBytes / per_image));
     block.resize(static_cast<size_t>(batch * per_image));
     if (read_upto(f, path, block.data(), block.size(), "image data") < block.size())
       throw InputError(path + ": truncated image data: header declares " + std::to_string(count) +
@@ -182,10 +187,10 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t limit) {
                      std::to_string(kMaxCount) + ")");
   const int64_t n = apply_limit(count, limit);
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(std::min<int64_t>(n, 64 << 20)));
+  out.reserve(static_cast<size_t>(std::min<int64_t>(n, kReadBlockBytes)));
   std::vector<uint8_t> block;
   for (int64_t done = 0; done < n;) {
-    const int64_t batch = std::min<int64_t>(n - done, 1 << 20);
+    const int64_t batch = std::min<int64_t>(n - done, kReadBlockBytes);
     block.resize(static_cast<size_t>(batch));
     if (read_upto(f, path, block.data(), block.size(), "label data") < block.size())
       throw InputError(path + ": truncated label data: header declares " + std::to_string(count) +

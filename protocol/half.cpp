@@ -3,6 +3,7 @@
 #include <cfloat>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define FEDNODE_HAVE_F16C_PATH 1
 #endif
@@ -61,8 +62,12 @@ bool decode_portable(const char* src, T* dst, size_t n) {
 }
 
 #ifdef FEDNODE_HAVE_F16C_PATH
+// CPUID leaf 1, ECX bit 29 (F16C): clang 14's __builtin_cpu_supports knows "avx" but not "f16c".
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  }();
   return has;
 }
 

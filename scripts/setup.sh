@@ -19,6 +19,8 @@ packages=(
   dataset-fashion-mnist   # the built-in dataset
   iproute2                # the network-namespace test (ip netns, veth)
   help2man                # fednode's man page, made at build time from its --help and --version
+  graphviz                # fednode topology --svg and the report's topology layout (dot)
+  clang libclang-rt-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes; OpenMP under clang
   python3 python3-numpy python3-sklearn python3-torch python3-torchvision python3-pil  # reference measurements only
 )
 

@@ -1,5 +1,7 @@
 #include "topology/toml_io.h"
 
+#include "topology/toml_guard.h"
+
 // toml++ 3.3 asserts on some malformed headers such as "[[[" (fixed upstream in
 // marzer/tomlplusplus#301): in debug builds the process aborts, and with NDEBUG the assertion
 // becomes an optimiser assumption (undefined behaviour under clang). The code right after it
@@ -178,6 +180,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   topology.base_dir = base_dir;
   const Reader r(source);
 
+  check_toml_text(text, source);
   toml::table root;
   try {
     root = toml::parse(text, source);

@@ -1,0 +1,26 @@
+// The clear-text envelope a stranger reaches first (docs/protocol.md, sections 3 and 12): the
+// frame's outer array, the header inside it, and a version-2 chunk message. Which one is chosen at
+// build time (FUZZ_FRAME, FUZZ_HEADER, FUZZ_CHUNK), one target each.
+#include "fuzz_input.h"
+#include "protocol/codec.h"
+
+using namespace fednode;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const Limits limits;
+  const std::string_view bytes = fuzz::as_view(data, size);
+  fuzz::expect_input_error_or_success([&] {
+#if defined(FUZZ_FRAME)
+    const FrameView frame = decode_frame(bytes, limits);
+    (void)decode_header(frame.header, limits);
+#elif defined(FUZZ_HEADER)
+    const EnvelopeHeader header = decode_header(bytes, limits);
+    if (header.stream) check_stream_layout(*header.stream, limits, "fuzzed header");
+#elif defined(FUZZ_CHUNK)
+    if (is_chunk_message(bytes)) (void)decode_chunk(bytes, limits);
+#else
+#error "define FUZZ_FRAME, FUZZ_HEADER or FUZZ_CHUNK"
+#endif
+  });
+  return 0;
+}
