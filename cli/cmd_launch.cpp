@@ -30,13 +30,15 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--quiet]\n"
+    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--metrics-dir DIR] [--quiet]\n"
     "  Starts every node of the topology FILE as a separate 'fednode run' process on this\n"
     "  machine, shows their progress, and prints one table (node, status, contributors,\n"
     "  accuracy, bytes) from their result.json files. Each node's output goes to node.log in\n"
     "  its state directory.\n"
     "  --threads N        compute threads per node (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; default 1)\n"
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
+    "  --metrics-dir DIR  each node keeps Prometheus metrics in DIR/fednode-NAME.prom (fednode run\n"
+    "                     --metrics): point node_exporter's textfile collector at DIR\n"
     "  --quiet            no progress lines; only the table\n"
     "  A node whose key_dir holds no key pair gets a new one there (every node runs on this\n"
     "  machine, so its public key is read from the same place); launch says which it made.\n"
@@ -64,11 +66,13 @@ std::string self_executable() {
   return p.string();
 }
 
-pid_t spawn(const std::string& exe, const std::string& topology_file, const Child& c, int threads) {
+pid_t spawn(const std::string& exe, const std::string& topology_file, const Child& c, int threads,
+            const std::string& metrics_dir) {
   const std::string log = c.state_dir + "/node.log";
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError("cannot open '" + log + "': " + std::strerror(errno));
   const std::string id = std::to_string(c.id), t = std::to_string(threads);
+  const std::string metrics = metrics_dir.empty() ? "" : metrics_dir + "/fednode-" + c.label + ".prom";
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
@@ -80,7 +84,8 @@ pid_t spawn(const std::string& exe, const std::string& topology_file, const Chil
     ::setenv("OMP_NUM_THREADS", t.c_str(), 1);
     ::setenv("OPENBLAS_NUM_THREADS", t.c_str(), 1);
     std::signal(SIGINT, SIG_IGN);  // the launcher decides when its nodes stop
-    const char* args[] = {exe.c_str(), "run", "--topology", topology_file.c_str(), "--id", id.c_str(), nullptr};
+    const char* args[] = {exe.c_str(), "run",     "--topology", topology_file.c_str(), "--id", id.c_str(),
+                          metrics.empty() ? nullptr : "--metrics", metrics.c_str(), nullptr};
     ::execv(exe.c_str(), const_cast<char* const*>(args));
     std::fprintf(stderr, "cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
     ::_exit(127);
@@ -200,8 +205,8 @@ void create_missing_key_pairs(const std::string& file, bool quiet) {
 
 int cmd_launch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest;
-  const std::string file = split_positional(argv, {"--threads", "--timeout"}, rest);
-  const Args a(rest, {"threads", "timeout"}, {"quiet"});
+  const std::string file = split_positional(argv, {"--threads", "--timeout", "--metrics-dir"}, rest);
+  const Args a(rest, {"threads", "timeout", "metrics-dir"}, {"quiet"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -210,6 +215,13 @@ int cmd_launch(const std::vector<std::string>& argv) {
   const int threads = static_cast<int>(a.integer("threads", 1, 1, 1024));
   const double timeout = a.real("timeout", 0, 0, 1e9);
   const bool quiet = a.flag("quiet");
+  std::string metrics_dir;
+  if (a.has("metrics-dir")) {
+    metrics_dir = fs::absolute(a.required("metrics-dir")).string();
+    std::error_code ec;
+    fs::create_directories(metrics_dir, ec);
+    if (ec || !fs::is_directory(metrics_dir)) throw InputError("--metrics-dir: cannot create the folder '" + metrics_dir + "'");
+  }
   create_missing_key_pairs(file, quiet);
   const Topology topology = load_topology(file);
   const std::string exe = self_executable();
@@ -232,7 +244,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   for (auto& c : children) {
-    c.pid = spawn(exe, topology_path, c, threads);
+    c.pid = spawn(exe, topology_path, c, threads, metrics_dir);
     c.running = true;
   }
   if (!quiet)

@@ -1,6 +1,7 @@
 // fednode run: one node of a topology file, in this process (the LAN case: one per machine).
 #include "cli/commands.h"
 #include "cli/exit_status.h"
+#include "cli/output_path.h"
 #include "core/options.h"
 #include "crypto/key_files.h"
 #include "features/allocator.h"
@@ -17,13 +18,15 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--quiet]\n"
+    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--metrics FILE] [--quiet]\n"
     "  Runs node ID (its id or name) of the topology FILE until it is finished. Its data, method\n"
     "  options and keys come from the file ([federation.data], [federation.options], key_dir);\n"
     "  what it receives and its result (result.json, head) go to its state directory. Killed\n"
     "  and started again with the same command, it continues where it was.\n"
     "  --key-dir DIR     the node's keys (fednode keygen), instead of the file's key_dir\n"
     "  --state-dir DIR   instead of the file's state_dir\n"
+    "  --metrics FILE    keep Prometheus metrics in FILE (text format, for node_exporter's textfile\n"
+    "                    collector: name it *.prom in its directory), rewritten about once a second\n"
     "  --quiet           no progress lines on stderr\n"
     "  Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS bound the node's compute threads.\n"
     "Exit status: 0 finished; 3 incomplete because a deadline passed (a peer sent nothing in time,\n"
@@ -52,7 +55,7 @@ std::string timestamp() {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  const Args a(argv, {"topology", "id", "key-dir", "state-dir"}, {"quiet"});
+  const Args a(argv, {"topology", "id", "key-dir", "state-dir", "metrics"}, {"quiet"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -80,6 +83,11 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
   release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
   config.state_dir = a.str("state-dir", "");
+  config.metrics_path = a.str("metrics", "");
+  if (a.has("metrics")) {
+    if (config.metrics_path.empty()) throw UsageError("--metrics needs a file name, got an empty path");
+    check_output_path("--metrics", config.metrics_path);
+  }
   config.callbacks.progress = say;
 
   const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.key_dir_of(self.id);

@@ -3,6 +3,7 @@
 #include "core/types.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -50,6 +51,16 @@ void write_file_durably(const std::string& path, const std::string& bytes) {
   }
   const auto parent = std::filesystem::path(path).parent_path();
   sync_directory(parent.empty() ? "." : parent.string());
+}
+
+void replace_file_at_once(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << bytes;
+    if (!f.flush()) throw InputError("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError("cannot replace " + path);
 }
 
 std::string read_file_bounded(const std::string& path, uint64_t max_bytes) {

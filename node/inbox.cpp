@@ -97,7 +97,7 @@ Actions Inbox::handle(Incoming& in, double now) {
     rejected(in, e);
     return {};
   } catch (const std::exception& e) {
-    ++tally_.frames_rejected;
+    count_rejection("undecodable");
     say_rejection(std::string("rejected a frame: ") + e.what());
     return {};
   }
@@ -109,7 +109,7 @@ Actions Inbox::continue_stream(Incoming& in, double now) {
   try {
     chunk = decode_chunk(in.frame.view(), channel_.limits());
   } catch (const std::exception& e) {
-    ++tally_.frames_rejected;
+    count_rejection("malformed-chunk");
     say_rejection(std::string("rejected a stream chunk: ") + e.what());
     return {};
   }
@@ -166,7 +166,7 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
     refusal = e.what();
   }
   if (!refusal.empty()) {
-    ++tally_.frames_rejected;
+    count_rejection("refused-by-plan");
     say_rejection("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " +
                   who_(h.from) + ": " + refusal);
     send_error(in, h.from, h.type == MessageType::Hello ? ErrorReason::Incompatible : ErrorReason::Rejected, h.msg_id,
@@ -251,7 +251,7 @@ void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
     else if (routed(e.header->type)) send_ack(in, e.header->from, e.header->msg_id);
     return;
   }
-  ++tally_.frames_rejected;
+  count_rejection(to_string(e.code));
   say_rejection(std::string("rejected a frame") +
                 (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") + ": " + e.what());
   if (e.authenticated && e.header && e.code == SecurityCode::MalformedPayload)
@@ -353,6 +353,11 @@ uint64_t Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
   if (!transport_.reply(in, frame)) return 0;
   tally_.bytes_answered += static_cast<int64_t>(frame.size());
   return id;
+}
+
+void Inbox::count_rejection(const std::string& reason) {
+  ++tally_.frames_rejected;
+  ++tally_.rejected_by[reason];
 }
 
 void Inbox::say_rejection(const std::string& line) {

@@ -56,6 +56,9 @@ struct InboxTally {
   int64_t bytes_answered = 0;     // acks and error replies sent
   int64_t messages_received = 0;  // accepted (duplicates included)
   int64_t frames_rejected = 0;    // failed the opening checks or the plan
+  // frames_rejected by reason: a step of opening that failed (SecurityCode's names), "undecodable",
+  // "malformed-chunk", or "refused-by-plan" (docs/node.md, "metrics").
+  std::map<std::string, int64_t> rejected_by;
   int64_t duplicates = 0;         // authentic repeats: acknowledged, not used
   int64_t chunks_dropped = 0;     // of streams refused at their head (a repeat) or replaced
 };
@@ -108,6 +111,7 @@ class Inbox {
   Ack make_ack(NodeId to, uint64_t acked) const;
   // Steps 1-4 failed: answer an authentic duplicate with another ack, count the rest.
   void rejected(const Incoming& in, const RejectedMessage& e);
+  void count_rejection(const std::string& reason);
   // An Ack or Error settles a frame in the outbox; an ack of our frame is answered with a receipt,
   // and a receipt (an ack of one of our acks) ends that wait.
   void settle(const Incoming& in, const Message& msg);

@@ -6,9 +6,11 @@
 #include "node/node.h"
 
 #include "node/configuration_record.h"
+#include "node/durable_file.h"
 #include "node/elapsed.h"
 #include "node/inbox.h"
 #include "node/machine.h"
+#include "node/metrics_file.h"
 #include "node/node_config.h"
 #include "node/node_result.h"
 #include "node/node_status.h"
@@ -67,6 +69,7 @@ struct Node::Impl {
   mutable std::string last_line;
   mutable Clock::time_point status_written{};
   mutable bool said_status_failure = false;
+  mutable bool said_metrics_failure = false;
   bool done = false;
   bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
@@ -323,6 +326,7 @@ struct Node::Impl {
         inbox->say_rejections_left_out();
         sync_result();
         store->write_text("result.json", result_json(result, config.topology, config.run_name));
+    write_metrics(standing());
         return true;
       }
     } while (Clock::now() < until);
@@ -364,6 +368,26 @@ struct Node::Impl {
     if (!machine || !outbox || !store || done) return;  // not set up yet, or result.json's turn
     if (status_written != Clock::time_point{} && seconds_since(status_written) < kStatusEvery) return;
     status_written = Clock::now();
+    const NodeStanding s = standing();
+    try {
+      write_standing(store->path("status.json"), s);
+    } catch (const InputError& e) {
+      if (!std::exchange(said_status_failure, true)) say(std::string(e.what()) + "; fednode status will not see this node");
+    }
+    write_metrics(s);
+  }
+
+  // The metrics file follows status.json while the node runs, and has the last word at the end.
+  void write_metrics(const NodeStanding& s) const {
+    if (config.metrics_path.empty()) return;
+    try {
+      replace_file_at_once(config.metrics_path, prometheus_metrics(s, result));
+    } catch (const InputError& e) {
+      if (!std::exchange(said_metrics_failure, true)) say(std::string(e.what()) + "; no metrics from this node");
+    }
+  }
+
+  NodeStanding standing() const {
     NodeStanding s;
     s.id = config.id;
     s.name = config.topology.node(config.id).name;
@@ -379,11 +403,7 @@ struct Node::Impl {
     s.bytes_received = result.bytes_received;
     s.frames_rejected = result.frames_rejected;
     s.last_line = last_line;
-    try {
-      write_standing(store->path("status.json"), s);
-    } catch (const InputError& e) {
-      if (!std::exchange(said_status_failure, true)) say(std::string(e.what()) + "; fednode status will not see this node");
-    }
+    return s;
   }
 
   bool step_once(std::chrono::milliseconds budget, const std::atomic<bool>& stop) {
@@ -419,6 +439,7 @@ struct Node::Impl {
     result.messages_received = in.messages_received;
     result.resends = sent.resends;
     result.frames_rejected = in.frames_rejected;
+    result.frames_rejected_by = in.rejected_by;
     result.duplicates = in.duplicates;
     if (done) return;  // score() filtered `missing`
     const MachineOutcome& o = machine->outcome();

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,9 @@ struct NodeConfig {
   // [federation] receive_window.
   std::optional<size_t> receive_window;
   std::chrono::milliseconds receive_clearance{15000};
+  // Where to keep Prometheus metrics in the text format (node_exporter's textfile collector),
+  // rewritten with status.json about once a second and at the end; empty: none (docs/node.md).
+  std::string metrics_path;
   NodeCallbacks callbacks;
 };
 
@@ -96,6 +100,7 @@ struct NodeResult {
   int64_t knowledge_bytes_sent = 0;                    // payload tensors, as `fednode simulate` counts
   int64_t messages_sent = 0, messages_received = 0, resends = 0;
   int64_t frames_rejected = 0;                         // failed the opening checks or the plan
+  std::map<std::string, int64_t> frames_rejected_by;   // the same by reason (docs/node.md)
   int64_t duplicates = 0;                              // authentic repeats: acknowledged, not used
   int restarts = 0;                                    // earlier runs of this node found in its state
   double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;

@@ -111,6 +111,9 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("messages_received").value(r.messages_received);
   w.key("resends").value(r.resends);
   w.key("frames_rejected").value(r.frames_rejected);
+  w.key("frames_rejected_by").begin_object();
+  for (const auto& [reason, n] : r.frames_rejected_by) w.key(reason).value(n);
+  w.end_object();
   w.key("duplicates").value(r.duplicates);
   w.key("restarts").value(r.restarts);
   w.key("seconds").begin_object();

@@ -2,6 +2,7 @@
 
 #include "core/json_writer.h"
 #include "core/types.h"
+#include "node/durable_file.h"
 
 #include <cstdio>
 #include <fstream>
@@ -35,14 +36,6 @@ std::string standing_json(const NodeStanding& s) {
   return out.str();
 }
 
-void write_standing(const std::string& path, const NodeStanding& s) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << standing_json(s);
-    if (!f.flush()) throw InputError("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError("cannot replace " + path);
-}
+void write_standing(const std::string& path, const NodeStanding& s) { replace_file_at_once(path, standing_json(s)); }
 
 }  // namespace fednode

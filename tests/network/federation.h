@@ -179,7 +179,8 @@ inline pid_t find_run_process(const fs::path& file, NodeId id) {
       at = end + 1;
     }
     const std::vector<std::string> want = {"run", "--topology", file.string(), "--id", std::to_string(id)};
-    if (args.size() == want.size() + 1 && std::equal(want.begin(), want.end(), args.begin() + 1))
+    // Options after these (launch's --metrics) may follow.
+    if (args.size() >= want.size() + 1 && std::equal(want.begin(), want.end(), args.begin() + 1))
       return static_cast<pid_t>(std::stol(name));
   }
   return -1;

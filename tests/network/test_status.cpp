@@ -7,6 +7,9 @@
 
 #include <csignal>
 #include <future>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <regex>
 
 namespace fednode::testing_network {
@@ -28,7 +31,10 @@ TEST(Status, ShowsAStoppedNodeAndWhomTheOthersWaitFor) {
   // Node 0 trains its head for minutes before it sends anything; the others wait for it.
   f.topology.nodes[0].options["head-min-steps"] = "100000000";
   save_again(f);
-  auto launch = std::async(std::launch::async, [&] { return run_cli("launch " + f.file.string() + " --timeout 25"); });
+  const fs::path metrics = dir / "metrics";
+  auto launch = std::async(std::launch::async, [&] {
+    return run_cli("launch " + f.file.string() + " --timeout 25 --metrics-dir " + metrics.string());
+  });
 
   for (NodeId id : {NodeId{1}, NodeId{2}})
     ASSERT_TRUE(wait_for_log(f.state_dir(id) / "node.log", "waits for")) << read_text(f.state_dir(id) / "node.log");
@@ -53,6 +59,13 @@ TEST(Status, ShowsAStoppedNodeAndWhomTheOthersWaitFor) {
   ASSERT_TRUE(n2["deadline_in_seconds"].is_number()) << n2.dump();
   EXPECT_GT(n2["deadline_in_seconds"].get<double>(), 60.0) << "make_federation's deadline is 120 s";
 
+  // The metrics file says the same to Prometheus.
+  const std::string n2_metrics = read_text(metrics / "fednode-n2.prom");
+  EXPECT_NE(n2_metrics.find("fednode_stage{node=\"n2\",id=\"2\",stage=\"phase 1\"} 1\n"), std::string::npos) << n2_metrics;
+  EXPECT_NE(n2_metrics.find("fednode_awaited_peers{node=\"n2\",id=\"2\"} 1\n"), std::string::npos) << n2_metrics;
+  EXPECT_NE(n2_metrics.find("fednode_status{node=\"n2\",id=\"2\",status=\"running\"} 1\n"), std::string::npos)
+      << n2_metrics;
+
   const CliRun table = run_cli("status " + f.file.string());
   EXPECT_EQ(table.code, 0) << table.output;
   EXPECT_NE(table.output.find("stopped"), std::string::npos) << table.output;
@@ -70,6 +83,43 @@ TEST(Status, ShowsAStoppedNodeAndWhomTheOthersWaitFor) {
   }
   EXPECT_TRUE(seen) << out.output;
   EXPECT_FALSE(n1_line.empty()) << "node 2 waiting for 1 after node 1 stopped:\n" << out.output;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// The value of one sample of a metrics file: the line that starts with `series` and a space.
+std::optional<double> sample_of(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return std::nullopt;
+}
+
+// A run to its end: every node's last metrics agree with its result.json, and every family has
+// its HELP and TYPE lines (what node_exporter's textfile collector requires).
+TEST(Status, MetricsFilesAgreeWithTheResults) {
+  const auto dir = test_dir("metrics");
+  Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23988, {},
+                                 {{"dataset", "fashion-mnist"}, {"train-limit", "600"}, {"test-limit", "100"}});
+  const fs::path metrics = dir / "metrics";
+  const CliRun out = run_cli("launch " + f.file.string() + " --quiet --metrics-dir " + metrics.string());
+  ASSERT_EQ(out.code, 0) << out.output;
+  for (const char* name : {"n0", "n1"}) {
+    const std::string text = read_text(metrics / (std::string("fednode-") + name + ".prom"));
+    const nlohmann::json result = read_json(f.state_dir(name == std::string("n0") ? 0 : 1) / "result.json");
+    const std::string labels = std::string("{node=\"") + name + "\",id=\"" + (name[1] == '0' ? "0" : "1") + "\"";
+    EXPECT_EQ(sample_of(text, "fednode_status" + labels + ",status=\"finished\"}"), 1.0) << text;
+    for (const char* field : {"bytes_sent", "bytes_received", "messages_sent", "messages_received", "resends", "duplicates"})
+      EXPECT_EQ(sample_of(text, "fednode_" + std::string(field) + "_total" + labels + "}"), result[field].get<double>())
+          << field << "\n" << text;
+    std::istringstream lines(text);
+    std::string line;
+    std::set<std::string> typed;
+    while (std::getline(lines, line)) {
+      if (line.rfind("# TYPE ", 0) == 0) typed.insert(line.substr(7, line.find(' ', 7) - 7));
+      else if (line.rfind("#", 0) != 0) EXPECT_TRUE(typed.count(line.substr(0, line.find('{')))) << line;
+    }
+  }
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
