@@ -24,7 +24,7 @@ const char* kHelp =
     "usage: fednode topology linear|ring|star|graph --nodes N [--out FILE] [--method M]\n"
     "       [--base-port P] [--host H] [--seed S] [--deadline SECONDS] [--ack-deadline SECONDS]\n"
     "       [--silence SECONDS] [--receive-window N] [--run NAME]\n"
-    "       [--keys DIR] [--state DIR] [--hop-encryption none|curve] [--option K=V]... [--data K=V]...\n"
+    "       [--keys DIR] [--state DIR] [--hop-encryption auto|none|curve] [--option K=V]... [--data K=V]...\n"
     "writes a topology file (docs/topologies.md) for nodes 0..N-1 named n0.. and a key pair per\n"
     "node in DIR/n<i> (fednode keygen's node.key and node.pub); the file names the key\n"
     "directories, and loading it reads each node's public key from there.\n"
@@ -50,8 +50,9 @@ const char* kHelp =
     "  --keys DIR             key directories DIR/n<i> (default: keys/ beside the output file);\n"
     "                         a directory that already holds node.key is reused, not overwritten\n"
     "  --state DIR            state directories DIR/n<i> (default: state/ beside the output file)\n"
-    "  --hop-encryption E     none (default) or curve: CurveZMQ on every connection besides the\n"
-    "                         end-to-end sealing, with the same keys (docs/security.md, layer 2)\n"
+    "  --hop-encryption E     curve: CurveZMQ on every connection besides the end-to-end sealing,\n"
+    "                         with the same keys (docs/security.md, layer 2); none; or auto (the\n"
+    "                         default): curve when --host is not loopback, none on 127.0.0.1\n"
     "  --option K=V           a method option for every node, as `fednode simulate --K V` would take\n"
     "                         it (flags: --option dp=true); repeat for more\n"
     "  --data K=V             a dataset or partition setting for every node, e.g.\n"
@@ -211,7 +212,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
   const std::string run_problem = run_name_problem(o.run);
   if (!run_problem.empty()) throw UsageError("--run " + run_problem);
   try {
-    o.hop_encryption = parse_hop_encryption(a.str("hop-encryption", "none"));
+    o.hop_encryption = parse_hop_encryption(a.str("hop-encryption", "auto"));
   } catch (const InputError& e) {
     throw UsageError(std::string("--hop-encryption: ") + e.what());
   }

@@ -82,7 +82,7 @@ struct Node::Impl {
   Impl(NodeConfig c, Identity identity)
       : config(std::move(c)),
         plan(plan_for(config.topology, config.id)),
-        curve_keys(config.topology.federation.hop_encryption == HopEncryption::Curve
+        curve_keys(config.topology.hop_encryption() == HopEncryption::Curve
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(config.topology),
@@ -171,6 +171,9 @@ struct Node::Impl {
     TransportOptions t = transport_options(config, curve_keys);
     if (curve_keys)
       say("hops: CurveZMQ, admitting the " + std::to_string(t.curve.peers.size()) + " keys of " + config.topology.source);
+    else if (config.topology.beyond_loopback())
+      say("hops: plain TCP beyond loopback (hop_encryption = \"none\"): any client that reaches this node's port "
+          "can make it hold memory until the connection closes (docs/security.md, \"Memory a stranger can pin\")");
     if (!t.log && config.callbacks.progress) t.log = [this](const std::string& line) { say(line); };
     const auto& me = config.topology.node(config.id);
     transport = std::make_unique<Transport>(config.id, me.bind.empty() ? me.address : me.bind, t);

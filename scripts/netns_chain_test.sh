@@ -202,6 +202,8 @@ for i in $(seq 0 $((NODES - 1))); do
   tx=$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/tx_bytes)
   echo "node $i ($SUBNET.$((i + 1))): exit ${status[$i]}, contributors [${contributors#*[}, eth0 rx $rx B, tx $tx B"
   { [ "$rx" -gt 0 ] && [ "$tx" -gt 0 ]; } || fail "node $i: no traffic on its veth link (rx $rx, tx $tx)"
+  # The file sets no hop_encryption and the nodes listen beyond loopback: CurveZMQ by default.
+  grep -q "hops: CurveZMQ" "$work/n$i.log" || fail "node $i: no CurveZMQ on its hops (the default beyond loopback)"
 done
 if [ "$failed" -ne 0 ]; then
   for i in $(seq 0 $((NODES - 1))); do echo "--- n$i.log"; tail -n 30 "$work/n$i.log"; done >&2

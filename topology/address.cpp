@@ -1,6 +1,7 @@
 #include "topology/address.h"
 
 #include <cctype>
+#include <cstdio>
 
 namespace fednode::topo {
 namespace {
@@ -93,6 +94,14 @@ std::optional<Endpoint> parse_endpoint(const std::string& address, bool wildcard
   for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   e.host = host;
   return e;
+}
+
+bool loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char tail = 0;
+  return std::sscanf(host.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 && c < 256 &&
+         d < 256;
 }
 
 }  // namespace fednode::topo

@@ -18,4 +18,7 @@ struct Endpoint {
 // says why in `why`.
 std::optional<Endpoint> parse_endpoint(const std::string& address, bool wildcard, std::string* why);
 
+// 127.0.0.0/8, ::1 or localhost (a parsed, lower-cased host): only this machine can connect.
+bool loopback_host(const std::string& host);
+
 }  // namespace fednode::topo

@@ -28,7 +28,7 @@ struct TopologyBuildOptions {
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   double silence_seconds = kDefaultSilenceSeconds;
   int64_t receive_window = kDefaultReceiveWindow;  // [federation] receive_window
-  HopEncryption hop_encryption = HopEncryption::None;  // [federation] hop_encryption
+  HopEncryption hop_encryption = HopEncryption::Auto;  // [federation] hop_encryption
   OptionMap options;                 // [federation.options]
   OptionMap data;                    // [federation.data]
   std::string key_root;              // non-empty: node i gets key_dir = key_root/n<i>

@@ -391,7 +391,7 @@ std::string to_toml(const Topology& t) {
     out << "ack_deadline_seconds = " << float_text(f.ack_deadline_seconds) << "\n";
   if (f.silence_seconds != kDefaultSilenceSeconds) out << "silence_seconds = " << float_text(f.silence_seconds) << "\n";
   if (f.receive_window != kDefaultReceiveWindow) out << "receive_window = " << f.receive_window << "\n";
-  if (f.hop_encryption != HopEncryption::None) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
+  if (f.hop_encryption != HopEncryption::Auto) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";
   if (f.start) out << "start = " << *f.start << "\n";
   write_options(out, "federation.options", f.options);

@@ -1,5 +1,7 @@
 #include "topology/topology.h"
 
+#include "topology/address.h"
+
 #include "core/digest.h"
 #include "topology/toml_io.h"
 
@@ -35,6 +37,7 @@ const char* to_string(HopEncryption h) {
   switch (h) {
     case HopEncryption::None: return "none";
     case HopEncryption::Curve: return "curve";
+    case HopEncryption::Auto: return "auto";
   }
   return "?";
 }
@@ -42,7 +45,23 @@ const char* to_string(HopEncryption h) {
 HopEncryption parse_hop_encryption(const std::string& s) {
   if (s == "none") return HopEncryption::None;
   if (s == "curve") return HopEncryption::Curve;
-  throw InputError("unknown hop encryption '" + s + "' (expected none or curve)");
+  if (s == "auto") return HopEncryption::Auto;
+  throw InputError("unknown hop encryption '" + s + "' (expected none, curve or auto)");
+}
+
+bool Topology::beyond_loopback() const {
+  for (const auto& n : nodes)
+    for (const std::string* address : {&n.address, &n.bind}) {
+      if (address->empty()) continue;
+      const auto endpoint = topo::parse_endpoint(*address, true, nullptr);
+      if (!endpoint || !topo::loopback_host(endpoint->host)) return true;
+    }
+  return false;
+}
+
+HopEncryption Topology::hop_encryption() const {
+  if (federation.hop_encryption != HopEncryption::Auto) return federation.hop_encryption;
+  return beyond_loopback() ? HopEncryption::Curve : HopEncryption::None;
 }
 
 const TopologyNode* Topology::find(NodeId id) const {

@@ -23,8 +23,11 @@ TopologyMode parse_topology_mode(const std::string& s);
 // What protects each hop's TCP connection besides the end-to-end sealing every message gets
 // (docs/security.md): nothing more, or CurveZMQ with the nodes' own keys and a ZAP allow list.
 // Every node of a federation must use the same setting, so it is the file's, not the node's.
-enum class HopEncryption { None, Curve };
-const char* to_string(HopEncryption h);  // "none", "curve": the file's spelling
+// Auto, the default, is CurveZMQ as soon as one node listens beyond loopback (Topology::
+// hop_encryption): without it any TCP client that reaches a node's port can make it hold
+// unbounded memory below the socket (docs/security.md, "Memory a stranger can pin").
+enum class HopEncryption { None, Curve, Auto };
+const char* to_string(HopEncryption h);  // "none", "curve", "auto": the file's spelling
 // Throws InputError naming the accepted values.
 HopEncryption parse_hop_encryption(const std::string& s);
 
@@ -94,7 +97,7 @@ struct FederationSettings {
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   double silence_seconds = kDefaultSilenceSeconds;
   int64_t receive_window = kDefaultReceiveWindow;  // 0: no pacing
-  HopEncryption hop_encryption = HopEncryption::None;
+  HopEncryption hop_encryption = HopEncryption::Auto;  // as written; Topology::hop_encryption() resolves auto
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)
   OptionMap options;           // method options shared by every node
@@ -126,6 +129,11 @@ struct Topology {
   std::string describe(NodeId id) const;
   // "file.toml:12" (or just the file when line is 0): where messages point.
   std::string where(int line) const;
+  // What every node uses on its hops: the file's setting, auto resolved to Curve when a node's
+  // address or bind address is not on loopback (127.0.0.0/8, ::1, localhost), else None.
+  HopEncryption hop_encryption() const;
+  // Whether some node's address or bind address is not on loopback.
+  bool beyond_loopback() const;
 
   // A path from the file, made usable from the current directory.
   std::string resolve(const std::string& path) const;

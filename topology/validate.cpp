@@ -121,8 +121,9 @@ class Checker {
                                             std::to_string(kMaxTopologyNodes) + "], got " +
                                             std::to_string(f.receive_window));
     // A topology built in memory may hold any value the enum's storage allows.
-    if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve)
-      fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\" or \"curve\"");
+    if (f.hop_encryption != HopEncryption::None && f.hop_encryption != HopEncryption::Curve &&
+        f.hop_encryption != HopEncryption::Auto)
+      fail(f.line_of("hop_encryption"), "[federation] hop_encryption must be \"none\", \"curve\" or \"auto\"");
     if (f.hub && f.mode != TopologyMode::Star)
       fail(f.line_of("hub"),
            "[federation] hub is only meaningful in star mode (this is " + std::string(to_string(f.mode)) + ")");

@@ -142,7 +142,7 @@ TEST(Curve, TopologyCommandWritesTheSetting) {
   EXPECT_EQ(load_topology(file).federation.hop_encryption, HopEncryption::Curve);
   const CliRun bad = run_cli("topology linear --nodes 2 --hop-encryption tls --out " + (dir / "u.toml").string());
   EXPECT_EQ(bad.code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--hop-encryption: unknown hop encryption 'tls' (expected none or curve)"),
+  EXPECT_NE(bad.output.find("--hop-encryption: unknown hop encryption 'tls' (expected none, curve or auto)"),
             std::string::npos)
       << bad.output;
   EXPECT_FALSE(fs::exists(dir / "u.toml"));
