@@ -136,7 +136,9 @@ class TcpRelay {
         fds.push_back({p.server, POLLIN, 0});
       }
       if (::poll(fds.data(), fds.size(), 200) <= 0) continue;
-      if (fds[1].revents & POLLIN) accept_one();
+      // A connection accepted now would add a pair that `fds` does not cover: accept after the
+      // pairs polled (AddressSanitizer found the loop reading past `fds`).
+      const bool incoming = fds[1].revents & POLLIN;
       for (size_t i = 0; i < pairs_.size();) {
         const pollfd& c = fds[2 + 2 * i];
         const pollfd& s = fds[2 + 2 * i + 1];
@@ -152,6 +154,7 @@ class TcpRelay {
         pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(i));
         fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(2 + 2 * i), fds.begin() + static_cast<std::ptrdiff_t>(4 + 2 * i));
       }
+      if (incoming) accept_one();
     }
   }
 
