@@ -30,7 +30,7 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--metrics-dir DIR] [--quiet]\n"
+    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--metrics-dir DIR] [--discover] [--quiet]\n"
     "  Starts every node of the topology FILE as a separate 'fednode run' process on this\n"
     "  machine, shows their progress, and prints one table (node, status, contributors,\n"
     "  accuracy, bytes) from their result.json files. Each node's output goes to node.log in\n"
@@ -39,6 +39,9 @@ const char* kHelp =
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --metrics-dir DIR  each node keeps Prometheus metrics in DIR/fednode-NAME.prom (fednode run\n"
     "                     --metrics): point node_exporter's textfile collector at DIR\n"
+    "  --discover         nodes the file gives no address find each other by discovery over\n"
+    "                     loopback ('fednode run --discover --discover-on lo'): nothing leaves\n"
+    "                     this machine\n"
     "  --quiet            no progress lines; only the table\n"
     "  A node whose key_dir holds no key pair gets a new one there (every node runs on this\n"
     "  machine, so its public key is read from the same place); launch says which it made.\n"
@@ -67,12 +70,17 @@ std::string self_executable() {
 }
 
 pid_t spawn(const std::string& exe, const std::string& topology_file, const Child& c, int threads,
-            const std::string& metrics_dir) {
+            const std::string& metrics_dir, bool discover) {
   const std::string log = c.state_dir + "/node.log";
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError("cannot open '" + log + "': " + std::strerror(errno));
   const std::string id = std::to_string(c.id), t = std::to_string(threads);
   const std::string metrics = metrics_dir.empty() ? "" : metrics_dir + "/fednode-" + c.label + ".prom";
+  // Made before fork: the child only calls what is safe there.
+  std::vector<const char*> args = {exe.c_str(), "run", "--topology", topology_file.c_str(), "--id", id.c_str()};
+  if (!metrics.empty()) args.insert(args.end(), {"--metrics", metrics.c_str()});
+  if (discover) args.insert(args.end(), {"--discover", "--discover-on", "lo"});
+  args.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
@@ -84,9 +92,7 @@ pid_t spawn(const std::string& exe, const std::string& topology_file, const Chil
     ::setenv("OMP_NUM_THREADS", t.c_str(), 1);
     ::setenv("OPENBLAS_NUM_THREADS", t.c_str(), 1);
     std::signal(SIGINT, SIG_IGN);  // the launcher decides when its nodes stop
-    const char* args[] = {exe.c_str(), "run",     "--topology", topology_file.c_str(), "--id", id.c_str(),
-                          metrics.empty() ? nullptr : "--metrics", metrics.c_str(), nullptr};
-    ::execv(exe.c_str(), const_cast<char* const*>(args));
+    ::execv(exe.c_str(), const_cast<char* const*>(args.data()));
     std::fprintf(stderr, "cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
     ::_exit(127);
   }
@@ -206,7 +212,7 @@ void create_missing_key_pairs(const std::string& file, bool quiet) {
 int cmd_launch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest;
   const std::string file = split_positional(argv, {"--threads", "--timeout", "--metrics-dir"}, rest);
-  const Args a(rest, {"threads", "timeout", "metrics-dir"}, {"quiet"});
+  const Args a(rest, {"threads", "timeout", "metrics-dir"}, {"quiet", "discover"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -244,7 +250,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   for (auto& c : children) {
-    c.pid = spawn(exe, topology_path, c, threads, metrics_dir);
+    c.pid = spawn(exe, topology_path, c, threads, metrics_dir, a.flag("discover"));
     c.running = true;
   }
   if (!quiet)

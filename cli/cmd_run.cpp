@@ -18,7 +18,8 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--metrics FILE] [--quiet]\n"
+    "usage: fednode run --topology FILE --id ID [--key-dir DIR] [--state-dir DIR] [--metrics FILE]\n"
+    "                   [--discover [--discover-on IFACE[,IFACE...]]] [--quiet]\n"
     "  Runs node ID (its id or name) of the topology FILE until it is finished. Its data, method\n"
     "  options and keys come from the file ([federation.data], [federation.options], key_dir);\n"
     "  what it receives and its result (result.json, head) go to its state directory. Killed\n"
@@ -27,6 +28,11 @@ const char* kHelp =
     "  --state-dir DIR   instead of the file's state_dir\n"
     "  --metrics FILE    keep Prometheus metrics in FILE (text format, for node_exporter's textfile\n"
     "                    collector: name it *.prom in its directory), rewritten about once a second\n"
+    "  --discover        find the peers the file gives no address on the local network: UDP\n"
+    "                    beacons on [federation] discovery_port (default 7399), each address\n"
+    "                    trusted only once the CurveZMQ handshake proves the topology's key for\n"
+    "                    that node (docs/lan.md, \"Discovery\"); addresses in the file still win\n"
+    "  --discover-on IFACE,...  beacon on these interfaces only (default: every IPv4 one that is up)\n"
     "  --quiet           no progress lines on stderr\n"
     "  Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS bound the node's compute threads.\n"
     "Exit status: 0 finished; 3 incomplete because a deadline passed (a peer sent nothing in time,\n"
@@ -55,7 +61,8 @@ std::string timestamp() {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& argv) {
-  const Args a(argv, {"topology", "id", "key-dir", "state-dir", "metrics"}, {"quiet"});
+  const Args a(argv, {"topology", "id", "key-dir", "state-dir", "metrics", "discover-on"},
+               {"quiet", "discover"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -87,6 +94,17 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (a.has("metrics")) {
     if (config.metrics_path.empty()) throw UsageError("--metrics needs a file name, got an empty path");
     check_output_path("--metrics", config.metrics_path);
+  }
+  config.discover = a.flag("discover");
+  if (a.has("discover-on")) {
+    if (!config.discover) throw UsageError("--discover-on is for --discover");
+    std::string list = a.required("discover-on");
+    for (size_t start = 0; start <= list.size();) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      if (comma == start) throw UsageError("--discover-on: an empty interface name in '" + list + "'");
+      config.discovery_interfaces.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
   }
   config.callbacks.progress = say;
 

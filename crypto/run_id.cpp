@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <array>
 
 namespace fednode {
@@ -16,6 +17,20 @@ RunId derive_run_id(std::string_view name) {
   crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(name.data()), name.size());
   crypto_generichash_final(&st, run.bytes.data(), run.bytes.size());
   return run;
+}
+
+std::array<uint8_t, 8> beacon_run_tag(const RunId& run) {
+  ensure_sodium();
+  static constexpr char kContext[] = "fednode/1 beacon";
+  std::array<uint8_t, 16> hash;
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, hash.size());
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kContext), sizeof(kContext) - 1);
+  crypto_generichash_update(&st, run.bytes.data(), run.bytes.size());
+  crypto_generichash_final(&st, hash.data(), hash.size());
+  std::array<uint8_t, 8> tag;
+  std::copy(hash.begin(), hash.begin() + tag.size(), tag.begin());
+  return tag;
 }
 
 RunId random_run_id() {

@@ -4,6 +4,8 @@
 
 #include "crypto/keys.h"
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +16,10 @@ namespace fednode {
 // use a new one.
 RunId derive_run_id(std::string_view name);
 RunId random_run_id();
+// What a discovery beacon says of its run (protocol/beacon.h): the first 8 bytes of BLAKE2b-128
+// of "fednode/1 beacon" || run id. Enough to tell runs on one LAN apart; it does not give the run
+// id itself to whoever listens.
+std::array<uint8_t, 8> beacon_run_tag(const RunId& run);
 // "run-" and 16 random hex digits (64 bits from libsodium's CSPRNG): a fresh run name for a new
 // topology file. Not drawn from the seeded streams: it must differ between runs, not reproduce.
 std::string random_run_name();

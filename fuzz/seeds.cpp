@@ -5,10 +5,12 @@
 
 #include "crypto/key_files.h"
 #include "crypto/replay.h"
+#include "crypto/run_id.h"
 #include "features/npy.h"
 #include "features/preprocess.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
+#include "protocol/beacon.h"
 #include "protocol/codec.h"
 
 #include <zlib.h>
@@ -116,6 +118,18 @@ void protocol_seeds() {
   }
 }
 
+void beacon_seeds() {
+  Beacon b;
+  b.run = beacon_run_tag(derive_run_id("seed run"));
+  b.node = 3;
+  b.port = 7300;
+  b.key = Identity::from_seed(std::array<uint8_t, 32>{}).public_key().bytes;
+  seed("beacon", encode_beacon(b));
+  b.node = 0xffffffff;
+  b.port = 65535;
+  seed("beacon", encode_beacon(b));
+}
+
 void file_seeds(const fs::path& source) {
   // The first byte picks the variant (fuzz_files.cpp): 0 features, 1 labels.
   for (const auto& entry : fs::directory_iterator(source / "tests/features/data/npy")) {
@@ -170,6 +184,7 @@ int main(int argc, char** argv) {
   out_dir = argv[1];
   try {
     protocol_seeds();
+    beacon_seeds();
     file_seeds(FEDNODE_SOURCE_DIR);
   } catch (const std::exception& e) {
     std::cerr << "fuzz_seeds: " << e.what() << "\n";

@@ -5,6 +5,8 @@
 // and when the node is done, the closing that keeps it answering for a moment.
 #include "node/node.h"
 
+#include "crypto/run_id.h"
+#include "node/beacon_socket.h"
 #include "node/configuration_record.h"
 #include "node/durable_file.h"
 #include "node/elapsed.h"
@@ -15,6 +17,7 @@
 #include "node/node_result.h"
 #include "node/node_status.h"
 #include "node/outbox.h"
+#include "node/peer_finder.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
 #include "node/state_store.h"
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -61,6 +65,9 @@ struct Node::Impl {
   std::unique_ptr<StateStore> store;
   std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Inbox> inbox;
+  // LAN discovery (NodeConfig::discover): this node's beacons, and the peers found through theirs.
+  std::unique_ptr<BeaconSocket> beacons;
+  std::unique_ptr<PeerFinder> finder;
   EncodeOptions encode;
   SendTally sent;
 
@@ -152,13 +159,19 @@ struct Node::Impl {
                                            config.receive_clearance,
                                            std::chrono::milliseconds(static_cast<int64_t>(ack_deadline() * 500))});
     restore();
+    std::set<NodeId> sought;
     for (NodeId peer : plan.peers()) {
       transport->add_peer(peer, topo.node(peer).address);
+      if (topo.node(peer).address.empty()) {
+        sought.insert(peer);
+        continue;
+      }
       const std::string problem = Transport::resolution_problem(topo.node(peer).address);
       if (!problem.empty())
         say("the address of " + who(peer) + " (" + topo.node(peer).address + "): " + problem +
             "; retrying in the background, but check the topology file or the name service");
     }
+    if (config.discover) start_discovery(std::move(sought));
     if (!store->has_marker("hello")) {
       for (NodeId peer : plan.recipients()) queue(peer, MessageType::Hello, 0, Payload(hello_of(config)), 0);
       store->set_marker("hello");
@@ -176,7 +189,44 @@ struct Node::Impl {
           "can make it hold memory until the connection closes (docs/security.md, \"Memory a stranger can pin\")");
     if (!t.log && config.callbacks.progress) t.log = [this](const std::string& line) { say(line); };
     const auto& me = config.topology.node(config.id);
-    transport = std::make_unique<Transport>(config.id, me.bind.empty() ? me.address : me.bind, t);
+    // Without an address or bind, any free port: discovery's beacons tell the peers which.
+    const std::string bind = !me.bind.empty() ? me.bind : !me.address.empty() ? me.address : "tcp://*:*";
+    transport = std::make_unique<Transport>(config.id, bind, t);
+  }
+
+  // Discovery (docs/lan.md): beacons go out from now on, so peers can find this node while it
+  // still loads or fits; the peers it sends to without an address are looked for.
+  void start_discovery(std::set<NodeId> sought) {
+    const auto& topo = config.topology;
+    std::map<NodeId, std::array<uint8_t, 32>> keys;
+    for (const auto& n : topo.nodes)
+      if (n.public_key) keys[n.id] = *n.public_key;
+    Beacon own;
+    own.run = beacon_run_tag(channel.run());
+    own.node = config.id;
+    own.port = transport->bound_port();
+    own.key = keys.at(config.id);  // CurveZMQ hops, checked: every node has its key
+    BeaconSocketOptions options;
+    options.port = static_cast<uint16_t>(topo.federation.discovery_port);
+    options.interfaces = config.discovery_interfaces;
+    beacons = std::make_unique<BeaconSocket>(own, options);
+    std::string to, looking;
+    for (const auto& d : beacons->destinations()) to += (to.empty() ? "" : ", ") + d;
+    for (NodeId peer : sought) looking += (looking.empty() ? "" : ", ") + who(peer);
+    say("discovery: beaconing TCP port " + std::to_string(own.port) + " on UDP port " + std::to_string(options.port) +
+        " to " + (to.empty() ? "no interface yet" : to) + (looking.empty() ? "" : "; looking for " + looking));
+    finder = std::make_unique<PeerFinder>(
+        std::move(keys), config.id, std::move(sought), own.run, [this](const std::string& line) { say(line); },
+        [this](NodeId id) { return who(id); });
+  }
+
+  // What the beacons said since the last step, and for each peer still sought the address to
+  // dial now (node/peer_finder.h); a new one replaces the connection to the old.
+  void find_peers() {
+    if (!finder) return;
+    const auto t = Clock::now();
+    for (const HeardBeacon& heard : beacons->take_heard()) finder->hear(heard, t);
+    for (NodeId peer : finder->sought()) transport->add_peer(peer, finder->address_for(peer, transport->handshaken(peer), t));
   }
 
   // A restart: take back everything the state directory holds, in the order it happened.
@@ -257,6 +307,7 @@ struct Node::Impl {
   }
 
   void advance() {
+    find_peers();
     note_inbound_progress();
     apply(machine->tick(now()));
     inbox->pace();

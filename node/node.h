@@ -75,6 +75,12 @@ struct NodeConfig {
   // Where to keep Prometheus metrics in the text format (node_exporter's textfile collector),
   // rewritten with status.json about once a second and at the end; empty: none (docs/node.md).
   std::string metrics_path;
+  // LAN discovery (docs/lan.md, "Discovery"): beacon this node's port over UDP, and find the peers
+  // whose address the topology leaves out from their beacons. Needs CurveZMQ hops
+  // (hop_encryption "auto" or "curve"): a beacon is believed only once the handshake proves the
+  // key the topology lists for that node. Static addresses are used as they are.
+  bool discover = false;
+  std::vector<std::string> discovery_interfaces;  // names; empty: every IPv4 interface that is up
   NodeCallbacks callbacks;
 };
 

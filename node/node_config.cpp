@@ -166,6 +166,16 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   if (config.ack_deadline_seconds &&
       !(*config.ack_deadline_seconds > 0 && *config.ack_deadline_seconds <= kMaxDeadlineSeconds))
     bad("ack_deadline_seconds must lie in (0, " + std::to_string(static_cast<int64_t>(kMaxDeadlineSeconds)) + "]");
+  for (const auto& n : topo.nodes) {
+    const auto peers = plan.peers();
+    const bool concerned = n.id == config.id || std::count(peers.begin(), peers.end(), n.id) > 0;
+    if (concerned && n.address.empty() && !config.discover)
+      throw InputError(topo.describe(n.id) + " has no address in " + topo.source +
+                       ": give it address = \"tcp://HOST:PORT\", or run with --discover to find it on the local network");
+  }
+  if (config.discover && topo.hop_encryption() != HopEncryption::Curve)
+    throw InputError("discovery needs CurveZMQ hops, and " + topo.source + " sets hop_encryption = \"none\": a " +
+                     "beacon is only believed once the CurveZMQ handshake proves the peer's key");
   config.local.validate(self + "'s training features");
   if (config.local.size() == 0 && plan.wait_for.empty() && plan.late_from.empty())
     throw InputError(self + " has no training features and receives no knowledge in " + topo.source +

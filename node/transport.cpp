@@ -44,6 +44,7 @@ struct Transport::Impl {
     std::unique_ptr<zmq::socket_t> dealer;   // connected on first send
     std::unique_ptr<zmq::socket_t> monitor;  // the dealer's CONNECTED and DISCONNECTED events (zmq_socket_monitor)
     uint64_t breaks = 0;
+    bool handshaken = false;  // the current connection completed its ZMTP (and CURVE) handshake
     std::optional<TcpProgress> connection;  // the current one, once the monitor named it
     uint64_t acked_seen = 0;
     std::chrono::steady_clock::time_point last_progress{};
@@ -103,9 +104,11 @@ struct Transport::Impl {
     return false;
   }
 
-  zmq::socket_t& dealer(NodeId peer) {
+  // Null while the peer's address is not known yet (discovery has not found it).
+  zmq::socket_t* dealer(NodeId peer) {
     auto it = peers.find(peer);
     if (it == peers.end()) throw InputError("transport: no address for node " + std::to_string(peer));
+    if (it->second.address.empty()) return nullptr;
     if (!it->second.dealer) {
       std::unique_ptr<zmq::socket_t> s;
       try {
@@ -134,7 +137,8 @@ struct Transport::Impl {
       // Before connecting: a connection that breaks at once is counted too.
       const std::string endpoint = "inproc://fednode-monitor-" + std::to_string(peer) + "-" +
                                    std::to_string(++monitors_made);
-      if (zmq_socket_monitor(s->handle(), endpoint.c_str(), ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0)
+      if (zmq_socket_monitor(s->handle(), endpoint.c_str(),
+                             ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
         throw zmq::error_t();
       auto monitor = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
       monitor->set(zmq::sockopt::linger, 0);
@@ -147,8 +151,9 @@ struct Transport::Impl {
                          "': " + e.what());
       }
       it->second.dealer = std::move(s);
+      it->second.handshaken = false;
     }
-    return *it->second.dealer;
+    return it->second.dealer.get();
   }
 
   // Reads one whole (possibly multi-part) message; the parts after the first `skip` are the data.
@@ -268,6 +273,10 @@ void Transport::add_peer(NodeId peer, const std::string& address) {
   auto& p = impl_->peers[peer];
   if (p.address != address) {
     p.address = address;
+    // A frame handed to the old connection may not have arrived: a break, so it goes again.
+    if (p.dealer) ++p.breaks;
+    p.handshaken = false;
+    p.connection.reset();
     p.dealer.reset();
     p.monitor.reset();
     p.stream.reset();
@@ -327,14 +336,14 @@ ReceivedFrame& ReceivedFrame::operator=(ReceivedFrame&&) noexcept = default;
 ReceivedFrame::~ReceivedFrame() = default;
 
 bool Transport::send(NodeId peer, const std::string& frame) {
-  auto& s = impl_->dealer(peer);
-  if (impl_->peers[peer].stream) return false;
+  zmq::socket_t* s = impl_->dealer(peer);
+  if (!s || impl_->peers[peer].stream) return false;
   zmq::message_t m(frame.data(), frame.size());
-  return s.send(m, zmq::send_flags::dontwait).has_value();
+  return s->send(m, zmq::send_flags::dontwait).has_value();
 }
 
 bool Transport::send(NodeId peer, std::unique_ptr<OutgoingMessages>& messages) {
-  impl_->dealer(peer);
+  if (!impl_->dealer(peer)) return false;
   Impl::Peer& p = impl_->peers[peer];
   if (p.stream || !messages) return false;
   p.stream = std::move(messages);
@@ -358,8 +367,25 @@ void Transport::drop_queued(NodeId peer) {
   if (it == impl_->peers.end()) return;
   it->second.dealer.reset();  // linger 0: the queue goes with it
   it->second.monitor.reset();
+  it->second.handshaken = false;
   it->second.stream.reset();
   it->second.stream_ready.reset();
+}
+
+bool Transport::handshaken(NodeId peer) const {
+  const auto it = impl_->peers.find(peer);
+  return it != impl_->peers.end() && it->second.handshaken;
+}
+
+uint16_t Transport::bound_port() const {
+  const std::string endpoint = impl_->router.get(zmq::sockopt::last_endpoint);
+  const auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return 0;
+  try {
+    return static_cast<uint16_t>(std::stoul(endpoint.substr(colon + 1)));
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 uint64_t Transport::breaks(NodeId peer) const {
@@ -405,7 +431,8 @@ bool Transport::reply(const Incoming& in, const std::string& frame) {
       // An answer may go between a stream's chunks (a receipt for an ack that came meanwhile):
       // the receiver keeps its stream across it; only send() holds frames back behind a stream.
       zmq::message_t m(frame.data(), frame.size());
-      return impl_->dealer(*in.via_dealer).send(m, zmq::send_flags::dontwait).has_value();
+      zmq::socket_t* s = impl_->dealer(*in.via_dealer);
+      return s && s->send(m, zmq::send_flags::dontwait).has_value();
     }
     zmq::message_t id(in.route.data(), in.route.size());
     zmq::message_t m(frame.data(), frame.size());
@@ -469,8 +496,11 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
           peer.connection.emplace(static_cast<int>(value));
           peer.acked_seen = peer.connection->bytes_acked().value_or(0);
           peer.last_progress = std::chrono::steady_clock::now();
+        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+          peer.handshaken = true;
         } else if (event == ZMQ_EVENT_DISCONNECTED) {
           ++peer.breaks;
+          peer.handshaken = false;
           peer.connection.reset();
           broke = true;
         }

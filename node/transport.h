@@ -115,7 +115,9 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  // Where peers reach `peer`; the DEALER connects on first use.
+  // Where peers reach `peer`; the DEALER connects on first use. An empty address: not known yet
+  // (discovery, node/peer_finder.h) — sends to it are not taken until it is. A new address closes
+  // the connection to the old one, which counts as a break (breaks()).
   void add_peer(NodeId peer, const std::string& address);
   // Why the host of a tcp:// address does not resolve now (empty if it does, or is an IP
   // address): libzmq keeps retrying such a peer in silence, so the node says it once.
@@ -144,6 +146,13 @@ class Transport {
   // its acknowledgement may be lost; on a connection that did not break, neither happens
   // (TCP delivers, and libzmq drops nothing on a live connection of these sockets).
   uint64_t breaks(NodeId peer) const;
+  // Whether the current connection to `peer` completed its handshake: under CurveZMQ, proof that
+  // the other end holds the secret half of the key this node expects for `peer`. Updated by
+  // receive(); false again once that connection breaks.
+  bool handshaken(NodeId peer) const;
+  // The TCP port the listening socket is bound to: the one a bind address gave, or the one the
+  // system chose for "tcp://*:*". 0 when it cannot be told.
+  uint16_t bound_port() const;
   // When data last moved to `peer`: its TCP acknowledged more bytes on the current connection
   // (node/tcp_progress.h), or a connection to it was made. The epoch if neither happened yet.
   // Sampled when asked: a caller asks as often as it needs the answer to be fresh.

@@ -5,7 +5,13 @@
 # exist only inside the namespaces, the run cannot silently fall back to loopback. All nodes even
 # share one port number, which on a single network stack would collide.
 #
-# usage: netns_chain_test.sh FEDNODE_BINARY
+# With --discover the file gives no node an address or bind: every node runs `fednode run
+# --discover` and finds its peers by UDP beacons over the bridge (docs/lan.md, "Discovery"), while
+# an intruder in a sixth namespace (scripts/beacon_forger.py) broadcasts forged beacons: the real
+# ones pointing at its own silent TCP port, and ones with keys not in the topology. The run must
+# still complete, no node may trust the intruder's address, and the foreign keys are ignored.
+#
+# usage: netns_chain_test.sh [--discover] FEDNODE_BINARY
 # Exit status: 0 passed, 1 failed, 2 usage, 77 skipped (CTest's SKIP_RETURN_CODE): namespaces,
 # veth pairs or bridges cannot be made here (not root / no CAP_SYS_ADMIN and CAP_NET_ADMIN, no
 # iproute2, or a kernel without veth or bridge support).
@@ -20,11 +26,18 @@ readonly SUBNET=10.231.0        # /24, only ever configured inside the namespace
 readonly PORT=7300              # the same for every node: each has its own IP
 readonly TIME_LIMIT=240         # below the CTest TIMEOUT so that we still get to clean up
 
+discover=0
+if [ "${1:-}" = "--discover" ]; then
+  discover=1
+  shift
+fi
 if [ $# -ne 1 ]; then
-  echo "usage: $0 FEDNODE_BINARY" >&2
+  echo "usage: $0 [--discover] FEDNODE_BINARY" >&2
   exit 2
 fi
 fednode=$1
+readonly INTRUDER=100           # its host number on the subnet, in --discover mode
+readonly DISCOVERY_PORT=7399    # the default [federation] discovery_port
 case $fednode in /*) ;; *) fednode=$PWD/$fednode ;; esac
 if [ ! -x "$fednode" ]; then
   echo "FAILED: $fednode is not an executable" >&2
@@ -39,6 +52,7 @@ skip() {
 }
 
 prefix=fnchain$$
+forger_pid=""
 sw_ns=$prefix-sw
 node_ns() { echo "$prefix-n$1"; }
 work=""
@@ -50,6 +64,7 @@ cleanup() {
   set +e
   # Only skip() may report a skip; a command that failed with 77 is a failure.
   [ "$rc" -eq 77 ] && [ "$skipping" -eq 0 ] && rc=1
+  [ -n "$forger_pid" ] && kill -TERM "$forger_pid" 2>/dev/null && wait "$forger_pid" 2>/dev/null
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -112,6 +127,19 @@ for i in $(seq 0 $((NODES - 1))); do
   ip -n "$ns" link set eth0 up
 done
 echo "network: bridge br0 in $sw_ns; nodes in $prefix-n0..n$((NODES - 1)) at $SUBNET.1..$NODES/24"
+intruder_ns=$prefix-x
+if [ "$discover" -eq 1 ]; then
+  command -v python3 >/dev/null 2>&1 || skip "--discover needs python3 for the forger (scripts/setup.sh installs it)"
+  ip netns add "$intruder_ns"
+  created_ns+=("$intruder_ns")
+  ip -n "$sw_ns" link add portx type veth peer name eth0 netns "$intruder_ns"
+  ip -n "$sw_ns" link set portx master br0
+  ip -n "$sw_ns" link set portx up
+  ip -n "$intruder_ns" link set lo up
+  ip -n "$intruder_ns" addr add "$SUBNET.$INTRUDER/24" dev eth0
+  ip -n "$intruder_ns" link set eth0 up
+  echo "intruder: $intruder_ns at $SUBNET.$INTRUDER, forging beacons on UDP port $DISCOVERY_PORT"
+fi
 
 # --- the federation --------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/fednode-netns.XXXXXX")
@@ -124,30 +152,43 @@ topo=$work/chain5.toml
   --data partition=dirichlet --data dirichlet-alpha=0.5
 
 # Node i is addressed by its own IP (the builder gives every node --host) and listens on all of
-# its namespace's interfaces. The file keeps [[node]] tables with id before address; anything
-# else is caught by the count check below rather than producing a half-rewritten file.
-awk -v subnet="$SUBNET" -v port="$PORT" -v n="$NODES" '
+# its namespace's interfaces; with --discover it has no address at all (and listens on any port
+# of every interface). The file keeps [[node]] tables with id before address; anything else is
+# caught by the count check below rather than producing a half-rewritten file.
+awk -v subnet="$SUBNET" -v port="$PORT" -v n="$NODES" -v discover="$discover" '
   /^\[\[/ { id = "" }
   /^id = [0-9]+$/ { id = $3 }
   /^address = / {
     if (id == "") { print "address before id" > "/dev/stderr"; exit 1 }
+    rewritten++
+    if (discover) next
     printf "address = \"tcp://%s.%d:%d\"\n", subnet, id + 1, port
     printf "bind = \"tcp://*:%d\"\n", port
-    rewritten++
     next
   }
   { print }
   END { if (rewritten != 0 + n) { print "rewrote " rewritten " addresses, expected " n > "/dev/stderr"; exit 1 } }
 ' "$raw" >"$topo"
 echo "topology: $topo"
-grep -E '^(address|bind) = ' "$topo"
+grep -E '^(address|bind) = ' "$topo" || echo "(no addresses: found by discovery)"
 
 # --- run one node per namespace ----------------------------------------------------------------
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+run_args=()
+if [ "$discover" -eq 1 ]; then
+  run_args=(--discover)
+  # Forging before the nodes start, from the file's run name and public keys (no secrets), and
+  # copying each real beacon as soon as it is heard.
+  ip netns exec "$intruder_ns" python3 "$here/beacon_forger.py" "$SUBNET.255" "$DISCOVERY_PORT" "$work/forger.txt" \
+    "$topo" >"$work/forger.log" 2>&1 &
+  forger_pid=$!
+  sleep 0.5
+fi
 start=$(date +%s)
 for i in $(seq 0 $((NODES - 1))); do
   # One compute thread per node: five nodes share this machine's cores.
   ip netns exec "$(node_ns "$i")" env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-    "$fednode" run --topology "$topo" --id "$i" >"$work/n$i.log" 2>&1 &
+    "$fednode" run --topology "$topo" --id "$i" "${run_args[@]}" >"$work/n$i.log" 2>&1 &
   pids+=($!)
 done
 
@@ -205,8 +246,38 @@ for i in $(seq 0 $((NODES - 1))); do
   # The file sets no hop_encryption and the nodes listen beyond loopback: CurveZMQ by default.
   grep -q "hops: CurveZMQ" "$work/n$i.log" || fail "node $i: no CurveZMQ on its hops (the default beyond loopback)"
 done
+if [ "$discover" -eq 1 ]; then
+  kill -TERM "$forger_pid" 2>/dev/null
+  wait "$forger_pid" 2>/dev/null || true
+  forger_pid=""
+  cat "$work/forger.log" >&2
+  forged=$(awk '$1 == "forged" { print $2 }' "$work/forger.txt" 2>/dev/null)
+  accepted=$(awk '$1 == "accepted" { print $2 }' "$work/forger.txt" 2>/dev/null)
+  intruder="tcp://$SUBNET.$INTRUDER:"
+  [ "${forged:-0}" -gt 0 ] || fail "the intruder forged no beacon (it heard none?)"
+  ignored=0
+  dialled=0
+  for i in $(seq 0 $((NODES - 1))); do
+    log=$work/n$i.log
+    grep -q "discovery: beaconing" "$log" || fail "node $i: did not beacon"
+    # Its address is never trusted: no handshake with the silent port can succeed.
+    if grep "proved its key" "$log" | grep -qF "$intruder"; then fail "node $i trusted the intruder's address"; fi
+    grep -q "ignored a beacon from $SUBNET.$INTRUDER: it names" "$log" && ignored=$((ignored + 1))
+    grep -q "may be at $intruder\|trying $intruder" "$log" && dialled=$((dialled + 1))
+  done
+  [ "$ignored" -gt 0 ] || fail "no node said it ignored the intruder's beacons with foreign keys"
+  # Forged from before the start every 20 ms, against a node's one beacon a second: some node
+  # hears a forged address for a peer first, dials it, and must give up on it.
+  [ "$dialled" -gt 0 ] || fail "no node dialled a spoofed address: the forger was not heard first anywhere"
+  echo "intruder: forged ${forged:-0} datagrams; $ignored node(s) ignored its foreign keys;" \
+    "$dialled node(s) dialled a spoofed address (${accepted:-0} connections to its silent port), none trusted it"
+fi
 if [ "$failed" -ne 0 ]; then
   for i in $(seq 0 $((NODES - 1))); do echo "--- n$i.log"; tail -n 30 "$work/n$i.log"; done >&2
   exit 1
 fi
-echo "PASSED: $NODES-node chain across $NODES network namespaces in ${elapsed} s"
+if [ "$discover" -eq 1 ]; then
+  echo "PASSED: $NODES-node chain across $NODES network namespaces, found by discovery past a forger, in ${elapsed} s"
+else
+  echo "PASSED: $NODES-node chain across $NODES network namespaces in ${elapsed} s"
+fi

@@ -200,7 +200,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.line = line_of(*fed);
   for (auto&& [key, value] : *fed) f.key_lines[std::string(key.str())] = line_of(value);
   const std::string fw = "[federation]";
-  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "receive_window", "hop_encryption", "hub", "start",
+  r.only_keys(*fed, fw, {"mode", "method", "run", "seed", "deadline_seconds", "ack_deadline_seconds", "silence_seconds", "receive_window", "hop_encryption", "discovery_port", "hub", "start",
                           "options", "data", "limits"});
   const auto mode = r.string(*fed, "mode", fw);
   if (!mode) r.fail(f.line, "[federation] needs mode = \"linear\", \"ring\", \"star\" or \"graph\"");
@@ -218,6 +218,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
   f.ack_deadline_seconds = r.number(*fed, "ack_deadline_seconds", fw).value_or(kDefaultAckDeadlineSeconds);
   f.silence_seconds = r.number(*fed, "silence_seconds", fw).value_or(kDefaultSilenceSeconds);
   f.receive_window = r.integer(*fed, "receive_window", fw, 0, kMaxTopologyNodes).value_or(kDefaultReceiveWindow);
+  f.discovery_port = r.integer(*fed, "discovery_port", fw, 1, 65535).value_or(kDefaultDiscoveryPort);
   if (const auto hop = r.string(*fed, "hop_encryption", fw)) {
     try {
       f.hop_encryption = parse_hop_encryption(*hop);
@@ -253,9 +254,9 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
       node.id = static_cast<NodeId>(*id);
       const std::string wn = "node " + std::to_string(node.id);
       node.name = r.string(t, "name", wn).value_or("");
-      const auto address = r.string(t, "address", wn);
-      if (!address) r.fail(node.line, wn + " needs address = \"tcp://HOST:PORT\"");
-      node.address = *address;
+      // Without one the node is found by discovery (`fednode run --discover`), which the node
+      // checks: the file alone cannot tell how it will be run.
+      node.address = r.string(t, "address", wn).value_or("");
       node.bind = r.string(t, "bind", wn).value_or("");
       node.public_key_text = r.string(t, "public_key", wn).value_or("");
       node.key_dir = r.string(t, "key_dir", wn).value_or("");
@@ -391,6 +392,7 @@ std::string to_toml(const Topology& t) {
     out << "ack_deadline_seconds = " << float_text(f.ack_deadline_seconds) << "\n";
   if (f.silence_seconds != kDefaultSilenceSeconds) out << "silence_seconds = " << float_text(f.silence_seconds) << "\n";
   if (f.receive_window != kDefaultReceiveWindow) out << "receive_window = " << f.receive_window << "\n";
+  if (f.discovery_port != kDefaultDiscoveryPort) out << "discovery_port = " << f.discovery_port << "\n";
   if (f.hop_encryption != HopEncryption::Auto) out << "hop_encryption = " << quoted(to_string(f.hop_encryption)) << "\n";
   if (f.hub) out << "hub = " << *f.hub << "\n";
   if (f.start) out << "start = " << *f.start << "\n";
@@ -401,7 +403,7 @@ std::string to_toml(const Topology& t) {
     out << "\n[[node]]\n";
     out << "id = " << n.id << "\n";
     if (!n.name.empty()) out << "name = " << quoted(n.name) << "\n";
-    out << "address = " << quoted(n.address) << "\n";
+    if (!n.address.empty()) out << "address = " << quoted(n.address) << "\n";
     if (!n.bind.empty()) out << "bind = " << quoted(n.bind) << "\n";
     if (!n.public_key_text.empty()) out << "public_key = " << quoted(n.public_key_text) << "\n";
     if (!n.key_dir.empty()) out << "key_dir = " << quoted(n.key_dir) << "\n";

@@ -50,12 +50,14 @@ HopEncryption parse_hop_encryption(const std::string& s) {
 }
 
 bool Topology::beyond_loopback() const {
-  for (const auto& n : nodes)
+  for (const auto& n : nodes) {
+    if (n.address.empty()) return true;  // to be found by discovery: on a network
     for (const std::string* address : {&n.address, &n.bind}) {
       if (address->empty()) continue;
       const auto endpoint = topo::parse_endpoint(*address, true, nullptr);
       if (!endpoint || !topo::loopback_host(endpoint->host)) return true;
     }
+  }
   return false;
 }
 

@@ -55,14 +55,17 @@ constexpr double kDefaultAckDeadlineSeconds = 60.0;
 constexpr double kDefaultSilenceSeconds = 30.0;
 // Senders whose knowledge a node awaits that may send it at once (docs/node.md, "Pacing").
 constexpr int64_t kDefaultReceiveWindow = 8;
+// The UDP port of LAN discovery's beacons (docs/lan.md, "Discovery"), the same at every node.
+constexpr int64_t kDefaultDiscoveryPort = 7399;
 // A run name is hashed into the run id; the bound only keeps names readable in logs.
 constexpr size_t kMaxRunNameBytes = 128;
 
 struct TopologyNode {
   NodeId id = 0;
   std::string name;            // optional, unique; letters, digits, '_', '-', '.'; not all digits
-  std::string address;         // tcp://HOST:PORT, where peers reach this node
-  std::string bind;            // optional tcp://HOST:PORT it listens on (HOST may be *); default: address
+  std::string address;         // tcp://HOST:PORT, where peers reach this node; empty: found by discovery
+  std::string bind;            // optional tcp://HOST:PORT it listens on (HOST may be *); default: address,
+                               // or without one tcp://*:* (any port; discovery's beacons say which)
   std::string public_key_text; // as written in the file (hex or base64); may be empty
   std::optional<PublicKeyBytes> public_key;  // effective: decoded from the text or read from key_dir
   std::string key_dir;         // as written; holds node.pub and the node's secret key node.key
@@ -97,6 +100,7 @@ struct FederationSettings {
   double ack_deadline_seconds = kDefaultAckDeadlineSeconds;
   double silence_seconds = kDefaultSilenceSeconds;
   int64_t receive_window = kDefaultReceiveWindow;  // 0: no pacing
+  int64_t discovery_port = kDefaultDiscoveryPort;  // UDP, for `fednode run --discover`
   HopEncryption hop_encryption = HopEncryption::Auto;  // as written; Topology::hop_encryption() resolves auto
   std::optional<NodeId> hub;   // star mode: required
   std::optional<NodeId> start; // ring mode: where the first pass begins (default: smallest id)
@@ -130,9 +134,10 @@ struct Topology {
   // "file.toml:12" (or just the file when line is 0): where messages point.
   std::string where(int line) const;
   // What every node uses on its hops: the file's setting, auto resolved to Curve when a node's
-  // address or bind address is not on loopback (127.0.0.0/8, ::1, localhost), else None.
+  // address or bind address is not on loopback (127.0.0.0/8, ::1, localhost), or a node has no
+  // address (it is to be discovered on a network), else None.
   HopEncryption hop_encryption() const;
-  // Whether some node's address or bind address is not on loopback.
+  // Whether some node's address or bind address is not on loopback, or some node has no address.
   bool beyond_loopback() const;
 
   // A path from the file, made usable from the current directory.

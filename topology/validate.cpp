@@ -161,9 +161,9 @@ class Checker {
                who + ": the name '" + n.name + "' is already used by " + t_.describe(names[n.name]->id));
       }
       std::string why;
-      const auto ep = topo::parse_endpoint(n.address, false, &why);
-      if (!ep) fail(n.line_of("address"), who + ": address '" + n.address + "' " + why);
-      if (!addresses.emplace(ep->key(), &n).second)
+      const auto ep = n.address.empty() ? std::nullopt : topo::parse_endpoint(n.address, false, &why);
+      if (!n.address.empty() && !ep) fail(n.line_of("address"), who + ": address '" + n.address + "' " + why);
+      if (ep && !addresses.emplace(ep->key(), &n).second)
         fail(n.line_of("address"), who + ": address '" + n.address + "' is already the address of " +
                          t_.describe(addresses[ep->key()]->id) + " (line " +
                          std::to_string(addresses[ep->key()]->line) + ")");

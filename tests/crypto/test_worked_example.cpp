@@ -2,6 +2,8 @@
 // <!-- example:NAME --> in the document must equal what the library produces from the
 // example's inputs. Run with FEDNODE_PRINT_EXAMPLE=1 to print the blocks.
 #include "node/secure_channel.h"
+#include "crypto/run_id.h"
+#include "protocol/beacon.h"
 
 #include "../protocol/samples.h"
 
@@ -128,6 +130,17 @@ TEST(WorkedExample, MatchesDocsProtocolMd) {
   ReplayGuard guard;
   const Message m = node2.open(frame, guard);
   EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).B, std::get<StatsKnowledge>(k.payload).B);
+}
+
+// docs/protocol.md, section 13: the beacon of the example, byte for byte where the page gives it.
+TEST(WorkedExample, DiscoveryBeacon) {
+  Beacon b;
+  b.run = beacon_run_tag(derive_run_id("seed run"));
+  b.node = 3;
+  b.port = 7300;
+  const std::string bytes = encode_beacon(b);
+  const std::string expected_head = "\x46\x4e\x44\x42\x01\x00\x1c\x84\x00\x00\x00\x03\x5e\xed\x52\x7d\xd3\x73\x8b\xb9";
+  EXPECT_EQ(bytes.substr(0, expected_head.size()), expected_head);
 }
 
 }  // namespace

@@ -293,7 +293,7 @@ TEST(TopologyIo, StructureAndTypeErrors) {
   EXPECT_ERROR(test::federation("linear") + "[[node]]\naddress = \"tcp://h:1\"\n", "t.toml:5: [[node]] needs id =");
   EXPECT_ERROR(test::federation("linear") + "[[node]]\nid = \"a\"\n", "'id' must be an integer, got a string");
   EXPECT_ERROR(test::federation("linear") + "[[node]]\nid = 4294967296\n", "'id' must be in [0, 4294967295]");
-  EXPECT_ERROR(test::federation("linear") + "[[node]]\nid = 1\n", "node 1 needs address =");
+  EXPECT_ERROR(test::federation("linear", "discovery_port = 0") + test::nodes(1), "'discovery_port' must be in [1, 65535]");
   EXPECT_ERROR(test::federation("linear") + test::node(0, "adress = \"x\""), "t.toml:9: unknown key 'adress' in [[node]]");
   EXPECT_ERROR(test::federation("linear") + test::node(0, "name = 5"), "node 0: 'name' must be a string, got an integer");
   EXPECT_ERROR(test::federation("linear") + test::node(0, "partition_index = -2"), "'partition_index' must be in [0, ");
@@ -338,6 +338,27 @@ TEST(TopologyIo, LoadsFilesAndResolvesPathsAgainstTheirDirectory) {
   EXPECT_TRUE(t.node(0).public_key_text.empty());  // the file keeps naming the directory
 
   test::expect_input_error([&] { load_topology(dir / "conf/absent.toml"); }, {"no such topology file"});
+}
+
+// A node without an address is to be found by discovery (the node, not the file, checks that it
+// runs with --discover): it loads, keeps no address when written back, and makes the hops CURVE.
+TEST(TopologyIo, AddressIsOptionalForDiscovery) {
+  test::TempDir dir;
+  const std::string text = test::federation("linear", "discovery_port = 23000") + test::node(0) +
+                           "[[node]]\nid = 1\npublic_key = \"" + key_hex(1) + "\"\n\n" + test::edges({{0, 1}});
+  const Topology t = parse_topology(text, "t.toml", dir.str());
+  EXPECT_EQ(t.node(1).address, "");
+  EXPECT_EQ(t.federation.discovery_port, 23000);
+  EXPECT_TRUE(t.beyond_loopback());
+  EXPECT_EQ(t.hop_encryption(), HopEncryption::Curve);
+  const std::string written = to_toml(t);
+  EXPECT_NE(written.find("discovery_port = 23000"), std::string::npos) << written;
+  const Topology again = parse_topology(written, "t.toml", dir.str());
+  EXPECT_EQ(again.node(1).address, "");
+  EXPECT_EQ(again.node(0).address, "tcp://127.0.0.1:7000");
+  // With every address on loopback and the default port, nothing new is written (run names stay).
+  const std::string plain = to_toml(parse_topology(test::federation("linear") + test::nodes(2) + test::edges({{0, 1}}), "t.toml", dir.str()));
+  EXPECT_EQ(plain.find("discovery_port"), std::string::npos) << plain;
 }
 
 TEST(TopologyIo, KeyDirectoryRules) {
