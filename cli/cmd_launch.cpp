@@ -1,5 +1,6 @@
 // fednode launch: every node of a topology file on this machine, each its own `fednode run`
 // process, with progress, one result table and an exit status that says whether all finished.
+#include "core/log.h"
 #include "core/options.h"
 #include "cli/commands.h"
 #include "cli/exit_status.h"
@@ -43,6 +44,7 @@ const char* kHelp =
     "                     loopback ('fednode run --discover --discover-on lo'): nothing leaves\n"
     "                     this machine\n"
     "  --quiet            no progress lines; only the table\n"
+    "  FEDNODE_LOG_LEVEL  passed to every node (their node.log); below info, as --quiet here\n"
     "  A node whose key_dir holds no key pair gets a new one there (every node runs on this\n"
     "  machine, so its public key is read from the same place); launch says which it made.\n"
     "Exit status: 0 when every node's result.json says finished (also one run again by hand\n"
@@ -220,7 +222,9 @@ int cmd_launch(const std::vector<std::string>& argv) {
   if (file.empty()) throw UsageError("give the topology file to launch");
   const int threads = static_cast<int>(a.integer("threads", 1, 1, 1024));
   const double timeout = a.real("timeout", 0, 0, 1e9);
-  const bool quiet = a.flag("quiet");
+  // Checked here, once, rather than by every node process (they inherit it); below info, the
+  // launcher's own progress lines go too.
+  const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;
   std::string metrics_dir;
   if (a.has("metrics-dir")) {
     metrics_dir = fs::absolute(a.required("metrics-dir")).string();

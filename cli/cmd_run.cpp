@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/exit_status.h"
 #include "cli/output_path.h"
+#include "core/log.h"
 #include "core/options.h"
 #include "crypto/key_files.h"
 #include "features/allocator.h"
@@ -34,6 +35,8 @@ const char* kHelp =
     "                    that node (docs/lan.md, \"Discovery\"); addresses in the file still win\n"
     "  --discover-on IFACE,...  beacon on these interfaces only (default: every IPv4 one that is up)\n"
     "  --quiet           no progress lines on stderr\n"
+    "  FEDNODE_LOG_LEVEL=error|warning|info|debug  which lines to write (default info; warnings\n"
+    "                    start with \"warning: \")\n"
     "  Threads: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS bound the node's compute threads.\n"
     "Exit status: 0 finished; 3 incomplete because a deadline passed (a peer sent nothing in time,\n"
     "  or a message was never acknowledged); 4 incomplete because a peer refused this node's\n"
@@ -71,11 +74,14 @@ int cmd_run(const std::vector<std::string>& argv) {
   std::signal(SIGTERM, on_signal);
   const Topology topology = load_topology(a.required("topology"));
   const TopologyNode& self = topology.lookup(a.required("id"));
+  const LogLevel level = log_level_from_environment();
   const bool quiet = a.flag("quiet");
   const std::string tag = "[" + (self.name.empty() ? "node " + std::to_string(self.id) : self.name) + "] ";
-  auto say = [&](const std::string& m) {
-    if (!quiet) std::cerr << timestamp() << " " << tag << m << std::endl;
+  auto log = [&](LogLevel l, const std::string& m) {
+    if (quiet || l > level) return;
+    std::cerr << timestamp() << " " << tag << (l == LogLevel::Warning ? "warning: " : "") << m << std::endl;
   };
+  auto say = [&](const std::string& m) { log(LogLevel::Info, m); };
 
   NodeSetup setup;
   setup.quiet = quiet;
@@ -106,7 +112,8 @@ int cmd_run(const std::vector<std::string>& argv) {
       start = comma + 1;
     }
   }
-  config.callbacks.progress = say;
+  config.callbacks.log = log;
+  config.log_level = level;
 
   const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.key_dir_of(self.id);
   if (key_dir.empty()) throw InputError(topology.describe(self.id) + " has no key_dir; give --key-dir");

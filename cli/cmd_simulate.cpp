@@ -1,4 +1,5 @@
 // fednode simulate: the whole federation in one process.
+#include "core/log.h"
 #include "core/options.h"
 #include "cli/commands.h"
 #include "methods/method_options.h"
@@ -153,7 +154,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
                      std::to_string(nodes));
   o.partition = option("partition options", [&] { return parse_partition_options(a, nodes, o.seed); });
   o.baselines = !a.flag("no-baselines");
-  const bool quiet = a.flag("quiet");
+  const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 
   if (a.has("report")) check_output_path("--report", a.required("report"));

@@ -44,7 +44,7 @@ Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
     Payload payload;
     const std::string refusal = decode_and_check(stored.header, stored.plaintext, payload);
     if (!refusal.empty()) {
-      say_("not using the stored " + std::string(to_string(m.type)) + " " + std::to_string(m.msg_id) + " from " +
+      say_.warn("not using the stored " + std::string(to_string(m.type)) + " " + std::to_string(m.msg_id) + " from " +
            who_(m.from) + ": " + refusal);
       continue;
     }
@@ -204,7 +204,7 @@ void Inbox::answer_hello(const Incoming& in, NodeId from, uint64_t msg_id) {
     auto it = std::find_if(paced_.begin(), paced_.end(), [&](const PacedHello& p) { return p.from == from; });
     if (it == paced_.end()) {
       if (tally_.hellos_paced++ == 0)
-        say_("pacing senders: " + std::to_string(pacing_.window) +
+        say_.debug("pacing senders: " + std::to_string(pacing_.window) +
              " at a time send their knowledge, the others' hellos are acknowledged in turn");
       it = paced_.insert(paced_.end(), PacedHello{});
       it->since = Clock::now();
@@ -269,7 +269,7 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
       for (StreamCipher c : available_stream_ciphers())
         if (std::find(ack.ciphers.begin(), ack.ciphers.end(), to_string(c)) != ack.ciphers.end()) {
           if (stream_ciphers_.emplace(h.from, c).second)
-            say_(who_(h.from) + " opens protocol version 2: large messages to it go as streams (" + to_string(c) + ")");
+            say_.debug(who_(h.from) + " opens protocol version 2: large messages to it go as streams (" + to_string(c) + ")");
           break;
         }
     if (outbox_.acknowledged(h.from, acked)) {
@@ -288,7 +288,7 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
     return;
   }
   const auto& err = std::get<ErrorMessage>(msg.payload);
-  say_(who_(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
+  say_.warn(who_(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
        std::to_string(err.ref_id) + ": " + printable(err.text));
   outbox_.refused(h.from, err.ref_id);
   machine_.peer_refused(h.from);
@@ -298,7 +298,7 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
 bool Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
   const uint64_t ack_id = answer(in, to, Payload(make_ack(to, acked)));
   if (ack_id == 0) {
-    say_("could not answer " + who_(to) + ": its connection is gone (it will resend)");
+    say_.debug("could not answer " + who_(to) + ": its connection is gone (it will resend)");
     return false;
   }
   auto it = std::find_if(awaited_.begin(), awaited_.end(),
@@ -368,7 +368,7 @@ void Inbox::say_rejection(const std::string& line) {
   }
   if (rejections_said_ < kRejectionLines) {
     ++rejections_said_;
-    say_(line);
+    say_.warn(line);
   } else {
     ++rejections_unsaid_;
   }
@@ -376,7 +376,7 @@ void Inbox::say_rejection(const std::string& line) {
 
 void Inbox::say_rejections_left_out() {
   if (rejections_unsaid_ == 0) return;
-  say_("... and " + std::to_string(rejections_unsaid_) + " more rejected frames, not logged one by one");
+  say_.warn("... and " + std::to_string(rejections_unsaid_) + " more rejected frames, not logged one by one");
   rejections_unsaid_ = 0;
 }
 

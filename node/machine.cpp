@@ -69,9 +69,8 @@ Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(c
 
 std::string Machine::who(NodeId id) const { return config_.topology->describe(id); }
 
-void Machine::say(const std::string& line) const {
-  if (config_.say) config_.say(line);
-}
+void Machine::say(const std::string& line) const { config_.say(line); }
+void Machine::warn(const std::string& line) const { config_.say.warn(line); }
 
 // --- receiving --------------------------------------------------------------------------------
 
@@ -301,19 +300,19 @@ Actions Machine::tick(double now) {
 void Machine::give_up_on_missing(double deadline) {
   for (NodeId m : progress_.missing())
     if (add_once(outcome_.missing, m))
-      say(who(m) + " missed the deadline of " + seconds_text(deadline) + " s; going on without it");
+      warn(who(m) + " missed the deadline of " + seconds_text(deadline) + " s; going on without it");
 }
 
 template <class Work>
 auto Machine::with_admission(const std::string& what, Work&& work) {
   return run_admitting(
       std::vector<ReceivedPiece>(pieces_.begin(), pieces_.end()), std::forward<Work>(work),
-      [&](const std::string& why) { say(what + " failed: " + why + "; trying the received pieces one at a time"); },
+      [&](const std::string& why) { warn(what + " failed: " + why + "; trying the received pieces one at a time"); },
       [&](const ReceivedPiece& p, const std::string& why) { discard(p, why); });
 }
 
 void Machine::discard(const ReceivedPiece& p, const std::string& why) {
-  say("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
+  warn("discarding message " + std::to_string(p.seq) + " from " + who(p.from) + " (contributors " +
       to_string(p.knowledge->contributors) + "): " + why);
   add_once(outcome_.discarded_from, p.from);
   // `p` may be one of `pieces_`: copy the key before moving elements around.

@@ -12,6 +12,7 @@
 // any clock that does not go back. The simulator passes 0, so no deadline ever passes there.
 #pragma once
 
+#include "core/log.h"
 #include "methods/method.h"
 #include "node/phases.h"
 #include "protocol/messages.h"
@@ -66,7 +67,7 @@ struct MachineConfig {
   const Features* local = nullptr;     // this node's training features; outlives the machine
   NodeContext ctx;                     // node, seed, fingerprint, classes, dim, stop, progress
   Precision transfer = Precision::Float32;  // how knowledge travels (counted_bytes)
-  std::function<void(const std::string&)> say;  // human-readable lines; may be empty
+  Say say;  // human-readable lines, with their level; may be empty
   std::function<void(NodeId from, const Knowledge&)> on_knowledge;  // a fresh piece accepted; may be empty
 };
 
@@ -190,6 +191,7 @@ class Machine {
   bool held_knowledge_adds_to_head() const;
   std::string who(NodeId id) const;
   void say(const std::string& line) const;
+  void warn(const std::string& line) const;
 
   MachineConfig config_;
   PlanProgress progress_;

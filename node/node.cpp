@@ -100,11 +100,19 @@ struct Node::Impl {
     return config.ack_deadline_seconds.value_or(config.topology.federation.ack_deadline_seconds);
   }
   std::string who(NodeId id) const { return config.topology.describe(id); }
-  void say(const std::string& msg) const {
+  void say(const std::string& msg) const { log(LogLevel::Info, msg); }
+  void warn(const std::string& msg) const { log(LogLevel::Warning, msg); }
+  void log(LogLevel level, const std::string& msg) const {
+    if (level > config.log_level) return;
     last_line = msg;
-    if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
+    if (config.callbacks.log) call_back([&] { config.callbacks.log(level, msg); });
+    else if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
     // A node says something at every epoch of a long fit, inside one step: the status follows.
     write_status();
+  }
+  // Where the node's parts say their lines: through log(), so the level filter applies to all.
+  Say sink() const {
+    return Say([this](LogLevel level, const std::string& line) { log(level, line); });
   }
   template <class Call>
   void call_back(Call&& call) const {
@@ -125,8 +133,8 @@ struct Node::Impl {
     method = make_method(config.method);
     MachineConfig m = machine_config(config, plan, *method, stop);
     encode.precision = m.transfer;
-    m.say = [this](const std::string& line) { say(line); };
-    if (config.callbacks.progress) m.ctx.progress = m.say;
+    m.say = sink();
+    if (config.callbacks.progress || config.callbacks.log) m.ctx.progress = [this](const std::string& line) { say(line); };
     if (config.callbacks.knowledge)
       m.on_knowledge = [this](NodeId from, const Knowledge& k) { call_back([&] { config.callbacks.knowledge(from, k); }); };
     machine = std::make_unique<Machine>(std::move(m));
@@ -138,7 +146,7 @@ struct Node::Impl {
     open_transport();
     store = std::make_unique<StateStore>(config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir,
                                          channel.run(), config.limits.max_message_bytes + 4096);
-    const auto say_line = [this](const std::string& line) { say(line); };
+    const Say say_line = sink();
     const auto name = [this](NodeId id) { return who(id); };
     // The outbox stores payloads and seals them at each handover: as a version-2 stream for a
     // peer that opens them (Inbox::stream_cipher) when large, else as one frame.
@@ -168,7 +176,7 @@ struct Node::Impl {
       }
       const std::string problem = Transport::resolution_problem(topo.node(peer).address);
       if (!problem.empty())
-        say("the address of " + who(peer) + " (" + topo.node(peer).address + "): " + problem +
+        warn("the address of " + who(peer) + " (" + topo.node(peer).address + "): " + problem +
             "; retrying in the background, but check the topology file or the name service");
     }
     if (config.discover) start_discovery(std::move(sought));
@@ -185,9 +193,10 @@ struct Node::Impl {
     if (curve_keys)
       say("hops: CurveZMQ, admitting the " + std::to_string(t.curve.peers.size()) + " keys of " + config.topology.source);
     else if (config.topology.beyond_loopback())
-      say("hops: plain TCP beyond loopback (hop_encryption = \"none\"): any client that reaches this node's port "
+      warn("hops: plain TCP beyond loopback (hop_encryption = \"none\"): any client that reaches this node's port "
           "can make it hold memory until the connection closes (docs/security.md, \"Memory a stranger can pin\")");
-    if (!t.log && config.callbacks.progress) t.log = [this](const std::string& line) { say(line); };
+    if (!t.log && (config.callbacks.progress || config.callbacks.log))
+      t.log = [this](const std::string& line) { warn(line); };
     const auto& me = config.topology.node(config.id);
     // Without an address or bind, any free port: discovery's beacons tell the peers which.
     const std::string bind = !me.bind.empty() ? me.bind : !me.address.empty() ? me.address : "tcp://*:*";
@@ -216,7 +225,7 @@ struct Node::Impl {
     say("discovery: beaconing TCP port " + std::to_string(own.port) + " on UDP port " + std::to_string(options.port) +
         " to " + (to.empty() ? "no interface yet" : to) + (looking.empty() ? "" : "; looking for " + looking));
     finder = std::make_unique<PeerFinder>(
-        std::move(keys), config.id, std::move(sought), own.run, [this](const std::string& line) { say(line); },
+        std::move(keys), config.id, std::move(sought), own.run, sink(),
         [this](NodeId id) { return who(id); });
   }
 
@@ -380,7 +389,7 @@ struct Node::Impl {
         inbox->say_rejections_left_out();
         sync_result();
         store->write_text("result.json", result_json(result, config.topology, config.run_name));
-    write_metrics(standing());
+        write_metrics(standing());
         return true;
       }
     } while (Clock::now() < until);
@@ -395,7 +404,7 @@ struct Node::Impl {
     std::string peers;
     for (NodeId id : waiting) peers += (peers.empty() ? "" : ", ") + who(id);
     if (open_for >= ack_deadline()) {
-      say("closing without the receipt of my acknowledgements from " + peers + " after " +
+      warn("closing without the receipt of my acknowledgements from " + peers + " after " +
           std::to_string(static_cast<int>(ack_deadline())) +
           " s; a sender restarted from now on will end incomplete though its message arrived");
       return true;
@@ -426,7 +435,7 @@ struct Node::Impl {
     try {
       write_standing(store->path("status.json"), s);
     } catch (const InputError& e) {
-      if (!std::exchange(said_status_failure, true)) say(std::string(e.what()) + "; fednode status will not see this node");
+      if (!std::exchange(said_status_failure, true)) warn(std::string(e.what()) + "; fednode status will not see this node");
     }
     write_metrics(s);
   }
@@ -437,7 +446,7 @@ struct Node::Impl {
     try {
       replace_file_at_once(config.metrics_path, prometheus_metrics(s, result));
     } catch (const InputError& e) {
-      if (!std::exchange(said_metrics_failure, true)) say(std::string(e.what()) + "; no metrics from this node");
+      if (!std::exchange(said_metrics_failure, true)) warn(std::string(e.what()) + "; no metrics from this node");
     }
   }
 
@@ -522,7 +531,7 @@ struct Node::Impl {
     score();
     result.seconds_total = seconds_since(started);
     store->write_text("result.json", result_json(result, config.topology, config.run_name));
-    say(result_summary(result));
+    log(result.status == NodeStatus::Finished ? LogLevel::Info : LogLevel::Warning, result_summary(result));
   }
 };
 

@@ -21,6 +21,7 @@
 // (docs/embedding.md).
 #pragma once
 
+#include "core/log.h"
 #include "crypto/keys.h"
 #include "methods/method.h"
 #include "node/transport.h"
@@ -40,6 +41,8 @@ namespace fednode {
 
 struct NodeCallbacks {
   std::function<void(const std::string&)> progress;                     // human-readable lines
+  // The same lines with their level (core/log.h); when set, progress is not called.
+  std::function<void(LogLevel, const std::string&)> log;
   std::function<void(NodeId from, const Knowledge&)> knowledge;         // knowledge accepted
   std::function<void(const Head&, const Contributors&)> head;           // a (new) head is ready
 };
@@ -75,6 +78,8 @@ struct NodeConfig {
   // Where to keep Prometheus metrics in the text format (node_exporter's textfile collector),
   // rewritten with status.json about once a second and at the end; empty: none (docs/node.md).
   std::string metrics_path;
+  // Lines less important than this are not said (FEDNODE_LOG_LEVEL for `fednode run`).
+  LogLevel log_level = LogLevel::Info;
   // LAN discovery (docs/lan.md, "Discovery"): beacon this node's port over UDP, and find the peers
   // whose address the topology leaves out from their beacons. Needs CurveZMQ hops
   // (hop_encryption "auto" or "curve"): a beacon is believed only once the handshake proves the

@@ -139,7 +139,7 @@ SendTally Outbox::pump() {
       limit << timing_.warn_after_seconds;
       // Not "did not take": a peer that took an earlier copy and closed before its acknowledgement
       // got through (or before this node was restarted) never answers either.
-      say_(who_(p.entry.to) + " did not acknowledge " + to_string(p.entry.type) + " " +
+      say_.warn(who_(p.entry.to) + " did not acknowledge " + to_string(p.entry.type) + " " +
            std::to_string(p.entry.msg_id) + " in the " + limit.str() +
            " s it was offered for (it has most likely closed); no longer offering it");
       give_up(p);
@@ -201,7 +201,7 @@ void Outbox::schedule_retry(Pending& p, Clock::time_point now) {
 void Outbox::warn_if_silent(Pending& p) {
   if (!p.offer() && !p.warned && seconds_since(p.first_try) > timing_.warn_after_seconds) {
     p.warned = true;
-    say_(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
+    say_.warn(who_(p.entry.to) + " has not acknowledged " + to_string(p.entry.type) + " " + std::to_string(p.entry.msg_id) +
          " for " + std::to_string(static_cast<int>(seconds_since(p.first_try))) + " s; still trying");
   }
 }

@@ -12,6 +12,7 @@
 // unacknowledged for warn_after_seconds after its first send is given up on, with one line, and
 // a newer offer to the same peer replaces an older one still open; both are noted on disk.
 
+#include "core/log.h"
 #include "node/state_store.h"
 #include "node/transport.h"
 
@@ -52,7 +53,7 @@ struct SendTally {
 
 class Outbox {
  public:
-  using Say = std::function<void(const std::string&)>;
+  using Say = fednode::Say;
   using Who = std::function<std::string(NodeId)>;
   // What goes on the wire for a stored message, made at each handover: the node stores a
   // message's payload and seals it for its peer when it sends it, as one frame or, to a peer

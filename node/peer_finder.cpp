@@ -23,7 +23,7 @@ PeerFinder::PeerFinder(std::map<NodeId, std::array<uint8_t, 32>> keys, NodeId se
 void PeerFinder::ignore(const std::string& host, const std::string& reason, const std::string& detail) {
   ++ignored_[reason];
   if (said_.size() >= kMaxSaid || !said_.emplace(host, reason).second) return;
-  say_("discovery: ignored a beacon from " + host + ": " + detail + " (said once per sender)");
+  say_.warn("discovery: ignored a beacon from " + host + ": " + detail + " (said once per sender)");
 }
 
 void PeerFinder::hear(const HeardBeacon& heard, Clock::time_point now) {
@@ -82,7 +82,7 @@ std::string PeerFinder::address_for(NodeId peer, bool proven, Clock::time_point 
     say_("discovery: " + who + " may be at " + next->address + " (a beacon); dialling it, trusted once the " +
          "CurveZMQ handshake proves its key");
   else
-    say_("discovery: " + s.current + " has not proved " + who + "'s key for " +
+    say_.warn("discovery: " + s.current + " has not proved " + who + "'s key for " +
          std::to_string(timing_.trial.count() / 1000.0).substr(0, 3) + " s; trying " + next->address +
          " (a beacon)");
   s.current = next->address;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "core/contributors.h"
+#include "core/log.h"
 #include "node/beacon_socket.h"
 
 #include <chrono>
@@ -29,7 +30,7 @@ class PeerFinder {
     std::chrono::milliseconds trial{3000};   // to pass the handshake before the next candidate is tried
     std::chrono::milliseconds fresh{5000};   // a candidate not heard for longer is not tried again
   };
-  using Say = std::function<void(const std::string&)>;
+  using Say = fednode::Say;
   using Namer = std::function<std::string(NodeId)>;
   static constexpr size_t kMaxCandidates = 8;  // per peer: a flood of forged beacons cannot grow memory
 

@@ -128,7 +128,10 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
     m.ctx.dim = report.dim;
     m.ctx.progress = say;
     m.transfer = transfer_precision(options.method);
-    if (say) m.say = [&say, i](const std::string& line) { say("node " + std::to_string(i) + ": " + line); };
+    if (say)
+      m.say = Say([&say, i](LogLevel level, const std::string& line) {
+        say("node " + std::to_string(i) + ": " + (level == LogLevel::Warning ? "warning: " : "") + line);
+      });
     machines.push_back(std::make_unique<Machine>(std::move(m)));
   }
   InMemoryFederation federation(std::move(machines), options.backbone_fingerprint, report.nodes, say);

@@ -134,3 +134,27 @@ TEST_F(RunErrors, KnowledgeAboveTheMessageLimitIsNamedAtTheSender) {
 
 }  // namespace
 }  // namespace fednode::testing_network
+
+namespace fednode::testing_network {
+namespace {
+
+// FEDNODE_LOG_LEVEL: at "warning" a node whose sender never comes says only the warning (and its
+// incomplete result, a warning too), none of its information lines; a word that is no level
+// stops the command naming the variable.
+TEST_F(RunErrors, TheLogLevelChoosesTheLines) {
+  set_deadline(f_, 1);
+  const std::string run = "run --topology " + f_.file.string() + " --id 1";
+  const CliRun warned = fednode::test::run_cli(run, "FEDNODE_LOG_LEVEL=warning OMP_NUM_THREADS=1");
+  EXPECT_EQ(warned.code, 3) << warned.output;  // incomplete: node 0 never ran
+  EXPECT_NE(warned.output.find("warning: node 0 (n0) missed the deadline of 1 s"), std::string::npos) << warned.output;
+  EXPECT_NE(warned.output.find("warning: incomplete"), std::string::npos) << warned.output;
+  EXPECT_EQ(warned.output.find("loading data"), std::string::npos) << warned.output;
+  EXPECT_EQ(warned.output.find("hops:"), std::string::npos) << warned.output;
+  const CliRun bad = fednode::test::run_cli(run, "FEDNODE_LOG_LEVEL=loud");
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("FEDNODE_LOG_LEVEL is 'loud'; expected error, warning, info or debug"), std::string::npos)
+      << bad.output;
+}
+
+}  // namespace
+}  // namespace fednode::testing_network
