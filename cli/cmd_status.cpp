@@ -45,8 +45,12 @@ int cmd_status(const std::vector<std::string>& argv) {
   LoadOptions o;
   o.require_keys = false;  // showing a node needs its state directory, not its keys
   const Topology topology = load_topology(file, o);
+  const auto table = [&](const std::vector<NodeView>& views) {
+    const std::string links = links_table(topology, views);
+    return status_table(views) + (links.empty() ? "" : "\n" + links);
+  };
   const auto show = [&](const std::vector<NodeView>& views) {
-    std::cout << (format == "json" ? status_json(views) : status_table(views)) << std::flush;
+    std::cout << (format == "json" ? status_json(views) : table(views)) << std::flush;
   };
   if (!watch) {
     show(read_node_views(topology));
@@ -58,7 +62,7 @@ int cmd_status(const std::vector<std::string>& argv) {
   std::string last;
   while (!g_interrupted) {
     const auto views = read_node_views(topology);
-    const std::string text = format == "json" ? status_json(views) : status_table(views);
+    const std::string text = format == "json" ? status_json(views) : table(views);
     // On a terminal the table is redrawn in place; otherwise a new copy only when it changed.
     if (terminal) std::cout << "\033[H\033[2J" << text << std::flush;
     else if (text != last) std::cout << text << (format == "table" ? "\n" : "") << std::flush;

@@ -64,6 +64,15 @@ long long number(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<long long>() : 0;
 }
 
+std::vector<NodeView::Link> links(const nlohmann::json& j) {
+  std::vector<NodeView::Link> out;
+  const auto it = j.find("links");
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& l : *it)
+    if (l.is_object()) out.push_back({static_cast<long>(number(l, "peer")), number(l, "sent"), number(l, "received")});
+  return out;
+}
+
 bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 
@@ -105,6 +114,7 @@ std::vector<NodeView> read_node_views(const Topology& topology) {
       if (acc != result->end() && acc->is_number() && acc->get<double>() >= 0) v.accuracy = acc->get<double>();
       v.bytes_sent = number(*result, "bytes_sent");
       v.bytes_received = number(*result, "bytes_received");
+      v.links = links(*result);
     } else if (status) {
       v.pid = static_cast<long>(number(*status, "pid"));
       const double age = now - updated;
@@ -120,6 +130,7 @@ std::vector<NodeView> read_node_views(const Topology& topology) {
       v.unacknowledged = ids(*status, "unacknowledged");
       v.bytes_sent = number(*status, "bytes_sent");
       v.bytes_received = number(*status, "bytes_received");
+      v.links = links(*status);
       v.last_line = text(*status, "last_line");
     } else {
       v.state = "not started";
@@ -162,6 +173,26 @@ std::string status_table(const std::vector<NodeView>& views) {
   return out.str();
 }
 
+std::string links_table(const Topology& topology, const std::vector<NodeView>& views) {
+  std::ostringstream out;
+  char line[256];
+  const auto label = [&](long id) {
+    const auto* n = topology.find(static_cast<NodeId>(id));
+    return n && !n->name.empty() ? n->name : std::to_string(id);
+  };
+  for (const auto& v : views)
+    for (const auto& l : v.links) {
+      if (out.tellp() == 0) {
+        std::snprintf(line, sizeof line, "%-34s %12s %12s\n", "link (as its first node counts)", "bytes sent", "bytes recv");
+        out << line;
+      }
+      const std::string name = v.label + " -> " + label(l.peer);
+      std::snprintf(line, sizeof line, "%-34s %12lld %12lld\n", name.c_str(), l.sent, l.received);
+      out << line;
+    }
+  return out.str();
+}
+
 std::string status_json(const std::vector<NodeView>& views) {
   std::ostringstream out;
   JsonWriter w(out);
@@ -193,6 +224,14 @@ std::string status_json(const std::vector<NodeView>& views) {
     else w.null();
     w.key("bytes_sent").value(static_cast<int64_t>(v.bytes_sent));
     w.key("bytes_received").value(static_cast<int64_t>(v.bytes_received));
+    w.key("links").begin_array();
+    for (const auto& l : v.links)
+      w.begin_object()
+          .key("peer").value(static_cast<int64_t>(l.peer))
+          .key("sent").value(static_cast<int64_t>(l.sent))
+          .key("received").value(static_cast<int64_t>(l.received))
+          .end_object();
+    w.end_array();
     w.key("pid").value(static_cast<int64_t>(v.pid));
     w.key("last_line").value(v.last_line);
     w.key("problem").value(v.problem);

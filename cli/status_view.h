@@ -25,6 +25,11 @@ struct NodeView {
   std::vector<long> contributors, missing, refused_by;  // from result.json
   std::optional<double> accuracy;
   long long bytes_sent = 0, bytes_received = 0;
+  struct Link {
+    long peer = 0;
+    long long sent = 0, received = 0;
+  };
+  std::vector<Link> links;  // bytes per peer, as the node counted them (node/link_bytes.h)
   long pid = 0;
   std::string last_line;
   std::string problem;  // a state file that could not be read, naming it
@@ -35,6 +40,8 @@ std::vector<NodeView> read_node_views(const Topology& topology);
 std::string compact_ids(const std::vector<long>& ids);
 bool every_node_ended(const std::vector<NodeView>& views);
 std::string status_table(const std::vector<NodeView>& views);
+// One line per link a node used: "n0 -> n1   sent   received" (empty when no node has any).
+std::string links_table(const Topology& topology, const std::vector<NodeView>& views);
 std::string status_json(const std::vector<NodeView>& views);
 
 }  // namespace fednode::cli

@@ -57,6 +57,15 @@ TopologyPicture picture_of(const Topology& t, const std::string& title) {
   return p;
 }
 
+std::string bytes_text(long long bytes) {
+  char b[32];
+  if (bytes < 1000) std::snprintf(b, sizeof b, "%lld B", bytes);
+  else if (bytes < 1000000) std::snprintf(b, sizeof b, "%.1f kB", bytes / 1e3);
+  else if (bytes < 1000000000) std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
+  else std::snprintf(b, sizeof b, "%.2f GB", bytes / 1e9);
+  return b;
+}
+
 void add_states(TopologyPicture& p, const Topology& t, const std::vector<NodeView>& views) {
   std::error_code ec;
   bool any = false;
@@ -75,11 +84,20 @@ void add_states(TopologyPicture& p, const Topology& t, const std::vector<NodeVie
         line += a;
       }
       n.lines.push_back(line);
-      // Bytes per node, not per link: nodes do not record what went to which peer (docs/cli.md).
       if (v.bytes_sent || v.bytes_received)
         n.lines.push_back("sent " + std::to_string(v.bytes_sent) + " B, received " + std::to_string(v.bytes_received) + " B");
     }
   }
+  // Each edge with what its first node sent along it (the knowledge, or the head, and resends).
+  for (PictureEdge& e : p.edges)
+    for (const NodeView& v : views) {
+      if (v.id != e.from) continue;
+      for (const auto& l : v.links)
+        if (l.peer == static_cast<long>(e.to) && l.sent > 0) {
+          e.bytes_sent = l.sent;
+          e.label += (e.label.empty() ? "" : ", ") + bytes_text(l.sent);
+        }
+    }
 }
 
 }  // namespace fednode::cli

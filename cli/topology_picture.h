@@ -30,7 +30,8 @@ struct PictureEdge {
   NodeId from = 0, to = 0;
   bool implied = false;  // not listed in the file: a star hub's head back to a leaf
   bool feedback = false; // graph mode: closes a cycle, merged in phase 2
-  std::string label;     // "head", "feedback", or ""
+  std::string label;     // "head", "feedback", or "", then the bytes sent along it when known
+  long long bytes_sent = -1;  // by `from` to `to`, from its state directory; -1 unknown
 };
 
 struct TopologyPicture {
@@ -45,7 +46,10 @@ struct TopologyPicture {
 // Nodes labelled with name, id and address; the file's edges, and in a star the hub's head
 // going back to every leaf (implied by the mode, so the file does not list it).
 TopologyPicture picture_of(const Topology& topology, const std::string& title);
-// Colours nodes by state and adds their bytes to the labels, when `views` (status_view.h) show
+// "376 B", "32.7 kB", "2.53 MB": an edge's label.
+std::string bytes_text(long long bytes);
+// Colours nodes by state, adds their bytes to the labels and to each edge what its first node
+// sent along it, when `views` (status_view.h) show
 // that at least one node's state directory exists; otherwise leaves the picture as it is.
 void add_states(TopologyPicture& picture, const Topology& topology, const std::vector<NodeView>& views);
 

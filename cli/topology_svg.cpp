@@ -151,6 +151,7 @@ std::string topology_svg(const TopologyPicture& p) {
     if (e.implied || e.feedback) attrs.push_back({"stroke-dasharray", "5,4"});
     attrs.push_back({"marker-end", e.implied ? "url(#arrow-implied)" : "url(#arrow)"});
     if (!e.label.empty()) attrs.push_back({"title", e.label});
+    if (e.bytes_sent >= 0) attrs.push_back({"data-bytes-sent", std::to_string(e.bytes_sent)});
     svg.line(x1, y1, x2, y2, e.implied ? "#888888" : "#333333", attrs);
     if (!e.label.empty() && !e.implied)
       svg.text((x1 + x2) / 2 + 4, (y1 + y2) / 2 - 4, e.label, {{"font-size", "10"}, {"fill", "#555555"}});

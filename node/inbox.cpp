@@ -83,12 +83,14 @@ Actions Inbox::handle(Incoming& in, double now) {
       // A sender's newer stream replaces its older one: a resend on a new connection after the
       // old one broke.
       const NodeId from = (*stream)->header().from;
+      tally_.links[from].received += static_cast<int64_t>(in.frame.size());
       for (auto it = streams_.begin(); it != streams_.end();)
         it = it->second->header().from == from ? streams_.erase(it) : std::next(it);
       streams_[connection_of(in)] = std::move(*stream);
       return {};
     }
     const OpenedFrame& opened = std::get<OpenedFrame>(head);
+    tally_.links[opened.header.from].received += static_cast<int64_t>(in.frame.size());
     msg.header = opened.header;
     msg.payload = decode_opened(opened, channel_.limits());
     plaintext = opened.plaintext;
@@ -119,6 +121,7 @@ Actions Inbox::continue_stream(Incoming& in, double now) {
     ++tally_.chunks_dropped;
     return {};
   }
+  tally_.links[it->second->header().from].received += static_cast<int64_t>(in.frame.size());
   std::unique_ptr<IncomingStream> stream;
   Message msg;
   try {
@@ -352,6 +355,7 @@ uint64_t Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
   const std::string frame = channel_.seal(to, id, p);
   if (!transport_.reply(in, frame)) return 0;
   tally_.bytes_answered += static_cast<int64_t>(frame.size());
+  tally_.links[to].sent += static_cast<int64_t>(frame.size());
   return id;
 }
 

@@ -21,6 +21,7 @@
 // clearance time stops counting, so one that died or crawls holds no one else up for long.
 #pragma once
 
+#include "node/link_bytes.h"
 #include "node/machine.h"
 #include "node/outbox.h"
 #include "node/secure_channel.h"
@@ -54,6 +55,7 @@ struct InboxTally {
   int64_t hellos_paced = 0;       // hello acknowledgements that waited for their turn
   int64_t bytes_received = 0;     // frames, as they arrived
   int64_t bytes_answered = 0;     // acks and error replies sent
+  LinkTally links;                // received: authenticated frames by sender; sent: the answers
   int64_t messages_received = 0;  // accepted (duplicates included)
   int64_t frames_rejected = 0;    // failed the opening checks or the plan
   // frames_rejected by reason: a step of opening that failed (SecurityCode's names), "undecodable",

@@ -61,6 +61,10 @@ std::string prometheus_metrics(const NodeStanding& s, const NodeResult& r) {
   e.family("fednode_bytes_sent_total", "counter", "Bytes of frames sent, resends and acknowledgements included.")
       .sample(r.bytes_sent);
   e.family("fednode_bytes_received_total", "counter", "Bytes of frames received.").sample(r.bytes_received);
+  e.family("fednode_link_bytes_sent_total", "counter", "Bytes of frames sent to each peer (node/link_bytes.h).");
+  for (const auto& [peer, bytes] : r.links) e.sample(bytes.sent, label("peer", std::to_string(peer)));
+  e.family("fednode_link_bytes_received_total", "counter", "Bytes of frames that authenticated as each peer's.");
+  for (const auto& [peer, bytes] : r.links) e.sample(bytes.received, label("peer", std::to_string(peer)));
   e.family("fednode_messages_sent_total", "counter", "Messages sent (knowledge, heads, hellos).").sample(r.messages_sent);
   e.family("fednode_messages_received_total", "counter", "Messages accepted, duplicates included.")
       .sample(r.messages_received);

@@ -70,6 +70,7 @@ struct Node::Impl {
   std::unique_ptr<PeerFinder> finder;
   EncodeOptions encode;
   SendTally sent;
+  std::map<NodeId, int64_t> sent_to;  // the outbox's bytes by peer, over the whole run
 
   Clock::time_point started = Clock::now(), done_at{}, closing_since{}, inbound_sampled{};
   // status.json (write_status): what the node said last, and when the file was last written.
@@ -322,6 +323,7 @@ struct Node::Impl {
     inbox->pace();
     const SendTally s = outbox->pump();
     sent.bytes += s.bytes;
+    for (const auto& [to, bytes] : s.bytes_to) sent_to[to] += bytes;
     sent.messages += s.messages;
     sent.resends += s.resends;
     if (!machine->plan_done() || done) return;
@@ -464,6 +466,7 @@ struct Node::Impl {
     s.unacknowledged = distinct(outbox->unacknowledged());
     s.bytes_sent = result.bytes_sent;
     s.bytes_received = result.bytes_received;
+    s.links = result.links;
     s.frames_rejected = result.frames_rejected;
     s.last_line = last_line;
     return s;
@@ -497,6 +500,8 @@ struct Node::Impl {
   void sync_result() {
     const InboxTally& in = inbox->tally();
     result.bytes_sent = sent.bytes + in.bytes_answered;
+    result.links = in.links;
+    for (const auto& [to, bytes] : sent_to) result.links[to].sent += bytes;
     result.bytes_received = in.bytes_received;
     result.messages_sent = sent.messages;
     result.messages_received = in.messages_received;

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "crypto/keys.h"
 #include "methods/method.h"
+#include "node/link_bytes.h"
 #include "node/transport.h"
 #include "protocol/limits.h"
 #include "topology/topology.h"
@@ -108,6 +109,7 @@ struct NodeResult {
   std::vector<ClassAccuracy> per_class;
   int64_t samples = 0;
   int64_t bytes_sent = 0, bytes_received = 0;          // frames, resends included
+  LinkTally links;                                     // the same by peer (node/link_bytes.h)
   int64_t knowledge_bytes_sent = 0;                    // payload tensors, as `fednode simulate` counts
   int64_t messages_sent = 0, messages_received = 0, resends = 0;
   int64_t frames_rejected = 0;                         // failed the opening checks or the plan

@@ -106,6 +106,7 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("head").value(r.head ? std::string("head") : std::string());
   w.key("bytes_sent").value(r.bytes_sent);
   w.key("bytes_received").value(r.bytes_received);
+  write_links(w, r.links);
   w.key("knowledge_bytes_sent").value(r.knowledge_bytes_sent);
   w.key("messages_sent").value(r.messages_sent);
   w.key("messages_received").value(r.messages_received);

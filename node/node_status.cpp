@@ -30,6 +30,7 @@ std::string standing_json(const NodeStanding& s) {
   w.key("unacknowledged").array(s.unacknowledged);
   w.key("bytes_sent").value(s.bytes_sent);
   w.key("bytes_received").value(s.bytes_received);
+  write_links(w, s.links);
   w.key("frames_rejected").value(s.frames_rejected);
   w.key("last_line").value(s.last_line);
   w.end_object();

@@ -3,6 +3,7 @@
 // runs; result.json replaces it as the word on a node that ended (docs/node.md, "status.json").
 #pragma once
 
+#include "node/link_bytes.h"
 #include "core/contributors.h"
 
 #include <optional>
@@ -23,6 +24,7 @@ struct NodeStanding {
   std::vector<std::pair<NodeId, std::string>> accepted;  // every message its plan took: from, type
   std::vector<NodeId> unacknowledged;           // peers that have not acknowledged a send yet
   int64_t bytes_sent = 0, bytes_received = 0;
+  LinkTally links;             // the same by peer
   int64_t frames_rejected = 0;
   std::string last_line;       // the last line the node said (its node.log's last line)
 };

@@ -179,6 +179,7 @@ SendTally Outbox::pump() {
     if (large && now - p.handed_over >= timing_.window_hold) ++in_flight;
     p.handed_over = now;
     tally.bytes += static_cast<int64_t>(wire_bytes);
+    tally.bytes_to[p.entry.to] += static_cast<int64_t>(wire_bytes);
     if (p.tries == 0) ++tally.messages;
     else ++tally.resends;
     ++p.tries;

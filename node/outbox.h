@@ -13,6 +13,7 @@
 // a newer offer to the same peer replaces an older one still open; both are noted on disk.
 
 #include "core/log.h"
+#include "core/contributors.h"
 #include "node/state_store.h"
 #include "node/transport.h"
 
@@ -47,6 +48,7 @@ struct OutboxTiming {
 // What one pump() handed to ZeroMQ.
 struct SendTally {
   int64_t bytes = 0;
+  std::map<NodeId, int64_t> bytes_to;  // the same by peer
   int64_t messages = 0;  // first sends
   int64_t resends = 0;
 };

@@ -119,7 +119,27 @@ TEST(Status, MetricsFilesAgreeWithTheResults) {
       if (line.rfind("# TYPE ", 0) == 0) typed.insert(line.substr(7, line.find(' ', 7) - 7));
       else if (line.rfind("#", 0) != 0) EXPECT_TRUE(typed.count(line.substr(0, line.find('{')))) << line;
     }
+    // Bytes per link add up to the node's totals, each link to the other node (the only peer).
+    const auto& links = result["links"];
+    ASSERT_TRUE(links.is_array() && links.size() == 1u) << result.dump();
+    EXPECT_EQ(links[0]["peer"].get<long>(), name[1] == '0' ? 1 : 0);
+    EXPECT_EQ(links[0]["sent"].get<long>(), result["bytes_sent"].get<long>());
+    EXPECT_EQ(links[0]["received"].get<long>(), result["bytes_received"].get<long>());
   }
+  // What n0 sent n1 is n1's received from n0, and labels the edge 0 -> 1 of the drawing; the
+  // status table lists both directions.
+  const nlohmann::json r0 = read_json(f.state_dir(0) / "result.json"), r1 = read_json(f.state_dir(1) / "result.json");
+  EXPECT_EQ(r0["links"][0]["sent"], r1["links"][0]["received"]);
+  const long long sent = r0["links"][0]["sent"].get<long long>();
+  const CliRun dot = run_cli("topology " + f.file.string() + " --dot");
+  ASSERT_EQ(dot.code, 0) << dot.output;
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.2f MB", sent / 1e6);
+  EXPECT_NE(dot.output.find("\"0\" -> \"1\" [label=\"" + std::string(mb) + "\"]"), std::string::npos)
+      << mb << "\n" << dot.output;
+  const CliRun status = run_cli("status " + f.file.string());
+  EXPECT_NE(status.output.find("n0 -> n1"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find(std::to_string(sent)), std::string::npos) << status.output;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
