@@ -4,6 +4,9 @@
 #include "core/options.h"
 #include "cli/commands.h"
 #include "cli/exit_status.h"
+#include "cli/launch_report.h"
+#include "cli/output_path.h"
+#include "node/durable_file.h"
 #include "cli/status_view.h"
 #include "crypto/key_files.h"
 #include "topology/topology.h"
@@ -31,7 +34,8 @@ namespace fednode::cli {
 namespace {
 
 const char* kHelp =
-    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--metrics-dir DIR] [--discover] [--quiet]\n"
+    "usage: fednode launch FILE [--threads N] [--timeout SECONDS] [--metrics-dir DIR] [--report FILE]\n"
+    "                      [--discover] [--quiet]\n"
     "  Starts every node of the topology FILE as a separate 'fednode run' process on this\n"
     "  machine, shows their progress, and prints one table (node, status, contributors,\n"
     "  accuracy, bytes) from their result.json files. Each node's output goes to node.log in\n"
@@ -40,6 +44,8 @@ const char* kHelp =
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --metrics-dir DIR  each node keeps Prometheus metrics in DIR/fednode-NAME.prom (fednode run\n"
     "                     --metrics): point node_exporter's textfile collector at DIR\n"
+    "  --report FILE      once every node ended, a report from their result.json files in the\n"
+    "                     layout of 'fednode simulate --report', for 'fednode report FILE --html'\n"
     "  --discover         nodes the file gives no address find each other by discovery over\n"
     "                     loopback ('fednode run --discover --discover-on lo'): nothing leaves\n"
     "                     this machine\n"
@@ -213,8 +219,8 @@ void create_missing_key_pairs(const std::string& file, bool quiet) {
 
 int cmd_launch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest;
-  const std::string file = split_positional(argv, {"--threads", "--timeout", "--metrics-dir"}, rest);
-  const Args a(rest, {"threads", "timeout", "metrics-dir"}, {"quiet", "discover"});
+  const std::string file = split_positional(argv, {"--threads", "--timeout", "--metrics-dir", "--report"}, rest);
+  const Args a(rest, {"threads", "timeout", "metrics-dir", "report"}, {"quiet", "discover"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
@@ -231,6 +237,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
     std::error_code ec;
     fs::create_directories(metrics_dir, ec);
     if (ec || !fs::is_directory(metrics_dir)) throw InputError("--metrics-dir: cannot create the folder '" + metrics_dir + "'");
+  }
+  const std::string report = a.str("report", "");
+  if (a.has("report")) {
+    if (report.empty()) throw UsageError("--report needs a file name, got an empty path");
+    check_output_path("--report", report);
   }
   create_missing_key_pairs(file, quiet);
   const Topology topology = load_topology(file);
@@ -329,6 +340,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
     std::cout << line;
   }
   for (const auto& n : notes) std::cout << n << "\n";
+  if (!report.empty()) {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    replace_file_at_once(report, launch_report_json(topology, topology_path, wall));
+    std::cout << "report: " << report << " (fednode report " << report << " --html DIR draws it)\n";
+  }
   std::cout << (all_finished ? "every node finished\n" : "NOT every node finished: see the node.log files\n");
   return exit_status;
 }

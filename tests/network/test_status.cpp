@@ -102,8 +102,27 @@ TEST(Status, MetricsFilesAgreeWithTheResults) {
   Federation f = make_federation(dir, TopologyMode::Linear, 2, "fedcgs", 23988, {},
                                  {{"dataset", "fashion-mnist"}, {"train-limit", "600"}, {"test-limit", "100"}});
   const fs::path metrics = dir / "metrics";
-  const CliRun out = run_cli("launch " + f.file.string() + " --quiet --metrics-dir " + metrics.string());
+  const fs::path report = dir / "launch-report.json";
+  const CliRun out = run_cli("launch " + f.file.string() + " --quiet --metrics-dir " + metrics.string() + " --report " +
+                             report.string());
   ASSERT_EQ(out.code, 0) << out.output;
+  // The launch's report draws as simulate's does, with every node's accuracy and bytes from its
+  // result.json (docs/report.md).
+  const fs::path html = dir / "html";
+  const CliRun drawn = run_cli("report " + report.string() + " --html " + html.string());
+  ASSERT_EQ(drawn.code, 0) << drawn.output;
+  const std::string page = read_text(html / "index.html");
+  for (NodeId id : {0u, 1u}) {
+    const nlohmann::json r = read_json(f.state_dir(id) / "result.json");
+    const std::string node = "node-" + std::to_string(id);
+    for (const auto& [cell, key] : {std::pair{"-accuracy", "accuracy"}, {"-bytes-sent", "bytes_sent"}}) {
+      const std::string attr = "id=\"" + node + cell + "\" data-value=\"";
+      const size_t at = page.find(attr);
+      ASSERT_NE(at, std::string::npos) << attr;
+      const double shown = std::stod(page.substr(at + attr.size(), 40));
+      EXPECT_DOUBLE_EQ(shown, r[key].get<double>()) << node << cell;
+    }
+  }
   for (const char* name : {"n0", "n1"}) {
     const std::string text = read_text(metrics / (std::string("fednode-") + name + ".prom"));
     const nlohmann::json result = read_json(f.state_dir(name == std::string("n0") ? 0 : 1) / "result.json");
