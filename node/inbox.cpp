@@ -172,7 +172,10 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
     count_rejection("refused-by-plan");
     say_rejection("refused " + std::string(to_string(h.type)) + " " + std::to_string(h.msg_id) + " from " +
                   who_(h.from) + ": " + refusal);
-    send_error(in, h.from, h.type == MessageType::Hello ? ErrorReason::Incompatible : ErrorReason::Rejected, h.msg_id,
+    // Another feature space is `incompatible`, anything else the plan or the method refuses
+    // `rejected`; only a refused hello abandons the run with that peer (docs/protocol.md, 5.5).
+    const bool incompatible = h.type == MessageType::Hello || machine_.incompatible(h.type, msg.payload);
+    send_error(in, h.from, incompatible ? ErrorReason::Incompatible : ErrorReason::Rejected, h.msg_id,
                h.type == MessageType::Hello, refusal);
     return {};
   }
@@ -258,7 +261,9 @@ void Inbox::rejected(const Incoming& in, const RejectedMessage& e) {
   say_rejection(std::string("rejected a frame") +
                 (e.header ? " claiming to come from node " + std::to_string(e.header->from) : "") + ": " + e.what());
   if (e.authenticated && e.header && e.code == SecurityCode::MalformedPayload)
-    send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, "payload refused");
+    // Its sender is authenticated: it is told what failed in its own bytes (a peer of another
+    // implementation learns what to mend); a stranger is never answered.
+    send_error(in, e.header->from, ErrorReason::Malformed, e.header->msg_id, false, e.what());
 }
 
 void Inbox::settle(const Incoming& in, const Message& msg) {

@@ -74,6 +74,21 @@ void Machine::warn(const std::string& line) const { config_.say.warn(line); }
 
 // --- receiving --------------------------------------------------------------------------------
 
+bool Machine::incompatible(MessageType type, const Payload& p) const {
+  const NodeContext& ctx = config_.ctx;
+  if (const auto* hello = std::get_if<Hello>(&p))
+    return hello->method != config_.method->name() || hello->backbone_fingerprint != ctx.backbone_fingerprint ||
+           hello->dim != ctx.dim || hello->num_classes != ctx.num_classes;
+  if (const auto* hm = std::get_if<HeadMessage>(&p))
+    return hm->backbone_fingerprint != ctx.backbone_fingerprint || hm->head->dim() != ctx.dim ||
+           hm->head->num_classes() != ctx.num_classes;
+  if (const auto* k = std::get_if<Knowledge>(&p))
+    return k->method_name() != config_.method->name() || k->backbone_fingerprint != ctx.backbone_fingerprint ||
+           k->dim != ctx.dim || k->num_classes != ctx.num_classes;
+  (void)type;
+  return false;
+}
+
 std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) const {
   const NodeContext& ctx = config_.ctx;
   const std::string where = std::string(to_string(type)) + " from " + who(from);

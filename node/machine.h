@@ -85,6 +85,10 @@ class Machine {
   // Empty when the plan takes `payload` as `type` from `from`; otherwise why not. Asked before a
   // message is stored and acknowledged: a piece that would make merging fail is refused now.
   std::string refusal(NodeId from, MessageType type, const Payload& payload) const;
+  // Whether a refused `payload` was made for another feature space than this node's (method,
+  // backbone, dimension or class count): answered as `incompatible`, the rest as `rejected`
+  // (docs/protocol.md, 5.5).
+  bool incompatible(MessageType type, const Payload& payload) const;
   // A second copy of something held already (the sender redid a phase after a crash and sealed it
   // anew): to acknowledge, not to store or use again.
   bool is_repeat(NodeId from, MessageType type, const Payload& payload) const;

@@ -97,13 +97,19 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   // storing anything: statistics no float32 features can produce (they would make the merge
   // fail later), and a claim to hold node 2's data, which cannot reach node 0 in a chain.
   ReplayGuard guard;
-  auto expect_refused = [&](const Knowledge& bad, uint64_t id) {
-    const auto answer = exchange(s, real0.seal(1, id, bad), 20000);
-    ASSERT_TRUE(answer) << "an authentic but unusable message must be answered, message " << id;
+  auto refusal_of = [&](const std::string& frame, uint64_t id) -> std::optional<ErrorMessage> {
+    const auto answer = exchange(s, frame, 20000);
+    EXPECT_TRUE(answer) << "an authentic but unusable message must be answered, message " << id;
+    if (!answer) return std::nullopt;
     const Message m = real0.open(*answer, guard);
-    ASSERT_EQ(m.header.type, MessageType::Error) << "message " << id << " was acknowledged";
-    EXPECT_EQ(std::get<ErrorMessage>(m.payload).reason, ErrorReason::Rejected);
+    EXPECT_EQ(m.header.type, MessageType::Error) << "message " << id << " was acknowledged";
+    if (m.header.type != MessageType::Error) return std::nullopt;
     EXPECT_EQ(std::get<ErrorMessage>(m.payload).ref_id, id);
+    return std::get<ErrorMessage>(m.payload);
+  };
+  auto expect_refused = [&](const Knowledge& bad, uint64_t id, ErrorReason reason = ErrorReason::Rejected) {
+    const auto e = refusal_of(real0.seal(1, id, bad), id);
+    if (e) EXPECT_EQ(e->reason, reason) << "message " << id << ": " << e->text;
   };
   Knowledge impossible = k;
   {
@@ -115,6 +121,18 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   Knowledge overclaimed = k;
   overclaimed.contributors = {0, 2};
   expect_refused(overclaimed, 4);
+  // Knowledge for another feature space (another backbone) is incompatible, not rejected
+  // (docs/protocol.md, 5.5).
+  Knowledge other_backbone = k;
+  other_backbone.backbone_fingerprint = "another backbone";
+  expect_refused(other_backbone, 9, ErrorReason::Incompatible);
+  // A payload that does not decode is malformed, and its authenticated sender is told why.
+  const auto undecodable = refusal_of(real0.seal_encoded(1, 10, MessageType::Knowledge, std::string("\x93\x01", 2)), 10);
+  if (undecodable) {
+    EXPECT_EQ(undecodable->reason, ErrorReason::Malformed);
+    EXPECT_FALSE(undecodable->text.empty());
+    EXPECT_EQ(undecodable->text.find("payload refused"), std::string::npos) << undecodable->text;
+  }
 
   // 6. Version-2 streams (docs/protocol.md section 12): a chunk of no stream is dropped without
   //    an answer; a stream whose chunk 2 was altered is refused at that chunk, unanswered, and
@@ -157,7 +175,7 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   const NodeOutcome got = read_result(f.state_dir(1));
   EXPECT_EQ(got.status, "finished");
   EXPECT_EQ(got.contributors, (std::vector<long>{0, 1}));
-  EXPECT_GE(got.frames_rejected, 7);
+  EXPECT_GE(got.frames_rejected, 9);
   EXPECT_GE(got.duplicates, 2);
   const std::string log = read_text(f.state_dir(1) / "node.log");
   EXPECT_NE(log.find("header-tampered"), std::string::npos) << log;
