@@ -36,6 +36,8 @@ const char* kHelp =
     "  --method M             fedpft, fedcgs or fedtc (default fedpft)\n"
     "  --base-port P          node i is tcp://H:(P+i) (default 7000)\n"
     "  --host H               (default 127.0.0.1)\n"
+    "  --no-addresses         no address for any node: they find each other by LAN discovery\n"
+    "                         (fednode run --discover; launch --discover), any free port each\n"
     "  --seed S               the federation's seed (default 0)\n"
     "  --deadline SECONDS     how long a node waits for each phase's inputs (default 300)\n"
     "  --ack-deadline SECONDS how long a node that has done its work waits for its last\n"
@@ -174,7 +176,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
     return cmd_topology_draw(argv);
   const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
                {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "ack-deadline", "silence", "receive-window", "run", "keys", "state",
-                "hop-encryption"}, {},
+                "hop-encryption"}, {"no-addresses"},
                {"option", "data"});
   if (a.help()) {
     std::cout << kHelp;
@@ -199,6 +201,9 @@ int cmd_topology(const std::vector<std::string>& argv) {
   if (o.base_port + o.nodes - 1 > 65535)
     throw UsageError("--base-port " + std::to_string(o.base_port) + ": the ports of " + std::to_string(o.nodes) +
                      " nodes would run past 65535");
+  o.addresses = !a.flag("no-addresses");
+  if (!o.addresses && (a.has("host") || a.has("base-port")))
+    throw UsageError("--no-addresses leaves --host and --base-port nothing to set");
   o.host = a.str("host", o.host);
   if (o.host.empty()) throw UsageError("--host is empty");
   o.method = a.str("method", "fedpft");

@@ -145,15 +145,20 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/fednode-netns.XXXXXX")
 raw=$work/chain5.generated.toml
 topo=$work/chain5.toml
+if [ "$discover" -eq 1 ]; then
+  where=(--no-addresses)
+else
+  where=(--host "$SUBNET.1" --base-port "$PORT")
+fi
 "$fednode" topology linear --nodes "$NODES" --method fedcgs --out "$raw" \
-  --host "$SUBNET.1" --base-port "$PORT" --deadline 60 \
+  "${where[@]}" --deadline 60 \
   --keys "$work/keys" --state "$work/state" \
   --data dataset=fashion-mnist --data train-limit=3000 --data test-limit=500 \
   --data partition=dirichlet --data dirichlet-alpha=0.5
 
 # Node i is addressed by its own IP (the builder gives every node --host) and listens on all of
-# its namespace's interfaces; with --discover it has no address at all (and listens on any port
-# of every interface). The file keeps [[node]] tables with id before address; anything else is
+# its namespace's interfaces; with --discover the builder wrote no address at all (each node
+# listens on any port of every interface). The file keeps [[node]] tables with id before address; anything else is
 # caught by the count check below rather than producing a half-rewritten file.
 awk -v subnet="$SUBNET" -v port="$PORT" -v n="$NODES" -v discover="$discover" '
   /^\[\[/ { id = "" }
@@ -161,13 +166,15 @@ awk -v subnet="$SUBNET" -v port="$PORT" -v n="$NODES" -v discover="$discover" '
   /^address = / {
     if (id == "") { print "address before id" > "/dev/stderr"; exit 1 }
     rewritten++
-    if (discover) next
     printf "address = \"tcp://%s.%d:%d\"\n", subnet, id + 1, port
     printf "bind = \"tcp://*:%d\"\n", port
     next
   }
   { print }
-  END { if (rewritten != 0 + n) { print "rewrote " rewritten " addresses, expected " n > "/dev/stderr"; exit 1 } }
+  END {
+    want = discover ? 0 : n  # --no-addresses wrote none
+    if (rewritten != want) { print "found " rewritten " addresses, expected " want > "/dev/stderr"; exit 1 }
+  }
 ' "$raw" >"$topo"
 echo "topology: $topo"
 grep -E '^(address|bind) = ' "$topo" || echo "(no addresses: found by discovery)"

@@ -78,7 +78,7 @@ Topology build_topology(const TopologyBuildOptions& o) {
     TopologyNode n;
     n.id = static_cast<NodeId>(i);
     n.name = "n" + std::to_string(i);
-    n.address = "tcp://" + host + ":" + std::to_string(o.base_port + i);
+    if (o.addresses) n.address = "tcp://" + host + ":" + std::to_string(o.base_port + i);
     if (!o.key_root.empty()) n.key_dir = o.key_root + "/" + n.name;
     n.state_dir = o.state_root + "/" + n.name;
     if (o.public_key) n.public_key_text = o.public_key(n, t.resolve(n.key_dir));

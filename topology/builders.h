@@ -20,6 +20,7 @@ struct TopologyBuildOptions {
   TopologyMode mode = TopologyMode::Linear;
   int nodes = 0;                     // ids 0..nodes-1, names n0..n<nodes-1>
   std::string host = "127.0.0.1";    // addresses tcp://host:(base_port + id)
+  bool addresses = true;             // false: none, for LAN discovery (`fednode run --discover`)
   int base_port = 7000;
   std::string method = "fedcgs";
   std::string run;                   // [federation] run; empty: none (run_name's default)

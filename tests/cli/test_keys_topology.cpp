@@ -176,6 +176,16 @@ TEST_F(KeysAndTopology, WritesToStdoutWithPathsAndRunAsGiven) {
   EXPECT_EQ(star.node(1).state_dir, "state/n1");
 }
 
+// A file for LAN discovery: no node has an address, and so the hops are CurveZMQ.
+TEST_F(KeysAndTopology, NoAddressesForDiscovery) {
+  const std::string file = at("lab.toml");
+  const Result r = run_command("topology", {"linear", "--nodes", "3", "--no-addresses", "--out", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Topology t = load_topology(file);
+  for (const auto& n : t.nodes) EXPECT_EQ(n.address, "") << n.id;
+  EXPECT_EQ(t.hop_encryption(), HopEncryption::Curve);
+}
+
 TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
   const std::string out = at("t.toml");
   struct Case {
@@ -194,6 +204,7 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "3", "--base-port", "65534"}, "--base-port 65534"},
       {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be in [0.001, 604800], got 0"},
       {{"linear", "--nodes", "3", "--run", ""}, "--run is empty"},
+      {{"linear", "--nodes", "3", "--no-addresses", "--host", "10.0.0.1"}, "--no-addresses leaves --host and --base-port"},
       {{"linear", "--nodes", "3", "--run", std::string(129, 'r')}, "--run is 129 characters long"},
       {{"linear", "--nodes", "3", "--run", "tab\there"}, "--run has character 4 (byte 0x09)"},
       {{"linear", "--nodes", "3", "--option", "components"}, "--option expects KEY=VALUE, got 'components'"},
