@@ -104,11 +104,13 @@ struct Node::Impl {
   void say(const std::string& msg) const { log(LogLevel::Info, msg); }
   void warn(const std::string& msg) const { log(LogLevel::Warning, msg); }
   void log(LogLevel level, const std::string& msg) const {
-    if (level > config.log_level) return;
-    last_line = msg;
-    if (config.callbacks.log) call_back([&] { config.callbacks.log(level, msg); });
-    else if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
-    // A node says something at every epoch of a long fit, inside one step: the status follows.
+    if (level <= config.log_level) {
+      last_line = msg;
+      if (config.callbacks.log) call_back([&] { config.callbacks.log(level, msg); });
+      else if (config.callbacks.progress) call_back([&] { config.callbacks.progress(msg); });
+    }
+    // A node says something at every epoch of a long fit, inside one step: the status follows,
+    // also when the line is not shown (or `fednode status` would call a quiet node unresponsive).
     write_status();
   }
   // Where the node's parts say their lines: through log(), so the level filter applies to all.
