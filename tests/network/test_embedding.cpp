@@ -56,7 +56,10 @@ TEST(Embedding, DestroyingANodeWhileAnotherThreadRunsItWaitsForIt) {
   Chain chain("embedding", 23810);
   auto node = std::make_unique<Node>(chain.config(1), chain.identity(1));  // waits for node 0, which never comes
   NodeResult got;
-  std::thread driver([&] { got = node->run(); });
+  // The driver holds the node itself, not the unique_ptr this thread resets (ThreadSanitizer
+  // rightly called reading that pointer there while it is reset here a race).
+  Node* driven = node.get();
+  std::thread driver([&got, driven] { got = driven->run(); });
   std::this_thread::sleep_for(300ms);
   const auto t0 = std::chrono::steady_clock::now();
   node.reset();
