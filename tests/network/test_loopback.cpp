@@ -58,7 +58,9 @@ TEST(LoopbackPacing, AStarHubPacingItsLeavesOneAtATimeMatchesTheSimulator) {
   Federation f = make_federation(dir, TopologyMode::Star, 6, "fedcgs", 23720, method_options("fedcgs"), small_data());
   f.topology.federation.receive_window = 1;
   save_again(f);
-  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  // The lines checked below are details: FEDNODE_LOG_LEVEL=debug, which launch passes on.
+  const CliRun launch = fednode::test::run_cli("launch " + f.file.string() + " --quiet --timeout 500",
+                                               "FEDNODE_LOG_LEVEL=debug OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1");
   ASSERT_EQ(launch.code, 0) << launch.output;
   expect_every_node_equals_simulate(f);
   const std::string hub_log = read_text(f.state_dir(0) / "node.log");
