@@ -1,6 +1,7 @@
 #include "node/peer_finder.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace fednode {
 namespace {
@@ -78,13 +79,15 @@ std::string PeerFinder::address_for(NodeId peer, bool proven, Clock::time_point 
   if (!s.current.empty() && now - s.since < timing_.trial) return s.current;
   Candidate* next = next_candidate(s, now);
   if (!next) return s.current;
-  if (s.current.empty())
+  if (s.current.empty()) {
     say_("discovery: " + who + " may be at " + next->address + " (a beacon); dialling it, trusted once the " +
          "CurveZMQ handshake proves its key");
-  else
-    say_.warn("discovery: " + s.current + " has not proved " + who + "'s key for " +
-         std::to_string(timing_.trial.count() / 1000.0).substr(0, 3) + " s; trying " + next->address +
-         " (a beacon)");
+  } else {
+    char trial[32];
+    std::snprintf(trial, sizeof trial, "%.1f", static_cast<double>(timing_.trial.count()) / 1000.0);
+    say_.warn("discovery: " + s.current + " has not proved " + who + "'s key for " + trial + " s; trying " +
+              next->address + " (a beacon)");
+  }
   s.current = next->address;
   s.since = now;
   s.proven = false;
