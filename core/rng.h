@@ -22,6 +22,7 @@ enum class Purpose : uint64_t {
   Prototypes = 7,
   FeatureExpansion = 8,  // the shared random projection of features/expansion.h
   HeadValidation = 9,    // the held-out part of a head's training set (methods/heads/train_common.h)
+  DpStatsNoise = 10,     // DP-FedCGS's noise on A, N and B (drawn with core/secret_rng.h)
   TopologyBuild = 20,  // random graphs of `fednode topology graph`
   Generic = 99,
 };
@@ -43,6 +44,30 @@ inline uint64_t derive_seed(uint64_t base, std::initializer_list<uint64_t> keys)
   }
   return out;
 }
+
+// Standard normals by Box-Muller from a source of uniforms in [0, 1), two at a time, the second
+// kept for the next call: shared by Rng and SecretRng (core/secret_rng.h).
+class BoxMuller {
+ public:
+  template <class Uniform>
+  double draw(Uniform&& uniform) {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    double u1;
+    do u1 = uniform(); while (u1 <= 0.0);
+    const double u2 = uniform();
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2.0 * M_PI * u2);
+    has_spare_ = true;
+    return r * std::cos(2.0 * M_PI * u2);
+  }
+
+ private:
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
 
 // xoshiro256** with explicit, portable uniform and normal draws.
 class Rng {
@@ -83,17 +108,7 @@ class Rng {
   }
   // Standard normal by Box-Muller, caching the second value.
   double normal() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    double u1;
-    do u1 = uniform(); while (u1 <= 0.0);
-    const double u2 = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * M_PI * u2);
-    has_spare_ = true;
-    return r * std::cos(2.0 * M_PI * u2);
+    return normals_.draw([this] { return uniform(); });
   }
   // Gamma(shape, 1) by Marsaglia-Tsang; used for Dirichlet draws.
   double gamma(double shape) {
@@ -118,8 +133,7 @@ class Rng {
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];
-  double spare_ = 0;
-  bool has_spare_ = false;
+  BoxMuller normals_;
 };
 
 }  // namespace fednode

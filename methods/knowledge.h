@@ -57,11 +57,21 @@ struct GmmKnowledge {
   std::optional<CovarianceSketch> within_class;
 };
 
+// The noise DP-FedCGS added to statistics (docs/privacy.md): the variance of every entry's
+// noise, of A, of N and of B's upper triangle (mirrored). Independent noise adds its variances
+// when statistics are summed, so a sum still says how much noise it carries, which the head uses
+// to shrink and floor its covariance. All zero for exact statistics.
+struct StatsNoise {
+  double a = 0, n = 0, b = 0;
+  bool any() const { return a > 0 || n > 0 || b > 0; }
+};
+
 // FedCGS: additive statistics, accumulated in double precision.
 struct StatsKnowledge {
   MatrixD A;                    // C x d, per-class sums of features
-  std::vector<int64_t> N;       // C, per-class counts
+  std::vector<int64_t> N;       // C, per-class counts (noisy ones, rounded, may be negative)
   MatrixD B;                    // d x d, sum of f f^T over all samples (symmetric)
+  StatsNoise noise;
 };
 
 // FedTC: per class a set of prototype vectors (batch means of cleaned features).

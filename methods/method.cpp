@@ -2,6 +2,23 @@
 
 namespace fednode {
 
+const SecretKey32& NodeContext::secret_noise_key(const std::string& method) const {
+  if (!noise_key)
+    throw InputError(method + " with DP on node " + std::to_string(node) +
+                     ": no secret key for its noise (NodeContext::noise_key); noise drawn from the shared seed "
+                     "could be redrawn and subtracted by every recipient");
+  return *noise_key;
+}
+
+std::vector<PrivacyRelease> Method::privacy(const Features&, const NodeContext&) const {
+  PrivacyRelease r;
+  r.what = name() + " knowledge";
+  r.mechanism = "none";
+  r.epsilon = kNotPrivate;
+  r.note = "an exact summary of the node's data";
+  return {r};
+}
+
 const char* to_string(ComponentDraws d) {
   switch (d) {
     case ComponentDraws::Systematic: return "systematic";

@@ -7,13 +7,17 @@
 // already a contributor of a chosen piece.
 #pragma once
 
+#include "core/secret_rng.h"
+#include "methods/dp/accounting.h"
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -75,6 +79,16 @@ struct FedCgsOptions {
   // Within: 81.5 % vs Total's 80.7 % on Fashion-MNIST pixels (docs/methods/fedcgs.md).
   LdaCovariance covariance = LdaCovariance::Within;
   double shrinkage = 0.0;       // Sigma <- (1-s) Sigma + s * (tr(Sigma)/d) I
+  // DP-FedCGS (methods/fedcgs/dp_stats.h, docs/privacy.md): what a node sends about its own data
+  // goes through the Gaussian mechanism, (dp_epsilon, dp_delta)-DP per node.
+  bool dp = false;
+  double dp_epsilon = 1.0;
+  double dp_delta = 1e-5;
+  // R: features are scaled down to ||f||_2 <= R first. 30 is about the 5th percentile of the
+  // norms of MobileNetV2's features of Fashion-MNIST (median 53), which gave the best DP-FedCGS
+  // accuracy of 1, 30 and 53 at epsilon 1 (docs/privacy.md, "Which clipping norm").
+  double clip_norm = 30.0;
+  std::array<double, 3> dp_split = {1.0, 1.0, 1.0};  // shares of the budget for A, N and B
 };
 
 struct FedTcOptions {
@@ -85,6 +99,9 @@ struct FedTcOptions {
 
 struct MethodOptions {
   std::string method = "fedpft";  // a name in method_registry() (methods/registry.h)
+  // The release policy (methods/dp/min_count.h): classes a node holds fewer samples of are not
+  // released. 0: every class is.
+  int min_class_count = 0;
   FedPftOptions fedpft;
   FedCgsOptions fedcgs;
   FedTcOptions fedtc;
@@ -97,12 +114,23 @@ struct NodeContext {
   std::string backbone_fingerprint;
   int num_classes = 0;
   int dim = 0;
+  // Keys the noise of differentially private releases (core/secret_rng.h). A networked node's
+  // is derived from its secret key; the simulator's from the seed. Unset, a DP method refuses
+  // to run rather than draw noise every recipient could redraw.
+  std::optional<SecretKey32> noise_key;
+  // The release policy (MethodOptions::min_class_count), and whether the node's head leaves it
+  // (a star's hub sends its head to every leaf): what the node sends, knowledge or head, is
+  // computed only from what the policy and the method's DP release (node/step.h).
+  int min_class_count = 0;
+  bool head_is_sent = false;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so
   // that a node asked to stop (a signal) does not first finish minutes of EM or head training.
   const std::atomic<bool>* stop = nullptr;
   void interruption_point() const { fednode::interruption_point(stop); }
+  // Throws InputError naming `method` when noise_key is unset.
+  const SecretKey32& secret_noise_key(const std::string& method) const;
 };
 
 class Method {
@@ -128,6 +156,10 @@ class Method {
   // be folded too, into what the head trains on (FedPFT draws each piece's synthetic features as
   // it arrives and drops its covariances). Defaults to start_sum.
   virtual std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const { return start_sum(ctx); }
+  // What summarize and merge release about `local` (the node's own part of what it sends), for
+  // the node's privacy ledger (methods/dp/accounting.h; node/privacy_ledger.h adds who received
+  // it). The default: one release of the exact summary, not private.
+  virtual std::vector<PrivacyRelease> privacy(const Features& local, const NodeContext& ctx) const;
 };
 
 std::unique_ptr<Method> make_method(const MethodOptions& options);

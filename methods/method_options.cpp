@@ -10,9 +10,11 @@
 namespace fednode {
 namespace {
 
-// The linear head's options: FedPFT trains it, and every method's baselines do.
-const std::vector<std::string> kHeadOptions = {"head-lr", "head-epochs", "head-batch-size", "head-weight-decay",
-                                               "head-min-steps", "threads", "validation-fraction"};
+// Options every method reads: the linear head's (FedPFT trains it, and every method's baselines
+// do) and the release policy (methods/dp/min_count.h).
+const std::vector<std::string> kSharedOptions = {"head-lr",       "head-epochs", "head-batch-size",
+                                                 "head-weight-decay", "head-min-steps", "threads",
+                                                 "validation-fraction", "min-class-count"};
 
 bool is_flag(const MethodDescriptor& m, const std::string& name) {
   return std::find(m.flags.begin(), m.flags.end(), name) != m.flags.end();
@@ -21,10 +23,15 @@ bool is_flag(const MethodDescriptor& m, const std::string& name) {
 // Options that only one method reads: given with another method they would be ignored, which
 // hides a mistake (the head options serve every method: they also train the baselines).
 void refuse_other_methods_options(const Args& a, const std::string& method) {
+  const MethodDescriptor& own = method_named(method);
+  const auto owns = [&](const std::string& name) {
+    return std::find(own.options.begin(), own.options.end(), name) != own.options.end();
+  };
   for (const MethodDescriptor& owner : method_registry())
     if (owner.name != method)
       for (const std::string& name : owner.options)
-        if (a.has(name)) throw UsageError("--" + name + " is a " + owner.name + " option; the method is " + method);
+        if (a.has(name) && !owns(name))  // --dp and its settings belong to FedPFT and FedCGS both
+          throw UsageError("--" + name + " is a " + owner.name + " option; the method is " + method);
 }
 
 void parse_head_options(const Args& a, LinearTrainOptions& h) {
@@ -85,7 +92,7 @@ void write_learning_rate(JsonWriter& w, const std::optional<double>& lr, const V
 const std::set<std::string>& method_option_names() {
   static const std::set<std::string> names = [] {
     std::set<std::string> n = {"method"};
-    n.insert(kHeadOptions.begin(), kHeadOptions.end());
+    n.insert(kSharedOptions.begin(), kSharedOptions.end());
     for (const MethodDescriptor& m : method_registry())
       for (const std::string& o : m.options)
         if (!is_flag(m, o)) n.insert(o);
@@ -110,6 +117,7 @@ MethodOptions parse_method_options(const Args& a) {
   if (!method) throw UsageError("--method must be " + method_names() + ", got '" + m.method + "'");
   refuse_other_methods_options(a, m.method);
   parse_head_options(a, m.fedpft.head);
+  m.min_class_count = static_cast<int>(a.integer("min-class-count", m.min_class_count, 0, 1 << 30));
   method->parse_options(a, m);
   return m;
 }
@@ -122,6 +130,10 @@ std::string method_options_help() {
   for (size_t i = 0; i < methods.size(); ++i) h << (i ? "|" : "") << methods[i].name;
   h << "      (default " << MethodOptions{}.method << ")\n";
   for (const MethodDescriptor& m : methods) h << m.help();
+  h << "release policy (every method):\n"
+    << "  --min-class-count M               (" << MethodOptions{}.min_class_count
+    << ": off) a class a node holds fewer than M samples of\n"
+       "                                    is not released; the node's ledger says so\n";
   h << head_options_help();
   return h.str();
 }

@@ -46,6 +46,19 @@ Precision transfer_precision(const MethodOptions& m) {
   return method_named(m.method).half_precision(m) ? Precision::Float16 : Precision::Float32;
 }
 
+NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint64_t seed,
+                         std::string backbone_fingerprint, int num_classes, int dim) {
+  NodeContext ctx;
+  ctx.node = plan.id;
+  ctx.seed = seed;
+  ctx.backbone_fingerprint = std::move(backbone_fingerprint);
+  ctx.num_classes = num_classes;
+  ctx.dim = dim;
+  ctx.min_class_count = method.min_class_count;
+  ctx.head_is_sent = !plan.send_head_to.empty();
+  return ctx;
+}
+
 Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(config_.plan) {
   outcome_.expected_contributors = config_.plan.expected_contributors;
   const NodePlan& plan = config_.plan;

@@ -74,6 +74,11 @@ struct MachineConfig {
 // How `method` sends knowledge: FedPFT's float16 transfer, or float32.
 Precision transfer_precision(const MethodOptions& method);
 
+// The context a node following `plan` runs its method in (the networked node and the simulator
+// alike); the caller adds the noise key, the stop flag and progress.
+NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint64_t seed,
+                         std::string backbone_fingerprint, int num_classes, int dim);
+
 class Machine {
  public:
   explicit Machine(MachineConfig config);

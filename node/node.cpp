@@ -5,6 +5,7 @@
 // and when the node is done, the closing that keeps it answering for a moment.
 #include "node/node.h"
 
+#include "crypto/noise_key.h"
 #include "crypto/run_id.h"
 #include "node/beacon_socket.h"
 #include "node/configuration_record.h"
@@ -58,6 +59,7 @@ struct Node::Impl {
   // Hop encryption (CurveZMQ) keys, taken from the identity before `channel` below takes it over:
   // keep this member declared before `channel`.
   std::shared_ptr<const CurveKeyPair> curve_keys;
+  SecretKey32 noise_key;  // DP noise (crypto/noise_key.h): also taken before `channel`
   SecureChannel channel;
   std::unique_ptr<Method> method;
   std::unique_ptr<Machine> machine;
@@ -93,6 +95,7 @@ struct Node::Impl {
         curve_keys(config.topology.hop_encryption() == HopEncryption::Curve
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
+        noise_key(derive_noise_key(identity, derive_run_id(config.run_name))),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(config.topology),
                 config.limits) {}
 
@@ -135,6 +138,8 @@ struct Node::Impl {
     check_node_config(config, plan);
     method = make_method(config.method);
     MachineConfig m = machine_config(config, plan, *method, stop);
+    m.ctx.noise_key = noise_key;
+    result.privacy = privacy_ledger(*method, plan, config.local, m.ctx);
     encode.precision = m.transfer;
     m.say = sink();
     if (config.callbacks.progress || config.callbacks.log) m.ctx.progress = [this](const std::string& line) { say(line); };

@@ -25,6 +25,7 @@
 #include "crypto/keys.h"
 #include "methods/method.h"
 #include "node/link_bytes.h"
+#include "node/privacy_ledger.h"
 #include "node/transport.h"
 #include "protocol/limits.h"
 #include "topology/topology.h"
@@ -117,6 +118,7 @@ struct NodeResult {
   int64_t duplicates = 0;                              // authentic repeats: acknowledged, not used
   int restarts = 0;                                    // earlier runs of this node found in its state
   double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
+  PrivacyLedger privacy;                               // what it released of its own data (node/privacy_ledger.h)
   std::shared_ptr<const Head> head;
 };
 

@@ -207,11 +207,8 @@ MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, con
   m.plan = plan;
   m.method = &method;
   m.local = &config.local;
-  m.ctx.node = config.id;
-  m.ctx.seed = config.topology.federation.seed;
-  m.ctx.backbone_fingerprint = config.backbone_fingerprint;
-  m.ctx.num_classes = config.local.num_classes;
-  m.ctx.dim = static_cast<int>(config.local.dim());
+  m.ctx = node_context(plan, config.method, config.topology.federation.seed, config.backbone_fingerprint,
+                       config.local.num_classes, static_cast<int>(config.local.dim()));
   m.ctx.stop = stop;
   m.transfer = transfer_precision(config.method);
   return m;

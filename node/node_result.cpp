@@ -117,6 +117,7 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.end_object();
   w.key("duplicates").value(r.duplicates);
   w.key("restarts").value(r.restarts);
+  write_privacy_ledger(w, r.privacy);
   w.key("seconds").begin_object();
   w.key("total").value(r.seconds_total);
   w.key("waiting").value(r.seconds_waiting);

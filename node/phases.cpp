@@ -63,7 +63,7 @@ PhaseOne run_phase_one(const Method& method, const NodePlan& plan, const std::ve
       if (!contained) r.outgoing.push_back(in[i]);  // a copy: what a relay forwards is its own
     }
     const auto t0 = std::chrono::steady_clock::now();
-    r.outgoing.push_back(method.summarize(local, ctx));
+    r.outgoing.push_back(released_summary(method, local, ctx));
     r.merge_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (plan.fits_head) {
       StepOutput out = run_step(method, in, local, ctx, false, true);

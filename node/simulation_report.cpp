@@ -4,6 +4,7 @@
 #include "node/simulator.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -25,6 +26,7 @@ void write_node(JsonWriter& w, const SimNodeResult& n, bool has_baselines) {
   w.key("bytes_sent").value(n.bytes_sent);
   w.key("bytes_received").value(n.bytes_received);
   w.key("seconds").value(n.seconds);
+  write_privacy_ledger(w, n.privacy);
   w.end_object();
 }
 }  // namespace
@@ -109,6 +111,14 @@ void print_report_table(const SimulationReport& r, std::ostream& out) {
     std::snprintf(line, sizeof line, "centralised: linear %.4f, lda %.4f\n", r.centralized_linear,
                   r.centralized_lda);
     out << line;
+  }
+  const bool private_run = std::any_of(r.nodes.begin(), r.nodes.end(), [](const SimNodeResult& n) {
+    return ledger_summary(n.privacy) != "not private";
+  });
+  if (private_run) {
+    out << "privacy per node (docs/privacy.md):";
+    for (const auto& n : r.nodes) out << (n.id ? "; " : " ") << n.id << ": " << ledger_summary(n.privacy);
+    out << '\n';
   }
   if (!r.absent_classes.empty()) {
     out << "classes held by no node:";

@@ -121,12 +121,11 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
     m.plan = plans[i];
     m.method = method.get();
     m.local = &local[i];
-    m.ctx.node = static_cast<NodeId>(i);
-    m.ctx.seed = options.seed;
-    m.ctx.backbone_fingerprint = options.backbone_fingerprint;
-    m.ctx.num_classes = report.num_classes;
-    m.ctx.dim = report.dim;
+    m.ctx = node_context(plans[i], options.method, options.seed, options.backbone_fingerprint, report.num_classes,
+                         report.dim);
+    m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
+    report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
     m.transfer = transfer_precision(options.method);
     if (say)
       m.say = Say([&say, i](LogLevel level, const std::string& line) {

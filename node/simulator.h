@@ -5,6 +5,7 @@
 
 #include "features/partition.h"
 #include "methods/method.h"
+#include "node/privacy_ledger.h"
 #include "topology/topology.h"
 
 #include <functional>
@@ -41,6 +42,7 @@ struct SimNodeResult {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   double seconds = 0;
+  PrivacyLedger privacy;              // what it released of its own data (node/privacy_ledger.h)
 };
 
 struct SimulationReport {

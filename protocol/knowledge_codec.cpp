@@ -125,8 +125,13 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
     if (s->N.size() != static_cast<size_t>(k.num_classes))
       fail(ProtocolErrorCode::DimensionMismatch, where + ".body.N: " + std::to_string(s->N.size()) +
                                                      " counts for " + std::to_string(k.num_classes) + " classes");
+    // DP-FedCGS's noisy counts may be negative (docs/protocol.md, 6.2).
     for (size_t c = 0; c < s->N.size(); ++c)
-      if (s->N[c] < 0) fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
+      if (s->N[c] < 0 && !s->noise.any())
+        fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
+    for (double v : {s->noise.a, s->noise.n, s->noise.b})
+      if (!(v >= 0) || !std::isfinite(v))
+        fail(ProtocolErrorCode::InvalidValue, where + ".body.noise: a variance is negative, NaN or Inf");
     if (check_finite) {
       expect_finite(s->A, where + ".body.A");
       expect_finite(s->B, where + ".body.B");
@@ -219,14 +224,22 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype, 
 
 void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s, TensorJobs& jobs) {
   const uint64_t C = u(s.A.rows()), d = u(s.A.cols());
-  pk.pack_map(3);
+  const bool noisy = s.noise.any();
+  pk.pack_map(noisy ? 4 : 3);
   pack_str(pk, "A");
   pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A", false, &jobs);
   pack_str(pk, "N");
   pk.pack_array(static_cast<uint32_t>(s.N.size()));
-  for (int64_t n : s.N) pk.pack_uint64(static_cast<uint64_t>(n));
+  for (int64_t n : s.N) pk.pack_int64(n);  // non-negative ones in the unsigned formats, as before
   pack_str(pk, "B");
   pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B", false, &jobs);
+  if (noisy) {
+    pack_str(pk, "noise");
+    pk.pack_array(3);
+    pk.pack_double(s.noise.a);
+    pk.pack_double(s.noise.n);
+    pk.pack_double(s.noise.b);
+  }
 }
 
 void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, DType dtype, TensorJobs& jobs) {
@@ -357,6 +370,19 @@ StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Li
   const TensorIn A = read_tensor(body.at("A"), body.path("A"));
   const TensorIn B = read_tensor(body.at("B"), body.path("B"));
   const auto& N = as_array(body.at("N"), body.path("N"));
+  StatsKnowledge s;
+  if (const msgpack::object* noise = body.find("noise")) {
+    const std::string path = body.path("noise");
+    const auto& v = as_array(*noise, path);
+    if (v.size != 3) fail(ProtocolErrorCode::InvalidValue, path + ": " + std::to_string(v.size) + " variances, expected 3");
+    double* into[3] = {&s.noise.a, &s.noise.n, &s.noise.b};
+    for (uint32_t i = 0; i < 3; ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      *into[i] = as_float64(v.ptr[i], at);
+      if (*into[i] < 0) fail(ProtocolErrorCode::InvalidValue, at + ": a variance is negative");
+    }
+    if (!s.noise.any()) fail(ProtocolErrorCode::InvalidValue, path + ": present but all zero (exact statistics carry none)");
+  }
   body.finish();
   // Additive statistics must stay exact (docs/architecture.md), so nothing narrower than float64 is accepted.
   expect_dtype(A, DType::F64);
@@ -366,14 +392,15 @@ StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Li
   if (N.size != C)
     fail(ProtocolErrorCode::DimensionMismatch, body.path("N") + ": " + std::to_string(N.size) +
                                                    " counts for " + std::to_string(C) + " classes");
-  StatsKnowledge s;
   s.N.resize(N.size);
   uint64_t samples = 0;
   for (uint32_t c = 0; c < N.size; ++c) {
     const std::string path = body.path("N") + "[" + std::to_string(c) + "]";
-    const uint64_t n = as_uint(N.ptr[c], path);
-    add_samples(samples, n, path, limits);
-    s.N[c] = static_cast<int64_t>(n);
+    const int64_t n = s.noise.any() ? as_int(N.ptr[c], path) : static_cast<int64_t>(as_uint(N.ptr[c], path));
+    if (n < 0 && n < -static_cast<int64_t>(limits.max_samples))
+      fail(ProtocolErrorCode::TooLarge, path + ": " + std::to_string(n) + " is beyond -max_samples");
+    if (n >= 0) add_samples(samples, static_cast<uint64_t>(n), path, limits);
+    s.N[c] = n;
   }
   s.A.resize(static_cast<Eigen::Index>(C), static_cast<Eigen::Index>(d));
   s.B.resize(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));

@@ -153,6 +153,23 @@ uint64_t as_uint(const msgpack::object& o, const std::string& path) {
   return o.via.u64;
 }
 
+int64_t as_int(const msgpack::object& o, const std::string& path) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) return o.via.i64;
+  if (o.type != msgpack::type::POSITIVE_INTEGER) wrong_type(o, path, "an integer");
+  if (o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": " + std::to_string(o.via.u64) + " is beyond int64");
+  return static_cast<int64_t>(o.via.u64);
+}
+
+double as_float64(const msgpack::object& o, const std::string& path) {
+  // msgpack-c hands a float whose value is integral over as an integer; both are numbers.
+  if (o.type == msgpack::type::POSITIVE_INTEGER) return static_cast<double>(o.via.u64);
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) return static_cast<double>(o.via.i64);
+  if (o.type != msgpack::type::FLOAT64 && o.type != msgpack::type::FLOAT32) wrong_type(o, path, "a number");
+  if (!std::isfinite(o.via.f64)) throw ProtocolError(ProtocolErrorCode::NonFinite, path + ": NaN or Inf");
+  return o.via.f64;
+}
+
 bool as_bool(const msgpack::object& o, const std::string& path) {
   if (o.type != msgpack::type::BOOLEAN) wrong_type(o, path, "a boolean");
   return o.via.boolean;

@@ -43,6 +43,8 @@ class Document {
 const char* type_name(const msgpack::object& o);
 
 uint64_t as_uint(const msgpack::object& o, const std::string& path);
+int64_t as_int(const msgpack::object& o, const std::string& path);  // any integer within int64
+double as_float64(const msgpack::object& o, const std::string& path);  // any finite number
 bool as_bool(const msgpack::object& o, const std::string& path);
 std::string_view as_str(const msgpack::object& o, const std::string& path);
 std::string_view as_bin(const msgpack::object& o, const std::string& path);

@@ -1,8 +1,11 @@
 #include "methods/fedcgs/fedcgs.h"
 
+#include "methods/fedcgs/dp_stats.h"
+
 #include "core/json_writer.h"
 #include "methods/registry.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -29,17 +32,68 @@ class FedCgs final : public Method {
   explicit FedCgs(const FedCgsOptions& options) : options_(options) {
     if (!(options_.shrinkage >= 0.0 && options_.shrinkage <= 1.0))
       throw InputError("FedCGS shrinkage must lie in [0, 1], got " + std::to_string(options_.shrinkage));
+    if (options_.dp) stats_noise_scale(options_);  // refuses a bad epsilon, delta, norm or split now
   }
 
   std::string name() const override { return "fedcgs"; }
 
   Knowledge summarize(const Features& local, const NodeContext& ctx) const override {
     check_local(local, ctx);
-    return wrap(compute_stats(local), Contributors{ctx.node}, ctx);
+    return wrap(local_stats(local, ctx, true), Contributors{ctx.node}, ctx);
   }
 
   Knowledge merge(const KnowledgeList& received, const Features* local,
                   const NodeContext& ctx) const override {
+    return combine(received, local, ctx, true);
+  }
+
+  std::vector<PrivacyRelease> privacy(const Features& local, const NodeContext& ctx) const override {
+    if (!options_.dp) return Method::privacy(local, ctx);
+    return {private_stats_release(options_)};
+  }
+
+  std::unique_ptr<KnowledgeSum> start_sum(const NodeContext& ctx) const override {
+    return std::make_unique<FoldedStats>(ctx.num_classes, ctx.dim);
+  }
+
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    check_compatible(piece, name(), ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+    validate_stats(std::get<StatsKnowledge>(piece.payload), ctx.num_classes, ctx.dim, where);
+  }
+
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
+                                 const NodeContext& ctx) const override {
+    // The node's own data enters its own head exactly: only what leaves the node is noised.
+    const Knowledge k = combine(received, local, ctx, false);
+    LdaDiagnostics diag;
+    auto head = fit_lda_head(std::get<StatsKnowledge>(k.payload), options_, &diag);
+    if (ctx.progress) {
+      if (!diag.absent.empty()) {
+        std::string list;
+        for (int c : diag.absent) list += (list.empty() ? "" : ", ") + std::to_string(c);
+        ctx.progress("fedcgs: no node holds class(es) " + list + "; the head never predicts them");
+      }
+      if (diag.identity) ctx.progress("fedcgs: every feature is constant; using an identity covariance");
+      if (diag.ridge > 0) {
+        char ridge[32];
+        std::snprintf(ridge, sizeof ridge, "%.3g", diag.ridge);  // tiny ridges are the usual case
+        ctx.progress(std::string("fedcgs: covariance is singular; added a ridge of ") + ridge);
+      }
+      if (std::get<StatsKnowledge>(k.payload).noise.any()) {
+        char line[128];
+        std::snprintf(line, sizeof line, "fedcgs: noisy statistics; shrinkage %.3g, eigenvalue floor %.3g",
+                      diag.shrinkage, diag.eigen_floor);
+        ctx.progress(line);
+      }
+    }
+    return head;
+  }
+
+ private:
+  // What merge sends (`released`: the local part through DP-FedCGS when it is on) or what the
+  // node's own head trains on (the local part exact).
+  Knowledge combine(const KnowledgeList& received, const Features* local, const NodeContext& ctx,
+                    bool released) const {
     if (local) check_local(*local, ctx);
     const Selection sel = select_for_combination(received, local, ctx, name());
     if (sel.pieces.empty() && !sel.use_local)
@@ -57,41 +111,20 @@ class FedCgs final : public Method {
       validate_stats(stats, ctx.num_classes, ctx.dim, where);
       sum.add(stats, where);
     }
-    if (sel.use_local) sum.add(compute_stats(*local), "local statistics");
+    if (sel.use_local) sum.add(local_stats(*local, ctx, released), "local statistics");
     return wrap(sum.total(), sel.contributors, ctx);
   }
 
-  std::unique_ptr<KnowledgeSum> start_sum(const NodeContext& ctx) const override {
-    return std::make_unique<FoldedStats>(ctx.num_classes, ctx.dim);
+  StatsKnowledge local_stats(const Features& local, const NodeContext& ctx, bool released) const {
+    if (!released || !options_.dp) return compute_stats(local);
+    int64_t clipped = 0;
+    StatsKnowledge s = release_private_stats(local, options_, ctx.secret_noise_key("DP-FedCGS"), ctx.node, &clipped);
+    if (ctx.progress)
+      ctx.progress("fedcgs: DP release of " + std::to_string(local.size()) + " samples, " + std::to_string(clipped) +
+                   " clipped to norm " + std::to_string(options_.clip_norm));
+    return s;
   }
 
-  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
-    check_compatible(piece, name(), ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
-    validate_stats(std::get<StatsKnowledge>(piece.payload), ctx.num_classes, ctx.dim, where);
-  }
-
-  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
-                                 const NodeContext& ctx) const override {
-    const Knowledge k = merge(received, local, ctx);
-    LdaDiagnostics diag;
-    auto head = fit_lda_head(std::get<StatsKnowledge>(k.payload), options_, &diag);
-    if (ctx.progress) {
-      if (!diag.absent.empty()) {
-        std::string list;
-        for (int c : diag.absent) list += (list.empty() ? "" : ", ") + std::to_string(c);
-        ctx.progress("fedcgs: no node holds class(es) " + list + "; the head never predicts them");
-      }
-      if (diag.identity) ctx.progress("fedcgs: every feature is constant; using an identity covariance");
-      if (diag.ridge > 0) {
-        char ridge[32];
-        std::snprintf(ridge, sizeof ridge, "%.3g", diag.ridge);  // tiny ridges are the usual case
-        ctx.progress(std::string("fedcgs: covariance is singular; added a ridge of ") + ridge);
-      }
-    }
-    return head;
-  }
-
- private:
   static void check_local(const Features& local, const NodeContext& ctx) {
     if (local.dim() != ctx.dim)
       throw InputError("FedCGS node " + std::to_string(ctx.node) + ": local features have dimension " +
@@ -122,6 +155,24 @@ void parse_fedcgs_options(const Args& a, MethodOptions& m) {
   else if (cov == "within") c.covariance = LdaCovariance::Within;
   else throw UsageError("--lda-covariance must be total or within, got '" + cov + "'");
   c.shrinkage = a.real("shrinkage", c.shrinkage, 0.0, 1.0);
+  c.dp = a.flag("dp");
+  if (!c.dp)
+    for (const char* name : {"dp-epsilon", "dp-delta", "clip-norm", "dp-split"})
+      if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --dp only");
+  c.dp_epsilon = a.real("dp-epsilon", c.dp_epsilon, 1e-9, 1e9);
+  if (a.str("dp-delta", "") == "per-class")
+    throw UsageError("--dp-delta per-class is DP-FedPFT's rule; DP-FedCGS releases all classes at once: give a number");
+  c.dp_delta = a.real("dp-delta", c.dp_delta, 1e-300, 1.0 - 1e-12);
+  c.clip_norm = a.real("clip-norm", c.clip_norm, 1e-30, 1e30);
+  if (a.has("dp-split")) {
+    const std::string text = a.str("dp-split", "");
+    double v[3];
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%lf,%lf,%lf%c", &v[0], &v[1], &v[2], &tail) != 3 || !(v[0] > 0) || !(v[1] > 0) ||
+        !(v[2] > 0) || !std::isfinite(v[0] + v[1] + v[2]))
+      throw UsageError("--dp-split must be three positive numbers A,N,B (shares of the budget), got '" + text + "'");
+    c.dp_split = {v[0], v[1], v[2]};
+  }
 }
 
 std::string fedcgs_options_help() {
@@ -130,7 +181,12 @@ std::string fedcgs_options_help() {
   h << "FedCGS:\n"
        "  --lda-covariance total|within     ("
     << (c.covariance == LdaCovariance::Within ? "within" : "total") << ")\n"
-    << "  --shrinkage S in [0, 1]           (" << c.shrinkage << ")\n";
+    << "  --shrinkage S in [0, 1]           (" << c.shrinkage << "; noisy statistics get at least what their noise needs)\n"
+    << "  --dp --dp-epsilon E (" << c.dp_epsilon << ") --dp-delta D (" << c.dp_delta << ")\n"
+    << "                                    DP-FedCGS: each node's statistics through the Gaussian mechanism\n"
+    << "  --clip-norm R                     (" << c.clip_norm << ") features scaled down to norm <= R first\n"
+    << "  --dp-split A,N,B                  (" << c.dp_split[0] << "," << c.dp_split[1] << "," << c.dp_split[2]
+    << ") shares of the budget\n";
   return h.str();
 }
 
@@ -144,7 +200,8 @@ MethodDescriptor fedcgs_descriptor() {
   MethodDescriptor d;
   d.name = "fedcgs";
   d.knowledge = KnowledgeKind::Stats;
-  d.options = {"lda-covariance", "shrinkage"};
+  d.options = {"lda-covariance", "shrinkage", "dp", "dp-epsilon", "dp-delta", "clip-norm", "dp-split"};
+  d.flags = {"dp"};
   d.parse_options = parse_fedcgs_options;
   d.help = fedcgs_options_help;
   d.make = [](const MethodOptions& o) { return make_fedcgs(o.fedcgs); };
@@ -155,6 +212,14 @@ MethodDescriptor fedcgs_descriptor() {
     w.key("fedcgs").begin_object();
     w.key("covariance").value(o.fedcgs.covariance == LdaCovariance::Total ? "total" : "within");
     w.key("shrinkage").value(o.fedcgs.shrinkage);
+    // Only with DP, so that reports and configuration records of runs without it are unchanged.
+    if (o.fedcgs.dp) {
+      w.key("dp").value(true);
+      w.key("dp_epsilon").value(o.fedcgs.dp_epsilon);
+      w.key("dp_delta").value(o.fedcgs.dp_delta);
+      w.key("clip_norm").value(o.fedcgs.clip_norm);
+      w.key("dp_split").array(std::vector<double>(o.fedcgs.dp_split.begin(), o.fedcgs.dp_split.end()));
+    }
     w.end_object();
   };
   return d;

@@ -1,9 +1,11 @@
 #include "methods/fedcgs/lda.h"
 
 #include "methods/fedcgs/stats.h"
+#include "methods/gmm/lapack.h"
 
 #include <Eigen/Cholesky>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,7 +25,35 @@ void check_options(const FedCgsOptions& options) {
     throw InputError("FedCGS shrinkage must lie in [0, 1], got " + std::to_string(options.shrinkage));
 }
 
+// A noisy count below this many standard deviations of its noise cannot be told from a class
+// nobody holds (docs/privacy.md, "The head on noisy statistics").
+constexpr double kNoiseCountSigmas = 3.0;
+
 }  // namespace
+
+StatsKnowledge usable_statistics(const StatsKnowledge& stats) {
+  if (!stats.noise.any()) return stats;
+  StatsKnowledge s = stats;
+  const double min_count = std::max(1.0, kNoiseCountSigmas * std::sqrt(stats.noise.n));
+  for (size_t j = 0; j < s.N.size(); ++j)
+    if (static_cast<double>(s.N[j]) < min_count) {
+      s.N[j] = 0;
+      s.A.row(static_cast<Eigen::Index>(j)).setZero();
+    }
+  return s;
+}
+
+double noise_shrinkage(const MatrixD& S, const StatsNoise& noise, double dof) {
+  if (!(noise.b > 0)) return 0.0;
+  const double d = static_cast<double>(S.rows());
+  const double entry_variance = noise.b / (dof * dof);
+  MatrixD off = S;
+  off.diagonal().array() -= S.trace() / d;
+  const double spread = off.squaredNorm();
+  const double noise_energy = d * d * entry_variance;
+  if (!(spread > 0)) return 1.0;
+  return std::clamp(noise_energy / spread, 0.0, 1.0);
+}
 
 std::vector<int> absent_classes(const StatsKnowledge& stats) {
   std::vector<int> out;
@@ -32,8 +62,9 @@ std::vector<int> absent_classes(const StatsKnowledge& stats) {
   return out;
 }
 
-MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options) {
+MatrixD lda_covariance(const StatsKnowledge& noisy, const FedCgsOptions& options, LdaDiagnostics* diagnostics) {
   check_options(options);
+  const StatsKnowledge stats = usable_statistics(noisy);
   validate_stats(stats, static_cast<int>(stats.A.rows()), static_cast<int>(stats.A.cols()),
                  "FedCGS statistics");
   const int64_t n = total_count(stats);
@@ -63,20 +94,47 @@ MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options
     dof = N - present;
   }
   // One sample (or one per class) leaves a zero scatter; dividing by 1 keeps it zero and finite.
-  S /= std::max(dof, 1.0);
+  dof = std::max(dof, 1.0);
+  S /= dof;
   S = 0.5 * (S + S.transpose()).eval();
-  if (options.shrinkage > 0) {
+  double shrinkage = options.shrinkage;
+  if (stats.noise.any()) {
+    // Noise on A inflates sum_j A_j A_j^T / N_j by noise.a / N_j on the diagonal per class; it is
+    // subtracted from B, so it is added back.
+    if (options.covariance == LdaCovariance::Within) {
+      double inverse_counts = 0;
+      for (int64_t c : stats.N)
+        if (c > 0) inverse_counts += 1.0 / static_cast<double>(c);
+      S.diagonal().array() += stats.noise.a * inverse_counts / dof;
+    }
+    shrinkage = std::max(shrinkage, noise_shrinkage(S, stats.noise, dof));
+  }
+  if (shrinkage > 0) {
     const double target = S.trace() / static_cast<double>(d);
-    S *= 1.0 - options.shrinkage;
-    S.diagonal().array() += options.shrinkage * target;
+    S *= 1.0 - shrinkage;
+    S.diagonal().array() += shrinkage * target;
+  }
+  double floor = 0;
+  if (stats.noise.b > 0) {
+    // B's noise is a symmetric matrix of independent entries: its eigenvalues spread over about
+    // +-2 sqrt(d) times an entry's deviation (Wigner's semicircle). Directions below that are
+    // noise; they are floored there rather than at zero, which would let them dominate Sigma^-1.
+    floor = 2.0 * std::sqrt(static_cast<double>(d) * stats.noise.b) / dof * (1.0 - shrinkage);
+    floor = std::max(floor, 1e-10 * S.trace() / static_cast<double>(d));
+    S = psd_projection(S, floor);
+  }
+  if (diagnostics) {
+    diagnostics->shrinkage = shrinkage;
+    diagnostics->eigen_floor = floor;
   }
   return S;
 }
 
-std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& stats, const FedCgsOptions& options,
+std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& noisy, const FedCgsOptions& options,
                                          LdaDiagnostics* diagnostics) {
   LdaDiagnostics diag;
-  Eigen::MatrixXd Sigma = lda_covariance(stats, options);
+  Eigen::MatrixXd Sigma = lda_covariance(noisy, options, &diag);
+  const StatsKnowledge stats = usable_statistics(noisy);
   const Eigen::Index C = stats.A.rows(), d = stats.A.cols();
   diag.samples = total_count(stats);
   diag.absent = absent_classes(stats);

@@ -12,6 +12,11 @@
 
 namespace fednode {
 
+// Statistics a head can use. Exact ones as they are; noisy ones (DP-FedCGS) with every class
+// whose noisy count is below 3 standard deviations of the count's noise (or below 1) treated as
+// absent: its count and sum set to zero.
+StatsKnowledge usable_statistics(const StatsKnowledge& stats);
+
 // Classes with N_j = 0: present nowhere in the data behind `stats`.
 std::vector<int> absent_classes(const StatsKnowledge& stats);
 
@@ -19,11 +24,19 @@ std::vector<int> absent_classes(const StatsKnowledge& stats);
 //   Total:  (B - a a^T / N) / (N - 1),                a = sum_j A_j   (the reference code's choice)
 //   Within: (B - sum_j A_j A_j^T / N_j) / (N - C'),   C' = classes with N_j > 0
 //   shrinkage s: (1 - s) Sigma + s (tr(Sigma) / d) I
+// Noisy statistics (docs/privacy.md, "The head on noisy statistics") are first made usable
+// (usable_statistics); the bias A's noise leaves in the within-class scatter is added back; the
+// shrinkage is at least the share of the scatter's spread that B's noise explains,
+//   s = min(1, d^2 noise.b / dof^2 / ||Sigma - (tr(Sigma)/d) I||_F^2);
+// and the eigenvalues are floored at the noise's spectral radius 2 sqrt(d noise.b) / dof.
 // Throws InputError when the statistics hold no samples or the options are out of range.
-MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options);
+struct LdaDiagnostics;
+MatrixD lda_covariance(const StatsKnowledge& stats, const FedCgsOptions& options, LdaDiagnostics* diagnostics = nullptr);
 
 // What fitting found, for reports and logs.
 struct LdaDiagnostics {
+  double shrinkage = 0;      // as applied: the option's, or more for noisy statistics
+  double eigen_floor = 0;    // noisy statistics: the floor under every eigenvalue of Sigma
   std::vector<int> absent;   // classes never predicted (bias = lowest finite float)
   // Both on the equilibrated covariance (each feature scaled by a power of two to a variance
   // near 1): the ridge added to its diagonal because it was (near) singular, and whether it was

@@ -54,6 +54,12 @@ bool summable(const MatrixD& m) {
   return v.size() == 0 || (v.allFinite() && v.cwiseAbs().maxCoeff() < ExactSums::kTermLimit);
 }
 
+// A variance sum stays far from overflow: 2^320 is the largest term the sums take at all.
+bool noise_summable(const StatsNoise& n) {
+  const auto ok = [](double v) { return v >= 0 && v < ExactSums::kTermLimit; };
+  return ok(n.a) && ok(n.n) && ok(n.b);
+}
+
 void mirror_upper(MatrixD& B) {
   for (Eigen::Index i = 1; i < B.rows(); ++i)
     for (Eigen::Index j = 0; j < i; ++j) B(i, j) = B(j, i);
@@ -116,13 +122,18 @@ void StatsSum::add(const StatsKnowledge& s, const std::string& where) {
     throw InputError(where + ": statistics of shape " + std::to_string(s.A.rows()) + "x" +
                      std::to_string(s.A.cols()) + " cannot be added to " + std::to_string(num_classes_) + "x" +
                      std::to_string(dim_));
+  // Noisy counts may be negative (docs/privacy.md); exact ones never are (validate_stats).
   for (size_t j = 0; j < counts_.size(); ++j)
-    if (s.N[j] < 0 || s.N[j] > kMaxCount - counts_[j])
+    if ((s.N[j] < 0 && !s.noise.any()) || s.N[j] > kMaxCount - counts_[j] || s.N[j] < -kMaxCount - counts_[j])
       throw InputError(where + ": count of class " + std::to_string(j) + " is negative or overflows");
+  if (!noise_summable(s.noise)) throw InputError(where + ": noise variances are negative, NaN or too large");
   // Checked before anything is added, so that a refused piece leaves the sum as it was.
   if (!summable(s.A) || !summable(s.B))
     throw InputError(where + ": a statistic is NaN, Inf or of magnitude 2^320 or more, beyond what FedCGS sums exactly");
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += s.N[j];
+  noise_.a += s.noise.a;
+  noise_.n += s.noise.n;
+  noise_.b += s.noise.b;
   bool added = class_sums_.add(0, s.A.data(), static_cast<size_t>(s.A.size()));
   size_t at = 0;
   for (Eigen::Index i = 0; i < dim_; ++i) {
@@ -137,10 +148,13 @@ void StatsSum::add(const StatsSum& other) {
   if (other.num_classes_ != num_classes_ || other.dim_ != dim_)
     throw std::logic_error("StatsSum::add: sums of different shapes");
   for (size_t j = 0; j < counts_.size(); ++j) {
-    if (other.counts_[j] > kMaxCount - counts_[j])
+    if (other.counts_[j] > kMaxCount - counts_[j] || other.counts_[j] < -kMaxCount - counts_[j])
       throw InputError("FedCGS statistics: count of class " + std::to_string(j) + " overflows");
   }
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += other.counts_[j];
+  noise_.a += other.noise_.a;
+  noise_.n += other.noise_.n;
+  noise_.b += other.noise_.b;
   class_sums_.add(other.class_sums_);
   gram_.add(other.gram_);
 }
@@ -148,6 +162,7 @@ void StatsSum::add(const StatsSum& other) {
 StatsKnowledge StatsSum::total() const {
   StatsKnowledge s = zero_stats(num_classes_, dim_);
   s.N = counts_;
+  s.noise = noise_;
   for (Eigen::Index k = 0; k < s.A.size(); ++k) s.A.data()[k] = class_sums_.value(static_cast<size_t>(k));
   size_t at = 0;
   for (Eigen::Index i = 0; i < dim_; ++i)
@@ -176,6 +191,19 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
   };
   if (!all_finite(s.A)) throw InputError(where + ": class sums A hold NaN or Inf");
   if (!all_finite(s.B)) throw InputError(where + ": Gram matrix B holds NaN or Inf");
+  if (!noise_summable(s.noise)) throw InputError(where + ": noise variances are negative, NaN or too large");
+  if (s.noise.any()) {
+    // Noisy statistics (DP-FedCGS): a count may be negative, an empty class has a noisy sum and
+    // B's diagonal may dip below zero, so only what keeps sums and the head finite is checked.
+    for (size_t j = 0; j < s.N.size(); ++j)
+      if (s.N[j] < -kMaxCount || s.N[j] > kMaxCount)
+        throw InputError(where + ": noisy count " + std::to_string(s.N[j]) + " of class " + std::to_string(j) +
+                         " is out of range");
+    if (!summable(s.A) || !summable(s.B))
+      throw InputError(where + ": a statistic has magnitude 2^320 or more, beyond what FedCGS sums exactly");
+    check_symmetric(s.B, where);
+    return;
+  }
   for (size_t j = 0; j < s.N.size(); ++j) {
     if (s.N[j] < 0 || s.N[j] > kMaxCount)
       throw InputError(where + ": count " + std::to_string(s.N[j]) + " of class " + std::to_string(j) +
@@ -204,17 +232,22 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
   // What the bounds above leave open (B off its diagonal) must still be summable.
   if (!summable(s.A) || !summable(s.B))
     throw InputError(where + ": a statistic has magnitude 2^320 or more, beyond what FedCGS sums exactly");
+  check_symmetric(s.B, where);
+}
+
+void check_symmetric(const MatrixD& B, const std::string& where) {
   // Decoded statistics are symmetric by construction (the wire carries one triangle); statistics
   // handed over in-process must be too, up to the rounding of whoever produced them.
   // Tile by tile: B(j, i) walks a column, and at d = 4096 a plain double loop missed the cache
   // on every read of it.
-  const double tol = 1e-10 * max_diag;
+  const Eigen::Index dim = B.rows();
+  const double tol = 1e-10 * (dim > 0 ? B.diagonal().cwiseAbs().maxCoeff() : 0.0);
   constexpr Eigen::Index kTile = 64;
   for (Eigen::Index ti = 0; ti < dim; ti += kTile)
     for (Eigen::Index tj = 0; tj <= ti; tj += kTile)
       for (Eigen::Index i = ti; i < std::min<Eigen::Index>(ti + kTile, dim); ++i)
         for (Eigen::Index j = tj; j < std::min<Eigen::Index>(tj + kTile, i); ++j)
-          if (std::abs(s.B(i, j) - s.B(j, i)) > tol)
+          if (std::abs(B(i, j) - B(j, i)) > tol)
             throw InputError(where + ": Gram matrix B is not symmetric at (" + std::to_string(i) + ", " +
                              std::to_string(j) + ")");
 }

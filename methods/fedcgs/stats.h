@@ -37,14 +37,20 @@ class StatsSum {
  private:
   int num_classes_, dim_;
   std::vector<int64_t> counts_;
+  StatsNoise noise_;
   ExactSums class_sums_;  // A, row-major
   ExactSums gram_;        // B's upper triangle, row by row from the diagonal
 };
 
 // Checks what a received payload must satisfy before it is summed: shapes C x d, C and d x d,
 // finite values below ExactSums::kTermLimit, non-negative counts, zero sums for empty classes, a symmetric B with a
-// non-negative diagonal. Throws InputError naming `where` and the first violation.
+// non-negative diagonal. Noisy statistics (noise.any()) are held only to the shapes, finiteness,
+// magnitude and symmetry, and counts within +-2^53. Throws InputError naming `where` and the first violation.
 void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std::string& where);
+
+// Throws InputError naming `where` and the first pair (i, j) where B(i, j) and B(j, i) differ
+// beyond rounding.
+void check_symmetric(const MatrixD& B, const std::string& where);
 
 // Sum of the class counts; throws InputError beyond 2^53 (counts are used as exact doubles).
 int64_t total_count(const StatsKnowledge& s);

@@ -1,5 +1,6 @@
 #include "methods/fedpft/dp.h"
 
+#include "methods/dp/accounting.h"
 #include "methods/gmm/lapack.h"
 
 #include <cmath>
@@ -8,10 +9,7 @@
 namespace fednode {
 
 void validate_dp_parameters(double epsilon, double delta, const std::string& where) {
-  if (!(epsilon > 0) || !std::isfinite(epsilon))
-    throw InputError(where + ": DP epsilon must be a positive number, got " + std::to_string(epsilon));
-  if (!(delta > 0 && delta < 1))
-    throw InputError(where + ": DP delta must lie in (0, 1), got " + std::to_string(delta));
+  validate_dp_target(epsilon, delta, where);
 }
 
 double dp_noise_sigma(int64_t n, double epsilon, double delta) {
@@ -31,7 +29,7 @@ int64_t clip_rows_to_unit_norm(MatrixD& X) {
 }
 
 GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, double eigen_floor,
-                            Rng& noise) {
+                            SecretRng& noise) {
   validate_dp_parameters(epsilon, delta, "DP-FedPFT");
   const Eigen::Index n = X.rows(), d = X.cols();
   if (n <= 0 || d <= 0) throw InputError("DP-FedPFT: no data to summarise");

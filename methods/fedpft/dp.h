@@ -5,7 +5,7 @@
 #pragma once
 
 #include "methods/knowledge.h"
-#include "core/rng.h"
+#include "core/secret_rng.h"
 
 #include <cstdint>
 
@@ -22,9 +22,10 @@ int64_t clip_rows_to_unit_norm(MatrixD& X);
 
 // The released Gaussian (K = 1, full covariance) of the rows of X: clipping, empirical mean and
 // covariance (divided by n, as EM's single component), noise drawn from `noise` (mean first,
-// then the upper triangle of the covariance row by row, mirrored so the noise is symmetric),
+// then the upper triangle of the covariance row by row, mirrored so the noise is symmetric;
+// secret, core/secret_rng.h),
 // then eigenvalues clamped at `eigen_floor` (> 0) so the covariance is positive definite.
 GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, double eigen_floor,
-                            Rng& noise);
+                            SecretRng& noise);
 
 }  // namespace fednode

@@ -1,6 +1,7 @@
 // The FedPFT Method: fedpft_core plus a LibTorch-trained linear head on synthetic + real features.
 #include "methods/fedpft/fedpft.h"
 
+#include "methods/fedpft/dp.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "core/rng.h"
 #include "core/json_writer.h"
@@ -49,6 +50,35 @@ class FedPft final : public Method {
 
   std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const override {
     return fedpft_start_drawn_samples(options_, ctx);
+  }
+
+  // DP-FedPFT: one (epsilon, delta) release per class (Theorem 4.1), in parallel: a sample is in
+  // one class only.
+  std::vector<PrivacyRelease> privacy(const Features& local, const NodeContext& ctx) const override {
+    if (!options_.dp) return Method::privacy(local, ctx);
+    std::vector<int64_t> counts(static_cast<size_t>(std::max(local.num_classes, 0)), 0);
+    for (int y : local.y) ++counts[static_cast<size_t>(y)];
+    std::vector<PrivacyRelease> out;
+    for (size_t c = 0; c < counts.size(); ++c) {
+      const int64_t n = counts[c];
+      if (n == 0) continue;
+      PrivacyRelease r;
+      r.what = "class " + std::to_string(c) + ": Gaussian (mean, covariance)";
+      r.classes = {static_cast<int>(c)};
+      if (options_.dp_delta_per_class && n < 2) {
+        r.mechanism = "withheld";
+        r.note = "one sample: delta = 1/n would be 1";
+      } else {
+        r.mechanism = "gaussian (FedPFT Theorem 4.1)";
+        r.epsilon = options_.dp_epsilon;
+        r.delta = options_.dp_delta_per_class ? 1.0 / static_cast<double>(n) : options_.dp_delta;
+        r.sensitivity = {};
+        r.sigma = {dp_noise_sigma(n, r.epsilon, r.delta)};
+        r.note = "features clipped to norm 1; " + std::to_string(n) + " samples";
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
   }
 
   void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {

@@ -90,7 +90,7 @@ std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const F
       return std::nullopt;
     }
     const double delta = o.dp_delta_per_class ? 1.0 / static_cast<double>(X.rows()) : o.dp_delta;
-    Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
+    SecretRng noise(ctx.secret_noise_key("DP-FedPFT"), Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
     cm.mixture = dp_gaussian(X, o.dp_epsilon, delta, variance_floor(o), noise);
     if (ctx.progress)
       ctx.progress(where + ": DP Gaussian of " + std::to_string(X.rows()) + " samples, delta " +

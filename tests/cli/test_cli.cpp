@@ -71,6 +71,50 @@ TEST_F(Cli, SimulateWritesAReport) {
   EXPECT_TRUE(json.contains("nodes")) << json;
 }
 
+// The privacy ledger (docs/privacy.md): a leaf releases its DP statistics to the hub, the hub
+// its own through the head it sends, each at the target epsilon; small classes are withheld.
+TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
+  const fs::path report = dir_ / "report.json";
+  const CliRun r = run_cli("simulate " + data_args() +
+                           " --method fedcgs --dp --dp-epsilon 2 --clip-norm 5 --min-class-count 8"
+                           " --topology star --nodes 4 --partition dirichlet --dirichlet-alpha 0.3 --seed 3"
+                           " --no-baselines --report " + report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("privacy per node (docs/privacy.md): 0: eps 2 (delta 1e-05)"), std::string::npos) << r.output;
+  const nlohmann::json json = read_json(report);
+  EXPECT_EQ(json["parameters"]["fedcgs"]["dp_epsilon"], 2.0);
+  int withheld = 0;
+  for (const auto& node : json["nodes"]) {
+    const auto& ledger = node["privacy"];
+    EXPECT_NEAR(ledger["epsilon"].get<double>(), 2.0, 1e-9) << ledger;
+    EXPECT_EQ(ledger["delta"], 1e-5);
+    bool statistics = false;
+    for (const auto& release : ledger["releases"]) {
+      if (release["mechanism"] == "withheld") {
+        ++withheld;
+        const int c = release["classes"][0];
+        EXPECT_LT(node["class_counts"][c].get<int>(), 8) << release;
+        continue;
+      }
+      statistics = true;
+      EXPECT_EQ(release["mechanism"], "gaussian (zCDP)");
+      if (node["id"] == 0) {
+        EXPECT_EQ(release["what"], "head, fitted on statistics A, N, B");
+        EXPECT_EQ(release["to"], nlohmann::json::array({1, 2, 3}));
+      } else {
+        EXPECT_EQ(release["what"], "statistics A, N, B");
+        EXPECT_EQ(release["to"], nlohmann::json::array({0}));
+      }
+    }
+    EXPECT_TRUE(statistics) << node;
+    for (size_t c = 0; c < node["class_counts"].size(); ++c) {
+      const int n = node["class_counts"][c];
+      if (n > 0 && n < 8) EXPECT_NE(ledger.dump().find("\"classes\":[" + std::to_string(c) + "]"), std::string::npos);
+    }
+  }
+  EXPECT_GT(withheld, 0) << "alpha 0.3 leaves some node a class of fewer than 8 samples";
+}
+
 // LibTorch is loaded only by what runs a backbone or trains a LibTorch head: a FedCGS federation
 // on given features (statistics, an LDA head) runs where the library cannot be found at all,
 // and FedPFT, which trains a linear head, says what it could not load and where it looked.
@@ -333,7 +377,13 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--method fedtc --correlation-rank 8", "--correlation-rank is a fedpft option"},
            {"--method fedcgs --sample-correlation local", "--sample-correlation is a fedpft option"},
            {"--covariance full --sample-correlation local", "full covariances carry their own"},
-           {"--dp --sample-correlation local", "DP-FedPFT's full Gaussians carry their own"}}) {
+           {"--dp --sample-correlation local", "DP-FedPFT's full Gaussians carry their own"},
+           {"--method fedcgs --dp-epsilon 1", "--dp-epsilon applies to --dp only"},
+           {"--method fedcgs --dp --dp-delta per-class", "DP-FedCGS releases all classes at once"},
+           {"--method fedcgs --dp --dp-split 1,0,1", "--dp-split must be three positive numbers"},
+           {"--method fedcgs --dp --clip-norm -1", "--clip-norm must be in"},
+           {"--method fedtc --dp", "--dp is a fedpft option"},
+           {"--min-class-count -2", "--min-class-count must be in [0"}}) {
     const CliRun r = run_cli("simulate " + data_args() + " " + args + " --quiet");
     EXPECT_EQ(r.code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;

@@ -13,6 +13,7 @@ inline NodeContext node_context(NodeId node, int num_classes, int dim, uint64_t 
   ctx.backbone_fingerprint = "test-backbone";
   ctx.num_classes = num_classes;
   ctx.dim = dim;
+  ctx.noise_key = simulation_noise_key(seed);
   return ctx;
 }
 

@@ -457,7 +457,7 @@ TEST(DpFedPft, ThePapersDeltaIsOneOverEachClassCount) {
     labels.push_back(cm.label);
     const MatrixF X = local.rows_of_class(cm.label);
     ASSERT_EQ(cm.count, X.rows());
-    Rng noise = Rng::stream(ctx.seed, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(cm.label));
+    SecretRng noise(*ctx.noise_key, Purpose::DpNoise, ctx.node, static_cast<uint64_t>(cm.label));
     const GaussianMixture expected =
         dp_gaussian(X, o.dp_epsilon, 1.0 / static_cast<double>(X.rows()), o.gmm.reg_covar, noise);
     EXPECT_TRUE(same_mixture(cm.mixture, expected)) << "class " << cm.label;
@@ -502,14 +502,14 @@ TEST(DpFedPft, WithNegligibleNoiseTheCovarianceIsTheOneOverNCovariance) {
   // Theorem 4.1's sensitivity is that of the 1/n covariance; another normalisation would
   // release a statistic the noise was not calibrated for.
   const MatrixF X = correlated_rows(2000, 121);
-  Rng noise(122);
+  SecretRng noise(simulation_noise_key(122), Purpose::DpNoise);
   const GaussianMixture g = dp_gaussian(X, 1e8, 1e-5, 1e-9, noise);  // sigma ~ 1.6e-10
   EXPECT_LT((g.covariances - clipped_covariance(X)).cwiseAbs().maxCoeff(), 1e-8);
 }
 
 TEST(DpFedPft, NoiseReachesTheOffDiagonalSymmetrically) {
   const MatrixF X = correlated_rows(20000, 123);
-  Rng noise(124);
+  SecretRng noise(simulation_noise_key(124), Purpose::DpNoise);
   const GaussianMixture g = dp_gaussian(X, 1.0, 1e-5, 1e-6, noise);  // sigma ~ 1.6e-3 << eigenvalues
   EXPECT_GT(std::abs(g.covariances(0, 1) - clipped_covariance(X)(0, 1)), 1e-7);
   EXPECT_DOUBLE_EQ(g.covariances(0, 1), g.covariances(1, 0));
@@ -533,7 +533,7 @@ TEST(DpFedPft, NoiseHasTheTheoremsScaleAndResultIsPositiveDefinite) {
   MatrixF X(n, d);
   for (int64_t i = 0; i < n; ++i)
     for (int j = 0; j < d; ++j) X(i, j) = static_cast<float>(0.02 * data_rng.normal() + (j == 0 ? 0.5 : 0.0));
-  Rng noise(102);
+  SecretRng noise(simulation_noise_key(102), Purpose::DpNoise);
   const double eps = 1.0, delta = 1e-5, floor = 1e-6;
   const GaussianMixture g = dp_gaussian(X, eps, delta, floor, noise);
   ASSERT_EQ(g.components(), 1);
@@ -550,7 +550,7 @@ TEST(DpFedPft, NoiseHasTheTheoremsScaleAndResultIsPositiveDefinite) {
   EXPECT_GE(eig.eigenvalues().minCoeff(), floor * (1 - 1e-9));
   EXPECT_TRUE(g.covariances.isApprox(g.covariances.transpose(), 1e-14));
   // Few samples: noise dominates, the projection must still give a PD covariance.
-  Rng noise2(103);
+  SecretRng noise2(simulation_noise_key(103), Purpose::DpNoise);
   const GaussianMixture small = dp_gaussian(X.topRows(5), eps, delta, floor, noise2);
   EXPECT_EQ(Eigen::LLT<MatrixD>(small.covariances).info(), Eigen::Success);
 }

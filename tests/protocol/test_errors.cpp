@@ -237,6 +237,35 @@ TEST(ProtocolErrors, Statistics) {
   expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "knowledge.body.A");
 }
 
+// DP-FedCGS's noisy statistics (docs/protocol.md 6.2): counts may be negative only when the
+// body says how much noise it carries.
+TEST(ProtocolErrors, NoisyStatistics) {
+  Value v = stats_value();
+  v["body"]["N"] = Array{-2, 4};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "must not be negative");
+  v["body"].add("noise", Array{0.5, 2.5, 0.25});
+  const Knowledge k = std::get<Knowledge>(decode_knowledge(v));
+  const auto& s = std::get<StatsKnowledge>(k.payload);
+  EXPECT_EQ(s.N, (std::vector<int64_t>{-2, 4}));
+  EXPECT_EQ(s.noise.a, 0.5);
+  EXPECT_EQ(s.noise.n, 2.5);
+  EXPECT_EQ(s.noise.b, 0.25);
+  EXPECT_EQ(encode_payload(k), pack(v)) << "what decodes re-encodes to the same bytes";
+  v["body"]["noise"] = Array{0.5, -2.5, 0.25};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "noise[1]");
+  v["body"]["noise"] = Array{0.5, 2.5};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "2 variances");
+  v["body"]["noise"] = Array{0.0, 0.0, 0.0};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "all zero");
+  v["body"]["noise"] = Array{0.5, "two", 0.25};
+  expect_knowledge_error(ProtocolErrorCode::WrongType, v, "a number");
+  v["body"]["noise"] = Array{0.5, std::numeric_limits<double>::infinity(), 0.25};
+  expect_knowledge_error(ProtocolErrorCode::NonFinite, v, "noise[1]");
+  v["body"]["noise"] = Array{0.5, 2.5, 0.25};
+  v["body"]["N"] = Array{int64_t{-(int64_t{1} << 40)}, 4};
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
+}
+
 TEST(ProtocolErrors, Mixtures) {
   Value v = gmm_value();
   first_class(v)["weights"] = tensor("f32", Array{2}, "dense", f32_bytes({0.5f, 1.0f}));
