@@ -1,0 +1,40 @@
+// Pairwise masks for secure aggregation (Bonawitz et al., CCS 2017, "one-time pads from pairwise
+// agreements"), made from the keys the topology already lists, so that no key-advertisement round
+// is needed (docs/privacy.md, "Secure aggregation").
+//
+// The seed of the pair {i, j} in one mask group is BLAKE2b-256 of
+//   "fednode/1 secagg mask" || X25519(sk_i, pk_j) || run id || group tag || min(i, j) || max(i, j)
+// (tag: 8 bytes, ids: 4 bytes, little-endian). Both ends compute it (X25519 is symmetric), nobody
+// else can, and a seed revealed to recover from a dropout says nothing of the long-term keys or
+// of any other group's seeds. ChaCha20 keyed by the seed expands it to one ring element
+// (core/fixed_ring.h) per entry. Node i adds mask_ij for every j > i in the group and subtracts it
+// for every j < i, so the masks of a whole group cancel in the sum of its members' values.
+#pragma once
+
+#include "core/fixed_ring.h"
+#include "core/secret_rng.h"
+#include "core/types.h"
+#include "crypto/keys.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace fednode {
+
+using MaskSeed = SecretKey32;
+
+// Throws SecurityError(InvalidKey) for a peer key that is a low-order point.
+MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
+                            uint64_t group_tag);
+
+// values[k] += mask[k] (or -= with `subtract`) for k < n, mask = ChaCha20(seed) read as ring
+// elements, entry k from bytes [16k, 16k + 16).
+void apply_mask(const MaskSeed& seed, Ring128* values, size_t n, bool subtract);
+
+// Node `me`'s masks for `group` (node id -> public key; must hold `me`): adds the mask of every
+// other member, with the sign of the pair's order.
+void add_pairwise_masks(Ring128* values, size_t n, const Identity& me, NodeId me_id,
+                        const std::map<NodeId, PublicKey>& group, const RunId& run, uint64_t group_tag);
+
+}  // namespace fednode
