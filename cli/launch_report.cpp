@@ -37,6 +37,31 @@ void options(JsonWriter& w, const char* key, const OptionMap& map) {
 
 }  // namespace
 
+namespace {
+// Writes a value read from a node's result.json as it is (its privacy ledger).
+void copy_json(JsonWriter& w, const nlohmann::json& j) {
+  if (j.is_object()) {
+    w.begin_object();
+    for (const auto& [k, v] : j.items()) copy_json(w.key(k), v);
+    w.end_object();
+  } else if (j.is_array()) {
+    w.begin_array();
+    for (const auto& v : j) copy_json(w, v);
+    w.end_array();
+  } else if (j.is_string()) {
+    w.value(j.get<std::string>());
+  } else if (j.is_boolean()) {
+    w.value(j.get<bool>());
+  } else if (j.is_number_integer()) {
+    w.value(j.get<int64_t>());
+  } else if (j.is_number()) {
+    w.value(j.get<double>());
+  } else {
+    w.null();
+  }
+}
+}  // namespace
+
 std::string launch_report_json(const Topology& topology, const std::string& topology_file, double wall_seconds) {
   std::vector<std::pair<NodeId, nlohmann::json>> results;
   size_t num_classes = 0;
@@ -90,6 +115,8 @@ std::string launch_report_json(const Topology& topology, const std::string& topo
     w.end_array();
     w.key("bytes_sent").value(integer(r, "bytes_sent"));
     w.key("bytes_received").value(integer(r, "bytes_received"));
+    const auto ledger = r.find("privacy");
+    if (ledger != r.end() && ledger->is_object()) copy_json(w.key("privacy"), *ledger);
     w.end_object();
   }
   w.end_array();

@@ -251,7 +251,11 @@ std::string nodes_table(const ReportModel& m) {
   if (!m.sweep) o << "<th>samples</th><th>contributors</th>";
   o << "<th>accuracy" << (m.sweep ? " (mean)" : "") << "</th>";
   if (m.sweep) o << "<th>sd</th>";
-  o << "<th>local-only</th><th>bytes sent" << (m.sweep ? " (mean)" : "") << "</th><th>bytes received</th></tr>\n";
+  // A privacy column only for a run whose ledger holds private releases (docs/privacy.md).
+  const bool private_run =
+      std::any_of(m.nodes.begin(), m.nodes.end(), [](const ReportNode& n) { return n.epsilon.has_value(); });
+  o << "<th>local-only</th><th>bytes sent" << (m.sweep ? " (mean)" : "") << "</th><th>bytes received</th>"
+    << (private_run ? "<th>privacy (epsilon, delta)</th>" : "") << "</tr>\n";
   for (const auto& n : m.nodes) {
     const std::string id = "node-" + std::to_string(n.id);
     o << "<tr data-node=\"" << n.id << "\"><td>" << n.id << "</td>";
@@ -265,6 +269,11 @@ std::string nodes_table(const ReportModel& m) {
     o << cell(id + "-local-only", n.local_only, n.local_only ? accuracy_text(*n.local_only) : "");
     o << cell(id + "-bytes-sent", n.bytes_sent, n.bytes_sent ? fixed(*n.bytes_sent, 0) : "");
     o << cell(id + "-bytes-received", n.bytes_received, n.bytes_received ? fixed(*n.bytes_received, 0) : "");
+    if (private_run) {
+      char text[64] = "not private";
+      if (n.epsilon) std::snprintf(text, sizeof text, "%.3g, %.2g", *n.epsilon, n.delta.value_or(0.0));
+      o << cell(id + "-epsilon", n.epsilon, text);
+    }
     o << "</tr>\n";
   }
   o << "</table>\n";

@@ -118,6 +118,14 @@ void read_run(const Reader& r, const json& j, const std::string& where, ReportMo
     node.bytes_sent = r.number(n, "bytes_sent", at);
     node.bytes_received = r.number(n, "bytes_received", at);
     node.per_class = r.per_class(n, at);
+    const auto ledger = n.find("privacy");
+    if (ledger != n.end() && ledger->is_object()) {
+      const auto eps = ledger->find("epsilon");
+      if (eps != ledger->end() && !eps->is_string()) {  // the string is "not private"
+        node.epsilon = r.maybe_number(*ledger, "epsilon", at + "privacy.");
+        node.delta = r.maybe_number(*ledger, "delta", at + "privacy.");
+      }
+    }
     m.nodes.push_back(std::move(node));
   }
 }

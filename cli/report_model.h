@@ -18,6 +18,9 @@ struct ReportNode {
   std::optional<double> accuracy, accuracy_sd, local_only;
   std::optional<double> bytes_sent, bytes_received;
   std::vector<std::optional<double>> per_class;  // nullopt: no test sample of the class (JSON null)
+  // The privacy ledger's total (docs/privacy.md): epsilon, or nullopt for "not private" or no
+  // ledger; delta with it.
+  std::optional<double> epsilon, delta;
 };
 
 struct ReportModel {

@@ -76,6 +76,9 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
   }
   if (auto* s = std::get_if<StatsKnowledge>(&payload)) {
     const int64_t d = s->B.rows();
+    if (const auto& m = s->masked)  // masked parts travel as 16-byte ring elements instead
+      return static_cast<int64_t>(m->A.size() + m->N.size() + m->B.size()) * 16 +
+             (m->counts_only ? (s->A.size() + d * (d + 1) / 2) * 8 : 0);
     return (s->A.size() + d * (d + 1) / 2) * 8 + static_cast<int64_t>(s->N.size()) * 8;
   }
   if (auto* p = std::get_if<PrototypeKnowledge>(&payload)) {

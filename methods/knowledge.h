@@ -2,6 +2,7 @@
 // node ids whose data it summarises and the backbone fingerprint it was computed with.
 #pragma once
 
+#include "core/fixed_ring.h"
 #include "core/types.h"
 
 #include <initializer_list>
@@ -66,12 +67,26 @@ struct StatsNoise {
   bool any() const { return a > 0 || n > 0 || b > 0; }
 };
 
-// FedCGS: additive statistics, accumulated in double precision.
+// Secure aggregation (docs/privacy.md): parts of statistics that travel as elements of Z/2^128
+// (core/fixed_ring.h) with pairwise masks added (crypto/secure_aggregation.h). The masks cancel
+// only in the sum of the pieces of every member of `group`; until then the parts say nothing.
+struct MaskedStats {
+  Contributors group;            // whose masks are in play
+  bool counts_only = false;      // only N is masked (the FedCGS paper's cheaper option)
+  std::vector<Ring128> A;        // C * d, row-major; empty when counts_only
+  std::vector<Ring128> N;        // C
+  std::vector<Ring128> B;        // B's upper triangle row by row from the diagonal; empty when counts_only
+};
+
+// FedCGS: additive statistics, accumulated in double precision. With `masked`, the statistics are
+// the plain parts plus the masked parts once unmasked (methods/fedcgs/masked_stats.h); a masked
+// part's plain counterpart is then zero.
 struct StatsKnowledge {
   MatrixD A;                    // C x d, per-class sums of features
   std::vector<int64_t> N;       // C, per-class counts (noisy ones, rounded, may be negative)
   MatrixD B;                    // d x d, sum of f f^T over all samples (symmetric)
   StatsNoise noise;
+  std::optional<MaskedStats> masked;
 };
 
 // FedTC: per class a set of prototype vectors (batch means of cleaned features).

@@ -19,6 +19,15 @@ std::vector<PrivacyRelease> Method::privacy(const Features&, const NodeContext&)
   return {r};
 }
 
+const char* to_string(SecureAggregation s) {
+  switch (s) {
+    case SecureAggregation::Off: return "off";
+    case SecureAggregation::All: return "all";
+    case SecureAggregation::Counts: return "counts";
+  }
+  return "?";
+}
+
 const char* to_string(ComponentDraws d) {
   switch (d) {
     case ComponentDraws::Systematic: return "systematic";

@@ -97,8 +97,14 @@ struct FedTcOptions {
   AdapterTrainOptions head;
 };
 
+// Secure aggregation of additive knowledge (docs/privacy.md): off, every part masked, or the
+// class counts alone (the FedCGS paper's cheaper option).
+enum class SecureAggregation { Off, All, Counts };
+const char* to_string(SecureAggregation s);  // "off" | "all" | "counts"
+
 struct MethodOptions {
   std::string method = "fedpft";  // a name in method_registry() (methods/registry.h)
+  SecureAggregation secure_aggregation = SecureAggregation::Off;
   // The release policy (methods/dp/min_count.h): classes a node holds fewer samples of are not
   // released. 0: every class is.
   int min_class_count = 0;

@@ -14,7 +14,7 @@ namespace {
 // do) and the release policy (methods/dp/min_count.h).
 const std::vector<std::string> kSharedOptions = {"head-lr",       "head-epochs", "head-batch-size",
                                                  "head-weight-decay", "head-min-steps", "threads",
-                                                 "validation-fraction", "min-class-count"};
+                                                 "validation-fraction", "min-class-count", "secure-aggregation"};
 
 bool is_flag(const MethodDescriptor& m, const std::string& name) {
   return std::find(m.flags.begin(), m.flags.end(), name) != m.flags.end();
@@ -118,6 +118,13 @@ MethodOptions parse_method_options(const Args& a) {
   refuse_other_methods_options(a, m.method);
   parse_head_options(a, m.fedpft.head);
   m.min_class_count = static_cast<int>(a.integer("min-class-count", m.min_class_count, 0, 1 << 30));
+  const std::string secure = a.str("secure-aggregation", "off");
+  if (secure == "all") m.secure_aggregation = SecureAggregation::All;
+  else if (secure == "counts") m.secure_aggregation = SecureAggregation::Counts;
+  else if (secure != "off") throw UsageError("--secure-aggregation must be off, all or counts, got '" + secure + "'");
+  if (m.secure_aggregation != SecureAggregation::Off && method->knowledge != KnowledgeKind::Stats)
+    throw UsageError("--secure-aggregation needs knowledge that adds up (fedcgs's statistics); " + m.method +
+                     "'s does not: its receivers need each node's part");
   method->parse_options(a, m);
   return m;
 }
@@ -133,7 +140,9 @@ std::string method_options_help() {
   h << "release policy (every method):\n"
     << "  --min-class-count M               (" << MethodOptions{}.min_class_count
     << ": off) a class a node holds fewer than M samples of\n"
-       "                                    is not released; the node's ledger says so\n";
+       "                                    is not released; the node's ledger says so\n"
+    << "  --secure-aggregation off|all|counts  (off) FedCGS on a star: the hub sees only the leaves' sum\n"
+       "                                    (all parts masked, or the class counts alone; docs/privacy.md)\n";
   h << head_options_help();
   return h.str();
 }

@@ -359,6 +359,8 @@ void Machine::phase1(Actions& out, double now) {
   PhaseOne one = with_admission("merging", [&](const std::vector<ReceivedPiece>& received) {
     return run_phase_one(*config_.method, plan, received, folded_.get(), local, config_.ctx);
   });
+  if (config_.mask_outgoing)
+    for (Knowledge& k : one.outgoing) config_.mask_outgoing(k);
   outcome_.seconds_merge += one.merge_seconds;
   outcome_.seconds_head += one.head_seconds;
   if (one.head) set_head(std::shared_ptr<const Head>(std::move(one.head)), one.head_contributors, out);

@@ -19,6 +19,7 @@
 #include "node/node_status.h"
 #include "node/outbox.h"
 #include "node/peer_finder.h"
+#include "node/secure_aggregation.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
 #include "node/state_store.h"
@@ -60,6 +61,10 @@ struct Node::Impl {
   // keep this member declared before `channel`.
   std::shared_ptr<const CurveKeyPair> curve_keys;
   SecretKey32 noise_key;  // DP noise (crypto/noise_key.h): also taken before `channel`
+  // Secure aggregation (node/secure_aggregation.h): the group and the pair seeds, also taken
+  // from the identity before `channel`.
+  std::optional<MaskPlan> masks;
+  std::map<NodeId, MaskSeed> mask_seeds;
   SecureChannel channel;
   std::unique_ptr<Method> method;
   std::unique_ptr<Machine> machine;
@@ -96,6 +101,10 @@ struct Node::Impl {
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
         noise_key(derive_noise_key(identity, derive_run_id(config.run_name))),
+        masks(mask_plan(config.topology, plan, config.method)),
+        mask_seeds(masks ? fednode::mask_seeds(identity, config.id, *masks, peer_keys(config.topology),
+                                               derive_run_id(config.run_name))
+                         : std::map<NodeId, MaskSeed>{}),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(config.topology),
                 config.limits) {}
 
@@ -139,6 +148,7 @@ struct Node::Impl {
     method = make_method(config.method);
     MachineConfig m = machine_config(config, plan, *method, stop);
     m.ctx.noise_key = noise_key;
+    if (masks) m.mask_outgoing = masking_hook(config.id, *masks, mask_seeds);
     result.privacy = privacy_ledger(*method, plan, config.local, m.ctx);
     encode.precision = m.transfer;
     m.say = sink();

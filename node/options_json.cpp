@@ -9,6 +9,7 @@ void write_method_options(JsonWriter& w, const MethodOptions& o) {
   method_named(o.method).write_options(w, o);
   // Only when set, so that records of runs before the policy existed still match.
   if (o.min_class_count > 0) w.key("min_class_count").value(o.min_class_count);
+  if (o.secure_aggregation != SecureAggregation::Off) w.key("secure_aggregation").value(to_string(o.secure_aggregation));
 }
 
 void write_linear_head_options(JsonWriter& w, const LinearTrainOptions& h) {

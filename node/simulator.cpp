@@ -1,5 +1,8 @@
 #include "node/simulator.h"
 
+#include "crypto/run_id.h"
+#include "node/secure_aggregation.h"
+
 #include "methods/fedcgs/fedcgs.h"
 #include "core/rng.h"
 #include "node/elapsed.h"
@@ -114,6 +117,22 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
   const Topology topology = build_topology(build);
   const std::vector<NodePlan> plans = plan_all(topology);
   const auto& say = options.progress;
+  // Secure aggregation needs key pairs; a simulation has none, so it makes them from the seed
+  // (as public as the seed, which is what a simulation is for).
+  std::vector<Identity> identities;
+  std::map<NodeId, PublicKey> keys;
+  const RunId run = derive_run_id("fednode simulate, seed " + std::to_string(options.seed));
+  if (options.method.secure_aggregation != SecureAggregation::Off)
+    for (int i = 0; i < N; ++i) {
+      std::array<uint8_t, 32> bytes{};
+      uint64_t state = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::Generic), 0x5ECA66, static_cast<uint64_t>(i)});
+      for (size_t b = 0; b < bytes.size(); b += 8) {
+        const uint64_t word = splitmix64(state);
+        for (size_t k = 0; k < 8; ++k) bytes[b + k] = static_cast<uint8_t>(word >> (8 * k));
+      }
+      identities.push_back(Identity::from_seed(bytes));
+      keys[static_cast<NodeId>(i)] = identities.back().public_key();
+    }
   std::vector<std::unique_ptr<Machine>> machines;
   for (int i = 0; i < N; ++i) {
     MachineConfig m;
@@ -126,6 +145,9 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
     m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
     report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
+    if (const auto masks = mask_plan(topology, plans[i], options.method))
+      m.mask_outgoing = masking_hook(static_cast<NodeId>(i), *masks,
+                                     mask_seeds(identities[static_cast<size_t>(i)], static_cast<NodeId>(i), *masks, keys, run));
     m.transfer = transfer_precision(options.method);
     if (say)
       m.say = Say([&say, i](LogLevel level, const std::string& line) {

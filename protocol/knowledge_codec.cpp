@@ -7,6 +7,8 @@
 #include "core/parallel.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <tuple>
 
 namespace fednode {
@@ -132,6 +134,19 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
     for (double v : {s->noise.a, s->noise.n, s->noise.b})
       if (!(v >= 0) || !std::isfinite(v))
         fail(ProtocolErrorCode::InvalidValue, where + ".body.noise: a variance is negative, NaN or Inf");
+    if (const auto& m = s->masked) {
+      const size_t C = static_cast<size_t>(k.num_classes), d = static_cast<size_t>(k.dim);
+      if (m->group.empty()) fail(ProtocolErrorCode::InvalidValue, where + ".body.masked.group: empty");
+      if (m->N.size() != C || m->A.size() != (m->counts_only ? 0 : C * d) ||
+          m->B.size() != (m->counts_only ? 0 : d * (d + 1) / 2))
+        fail(ProtocolErrorCode::DimensionMismatch, where + ".body.masked: parts of the wrong size");
+      // The masked parts' plain counterparts are left off the wire: they must hold nothing.
+      const bool plain_left_out_empty =
+          std::all_of(s->N.begin(), s->N.end(), [](int64_t n) { return n == 0; }) &&
+          (m->counts_only || (s->A.isZero(0.0) && s->B.isZero(0.0)));
+      if (!plain_left_out_empty)
+        fail(ProtocolErrorCode::InvalidValue, where + ".body: a masked part's plain counterpart is not zero");
+    }
     if (check_finite) {
       expect_finite(s->A, where + ".body.A");
       expect_finite(s->B, where + ".body.B");
@@ -222,17 +237,76 @@ void pack_gmm(Packer& pk, std::string& out, const GmmKnowledge& g, DType dtype, 
   }
 }
 
+// Ring elements (core/fixed_ring.h) as one bin: 16 bytes each, the low 64-bit word first, both
+// little-endian (docs/protocol.md 6.2, "Masked statistics").
+void pack_ring(Packer& pk, const std::vector<Ring128>& v) {
+  std::string bytes(v.size() * 16, '\0');
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint64_t lo = ring_low(v[i]), hi = ring_high(v[i]);
+    for (int b = 0; b < 8; ++b) {
+      bytes[16 * i + static_cast<size_t>(b)] = static_cast<char>(lo >> (8 * b));
+      bytes[16 * i + 8 + static_cast<size_t>(b)] = static_cast<char>(hi >> (8 * b));
+    }
+  }
+  pack_bin(pk, bytes);
+}
+
+std::vector<Ring128> read_ring(const msgpack::object& o, size_t count, const std::string& path) {
+  const std::string_view bytes = as_bin(o, path);
+  if (bytes.size() != count * 16)
+    fail(ProtocolErrorCode::DimensionMismatch, path + ": " + std::to_string(bytes.size()) + " bytes, expected " +
+                                                   std::to_string(count) + " ring elements of 16");
+  std::vector<Ring128> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t lo = 0, hi = 0;
+    for (int b = 7; b >= 0; --b) {
+      lo = (lo << 8) | static_cast<uint8_t>(bytes[16 * i + static_cast<size_t>(b)]);
+      hi = (hi << 8) | static_cast<uint8_t>(bytes[16 * i + 8 + static_cast<size_t>(b)]);
+    }
+    v[i] = ring_from_words(lo, hi);
+  }
+  return v;
+}
+
+void pack_masked(Packer& pk, const MaskedStats& m) {
+  pk.pack_map(m.counts_only ? 3 : 5);
+  pack_str(pk, "group");
+  pack_contributors(pk, m.group);
+  pack_str(pk, "parts");
+  pack_str(pk, m.counts_only ? "counts" : "all");
+  pack_str(pk, "N");
+  pack_ring(pk, m.N);
+  if (!m.counts_only) {
+    pack_str(pk, "A");
+    pack_ring(pk, m.A);
+    pack_str(pk, "B");
+    pack_ring(pk, m.B);
+  }
+}
+
 void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s, TensorJobs& jobs) {
   const uint64_t C = u(s.A.rows()), d = u(s.A.cols());
   const bool noisy = s.noise.any();
-  pk.pack_map(noisy ? 4 : 3);
-  pack_str(pk, "A");
-  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A", false, &jobs);
-  pack_str(pk, "N");
-  pk.pack_array(static_cast<uint32_t>(s.N.size()));
-  for (int64_t n : s.N) pk.pack_int64(n);  // non-negative ones in the unsigned formats, as before
-  pack_str(pk, "B");
-  pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B", false, &jobs);
+  // A masked part travels only in the ring: its plain counterpart, all zero, is left out.
+  const bool plain_a_b = !s.masked || s.masked->counts_only;
+  pk.pack_map((plain_a_b ? 2 : 0) + (s.masked ? 0 : 1) + (noisy ? 1 : 0) + (s.masked ? 1 : 0));
+  if (plain_a_b) {
+    pack_str(pk, "A");
+    pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{C, d}, s.A.data(), "knowledge.body.A", false, &jobs);
+  }
+  if (!s.masked) {
+    pack_str(pk, "N");
+    pk.pack_array(static_cast<uint32_t>(s.N.size()));
+    for (int64_t n : s.N) pk.pack_int64(n);  // non-negative ones in the unsigned formats, as before
+  }
+  if (plain_a_b) {
+    pack_str(pk, "B");
+    pack_tensor(pk, out, DType::F64, Layout::Upper, Shape{d, d}, s.B.data(), "knowledge.body.B", false, &jobs);
+  }
+  if (s.masked) {
+    pack_str(pk, "masked");
+    pack_masked(pk, *s.masked);
+  }
   if (noisy) {
     pack_str(pk, "noise");
     pk.pack_array(3);
@@ -364,48 +438,87 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   return g;
 }
 
+void read_noise(const msgpack::object& noise, const std::string& path, StatsKnowledge& s) {
+  const auto& v = as_array(noise, path);
+  if (v.size != 3) fail(ProtocolErrorCode::InvalidValue, path + ": " + std::to_string(v.size) + " variances, expected 3");
+  double* into[3] = {&s.noise.a, &s.noise.n, &s.noise.b};
+  for (uint32_t i = 0; i < 3; ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    *into[i] = as_float64(v.ptr[i], at);
+    if (*into[i] < 0) fail(ProtocolErrorCode::InvalidValue, at + ": a variance is negative");
+  }
+  if (!s.noise.any()) fail(ProtocolErrorCode::InvalidValue, path + ": present but all zero (exact statistics carry none)");
+}
+
+MaskedStats read_masked(const msgpack::object& o, uint64_t C, uint64_t d, const Limits& limits, const std::string& path) {
+  MapReader m(o, path);
+  MaskedStats masked;
+  masked.group = read_contributors(m.at("group"), m.path("group"), limits);
+  const std::string_view parts = m.str("parts");
+  if (parts != "all" && parts != "counts")
+    fail(ProtocolErrorCode::InvalidValue, m.path("parts") + ": '" + printable(parts) + "', expected all or counts");
+  masked.counts_only = parts == "counts";
+  masked.N = read_ring(m.at("N"), C, m.path("N"));
+  if (!masked.counts_only) {
+    masked.A = read_ring(m.at("A"), checked_mul(C, d, m.path("A")), m.path("A"));
+    masked.B = read_ring(m.at("B"), checked_mul(d, d + 1, m.path("B")) / 2, m.path("B"));
+  }
+  m.finish();
+  return masked;
+}
+
 StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
   MapReader body(o, "knowledge.body");
   const uint64_t C = static_cast<uint64_t>(k.num_classes), d = static_cast<uint64_t>(k.dim);
-  const TensorIn A = read_tensor(body.at("A"), body.path("A"));
-  const TensorIn B = read_tensor(body.at("B"), body.path("B"));
-  const auto& N = as_array(body.at("N"), body.path("N"));
   StatsKnowledge s;
-  if (const msgpack::object* noise = body.find("noise")) {
-    const std::string path = body.path("noise");
-    const auto& v = as_array(*noise, path);
-    if (v.size != 3) fail(ProtocolErrorCode::InvalidValue, path + ": " + std::to_string(v.size) + " variances, expected 3");
-    double* into[3] = {&s.noise.a, &s.noise.n, &s.noise.b};
-    for (uint32_t i = 0; i < 3; ++i) {
-      const std::string at = path + "[" + std::to_string(i) + "]";
-      *into[i] = as_float64(v.ptr[i], at);
-      if (*into[i] < 0) fail(ProtocolErrorCode::InvalidValue, at + ": a variance is negative");
-    }
-    if (!s.noise.any()) fail(ProtocolErrorCode::InvalidValue, path + ": present but all zero (exact statistics carry none)");
+  // Secure aggregation: the masked parts travel in the ring, and their plain ones are left out.
+  if (const msgpack::object* masked = body.find("masked"))
+    s.masked = read_masked(*masked, C, d, limits, body.path("masked"));
+  const bool plain_a_b = !s.masked || s.masked->counts_only, plain_n = !s.masked;
+  if (!plain_a_b && (body.find("A") || body.find("B")))
+    fail(ProtocolErrorCode::InvalidValue, body.path() + ": A and B travel masked; plain ones as well would say them twice");
+  if (!plain_n && body.find("N"))
+    fail(ProtocolErrorCode::InvalidValue, body.path() + ": N travels masked; a plain N as well would say it twice");
+  std::optional<TensorIn> A, B;
+  if (plain_a_b) {
+    A = read_tensor(body.at("A"), body.path("A"));
+    B = read_tensor(body.at("B"), body.path("B"));
   }
+  const msgpack::object_array* N = plain_n ? &as_array(body.at("N"), body.path("N")) : nullptr;
+  if (const msgpack::object* noise = body.find("noise")) read_noise(*noise, body.path("noise"), s);
   body.finish();
-  // Additive statistics must stay exact (docs/architecture.md), so nothing narrower than float64 is accepted.
-  expect_dtype(A, DType::F64);
-  expect_dtype(B, DType::F64);
-  expect_shape(A, {C, d}, Layout::Dense);
-  expect_shape(B, {d, d}, Layout::Upper);
-  if (N.size != C)
-    fail(ProtocolErrorCode::DimensionMismatch, body.path("N") + ": " + std::to_string(N.size) +
-                                                   " counts for " + std::to_string(C) + " classes");
-  s.N.resize(N.size);
-  uint64_t samples = 0;
-  for (uint32_t c = 0; c < N.size; ++c) {
-    const std::string path = body.path("N") + "[" + std::to_string(c) + "]";
-    const int64_t n = s.noise.any() ? as_int(N.ptr[c], path) : static_cast<int64_t>(as_uint(N.ptr[c], path));
-    if (n < 0 && n < -static_cast<int64_t>(limits.max_samples))
-      fail(ProtocolErrorCode::TooLarge, path + ": " + std::to_string(n) + " is beyond -max_samples");
-    if (n >= 0) add_samples(samples, static_cast<uint64_t>(n), path, limits);
-    s.N[c] = n;
+  const auto rows = static_cast<Eigen::Index>(C), cols = static_cast<Eigen::Index>(d);
+  if (plain_a_b) {
+    // Additive statistics must stay exact (docs/architecture.md), so nothing narrower than float64 is accepted.
+    expect_dtype(*A, DType::F64);
+    expect_dtype(*B, DType::F64);
+    expect_shape(*A, {C, d}, Layout::Dense);
+    expect_shape(*B, {d, d}, Layout::Upper);
   }
-  s.A.resize(static_cast<Eigen::Index>(C), static_cast<Eigen::Index>(d));
-  s.B.resize(static_cast<Eigen::Index>(d), static_cast<Eigen::Index>(d));
-  unpack_tensor(A, s.A.data());
-  unpack_tensor(B, s.B.data());
+  s.N.assign(static_cast<size_t>(C), 0);
+  if (N) {
+    if (N->size != C)
+      fail(ProtocolErrorCode::DimensionMismatch, body.path("N") + ": " + std::to_string(N->size) +
+                                                     " counts for " + std::to_string(C) + " classes");
+    uint64_t samples = 0;
+    for (uint32_t c = 0; c < N->size; ++c) {
+      const std::string path = body.path("N") + "[" + std::to_string(c) + "]";
+      const int64_t n = s.noise.any() ? as_int(N->ptr[c], path) : static_cast<int64_t>(as_uint(N->ptr[c], path));
+      if (n < 0 && n < -static_cast<int64_t>(limits.max_samples))
+        fail(ProtocolErrorCode::TooLarge, path + ": " + std::to_string(n) + " is beyond -max_samples");
+      if (n >= 0) add_samples(samples, static_cast<uint64_t>(n), path, limits);
+      s.N[c] = n;
+    }
+  }
+  if (plain_a_b) {
+    s.A.resize(rows, cols);
+    s.B.resize(cols, cols);
+    unpack_tensor(*A, s.A.data());
+    unpack_tensor(*B, s.B.data());
+  } else {
+    s.A = MatrixD::Zero(rows, cols);
+    s.B = MatrixD::Zero(cols, cols);
+  }
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "methods/fedcgs/fedcgs.h"
 
 #include "methods/fedcgs/dp_stats.h"
+#include "methods/fedcgs/masked_stats.h"
 
 #include "core/json_writer.h"
 #include "methods/registry.h"
@@ -112,7 +113,12 @@ class FedCgs final : public Method {
       sum.add(stats, where);
     }
     if (sel.use_local) sum.add(local_stats(*local, ctx, released), "local statistics");
-    return wrap(sum.total(), sel.contributors, ctx);
+    StatsKnowledge total = sum.total();
+    // Secure aggregation: once the whole mask group is in, the masks have cancelled and the sum
+    // is read back; before, what is forwarded stays masked and no head can be fitted on it.
+    if (total.masked && (!released || unmaskable(*total.masked, sel.contributors)))
+      total = unmask(total, sel.contributors, "FedCGS on node " + std::to_string(ctx.node));
+    return wrap(std::move(total), sel.contributors, ctx);
   }
 
   StatsKnowledge local_stats(const Features& local, const NodeContext& ctx, bool released) const {

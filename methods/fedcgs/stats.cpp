@@ -1,5 +1,7 @@
 #include "methods/fedcgs/stats.h"
 
+#include "methods/fedcgs/masked_stats.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -52,6 +54,15 @@ void check_features(const Features& f) {
 bool summable(const MatrixD& m) {
   const Eigen::Map<const Eigen::VectorXd> v(m.data(), m.size());
   return v.size() == 0 || (v.allFinite() && v.cwiseAbs().maxCoeff() < ExactSums::kTermLimit);
+}
+
+void check_masked_shape(const MaskedStats& m, int num_classes, int dim, const std::string& where) {
+  const size_t C = static_cast<size_t>(num_classes), d = static_cast<size_t>(dim);
+  if (m.group.empty()) throw InputError(where + ": masked statistics name no mask group");
+  if (m.N.size() != C || m.A.size() != (m.counts_only ? 0 : C * d) || m.B.size() != (m.counts_only ? 0 : d * (d + 1) / 2))
+    throw InputError(where + ": masked parts have " + std::to_string(m.A.size()) + ", " + std::to_string(m.N.size()) +
+                     " and " + std::to_string(m.B.size()) + " entries, which is not the shape of " + std::to_string(C) +
+                     " classes of dimension " + std::to_string(d));
 }
 
 // A variance sum stays far from overflow: 2^320 is the largest term the sums take at all.
@@ -130,6 +141,13 @@ void StatsSum::add(const StatsKnowledge& s, const std::string& where) {
   // Checked before anything is added, so that a refused piece leaves the sum as it was.
   if (!summable(s.A) || !summable(s.B))
     throw InputError(where + ": a statistic is NaN, Inf or of magnitude 2^320 or more, beyond what FedCGS sums exactly");
+  if (s.masked && masked_) {
+    MaskedStats sum = *masked_;  // add_masked refuses another group or shape before anything is added
+    add_masked(sum, *s.masked, where);
+    masked_ = std::move(sum);
+  } else if (s.masked) {
+    masked_ = *s.masked;
+  }
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += s.N[j];
   noise_.a += s.noise.a;
   noise_.n += s.noise.n;
@@ -151,6 +169,8 @@ void StatsSum::add(const StatsSum& other) {
     if (other.counts_[j] > kMaxCount - counts_[j] || other.counts_[j] < -kMaxCount - counts_[j])
       throw InputError("FedCGS statistics: count of class " + std::to_string(j) + " overflows");
   }
+  if (other.masked_ && masked_) add_masked(*masked_, *other.masked_, "FedCGS statistics");
+  else if (other.masked_) masked_ = other.masked_;
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += other.counts_[j];
   noise_.a += other.noise_.a;
   noise_.n += other.noise_.n;
@@ -163,6 +183,7 @@ StatsKnowledge StatsSum::total() const {
   StatsKnowledge s = zero_stats(num_classes_, dim_);
   s.N = counts_;
   s.noise = noise_;
+  s.masked = masked_;
   for (Eigen::Index k = 0; k < s.A.size(); ++k) s.A.data()[k] = class_sums_.value(static_cast<size_t>(k));
   size_t at = 0;
   for (Eigen::Index i = 0; i < dim_; ++i)
@@ -192,9 +213,12 @@ void validate_stats(const StatsKnowledge& s, int num_classes, int dim, const std
   if (!all_finite(s.A)) throw InputError(where + ": class sums A hold NaN or Inf");
   if (!all_finite(s.B)) throw InputError(where + ": Gram matrix B holds NaN or Inf");
   if (!noise_summable(s.noise)) throw InputError(where + ": noise variances are negative, NaN or too large");
-  if (s.noise.any()) {
+  if (s.masked) check_masked_shape(*s.masked, num_classes, dim, where);
+  if (s.noise.any() || s.masked) {
     // Noisy statistics (DP-FedCGS): a count may be negative, an empty class has a noisy sum and
     // B's diagonal may dip below zero, so only what keeps sums and the head finite is checked.
+    // Masked ones (secure aggregation) hold part of themselves in the ring, where nothing can be
+    // checked until the group's sum is unmasked (methods/fedcgs/masked_stats.h checks it then).
     for (size_t j = 0; j < s.N.size(); ++j)
       if (s.N[j] < -kMaxCount || s.N[j] > kMaxCount)
         throw InputError(where + ": noisy count " + std::to_string(s.N[j]) + " of class " + std::to_string(j) +

@@ -6,6 +6,7 @@
 #include "core/exact_sum.h"
 #include "methods/knowledge.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ class StatsSum {
   int num_classes_, dim_;
   std::vector<int64_t> counts_;
   StatsNoise noise_;
+  std::optional<MaskedStats> masked_;  // the masked parts' ring sum (secure aggregation)
   ExactSums class_sums_;  // A, row-major
   ExactSums gram_;        // B's upper triangle, row by row from the diagonal
 };

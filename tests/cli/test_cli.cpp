@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <fcntl.h>
@@ -113,6 +114,45 @@ TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
     }
   }
   EXPECT_GT(withheld, 0) << "alpha 0.3 leaves some node a class of fewer than 8 samples";
+  // The page shows each node's total.
+  const fs::path out = dir_ / "html";
+  ASSERT_EQ(run_cli("report " + report.string() + " --html " + out.string()).code, 0);
+  std::ifstream page(out / "index.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<th>privacy (epsilon, delta)</th>"), std::string::npos);
+  const size_t cell = html.find("id=\"node-1-epsilon\"");
+  ASSERT_NE(cell, std::string::npos) << html;
+  EXPECT_EQ(html.substr(html.find('>', cell), 11), ">2, 1e-05</") << html.substr(cell, 80);
+}
+
+// Secure aggregation on a star (docs/privacy.md): the hub reads only the leaves' sum, and every
+// node's predictions are those of the run without it.
+TEST_F(Cli, SecureAggregationOnAStarChangesNoPrediction) {
+  const auto run = [&](const std::string& extra, const std::string& name) {
+    const fs::path report = dir_ / (name + ".json");
+    const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --topology star --nodes 6" +
+                             " --partition dirichlet --dirichlet-alpha 0.5 --seed 4 --no-baselines --quiet " + extra +
+                             " --report " + report.string());
+    EXPECT_EQ(r.code, 0) << r.output;
+    return read_json(report);
+  };
+  const nlohmann::json plain = run("", "plain");
+  for (const std::string mode : {"all", "counts"}) {
+    const nlohmann::json secure = run("--secure-aggregation " + mode, mode);
+    EXPECT_EQ(secure["parameters"]["secure_aggregation"], mode);
+    for (size_t i = 0; i < plain["nodes"].size(); ++i) {
+      EXPECT_EQ(secure["nodes"][i]["accuracy"], plain["nodes"][i]["accuracy"]) << mode << " node " << i;
+      EXPECT_EQ(secure["nodes"][i]["per_class_accuracy"], plain["nodes"][i]["per_class_accuracy"]) << mode;
+    }
+    // A leaf's masked parts travel as 16-byte ring elements instead of 8-byte doubles.
+    if (mode == "all") EXPECT_GT(secure["nodes"][1]["bytes_sent"].get<double>(), 1.9 * plain["nodes"][1]["bytes_sent"].get<double>());
+  }
+  const CliRun chain = run_cli("simulate " + data_args() + " --method fedcgs --topology linear --nodes 3 --secure-aggregation all --quiet");
+  EXPECT_NE(chain.code, 0);
+  EXPECT_NE(chain.output.find("built for star topologies so far"), std::string::npos) << chain.output;
+  const CliRun pft = run_cli("simulate " + data_args() + " --method fedpft --topology star --nodes 3 --secure-aggregation all --quiet");
+  EXPECT_EQ(pft.code, 2);
+  EXPECT_NE(pft.output.find("needs knowledge that adds up"), std::string::npos) << pft.output;
 }
 
 // LibTorch is loaded only by what runs a backbone or trains a LibTorch head: a FedCGS federation

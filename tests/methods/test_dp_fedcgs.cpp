@@ -8,6 +8,7 @@
 #include "methods/fedcgs/dp_stats.h"
 #include "methods/fedcgs/fedcgs.h"
 
+#include "../common/labelled_blobs.h"
 #include "../common/node_context.h"
 
 #include <gtest/gtest.h>
@@ -20,20 +21,7 @@ namespace fednode {
 namespace {
 
 Features blobs(int n, int d, int classes, uint64_t seed, double scale = 1.0, int skip_class = -1) {
-  Rng rng = Rng::stream(seed, Purpose::Generic, 0, 0);
-  Features f;
-  f.num_classes = classes;
-  f.X.resize(n, d);
-  f.y.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    int c;
-    do c = static_cast<int>(rng.below(static_cast<uint64_t>(classes)));
-    while (c == skip_class);
-    f.y[static_cast<size_t>(i)] = c;
-    for (int j = 0; j < d; ++j)
-      f.X(i, j) = static_cast<float>(scale * (0.3 * rng.normal() + (j == c % d ? 1.0 : 0.0)));
-  }
-  return f;
+  return test::labelled_blobs(n, d, classes, seed, scale, skip_class);
 }
 
 FedCgsOptions dp_options(double epsilon, double clip = 1.0) {

@@ -75,6 +75,24 @@ TEST(LoopbackPacing, AStarHubPacingItsLeavesOneAtATimeMatchesTheSimulator) {
   else fs::remove_all(f.dir);
 }
 
+// Secure aggregation on a star of real processes (docs/privacy.md): every leaf masks its
+// statistics with its pairwise keys, the hub reads only their sum, and every node ends with the
+// simulator's result, which is the result without secure aggregation. Ports 23780-23789.
+TEST(LoopbackSecureAggregation, AStarOfTenWithMaskedStatisticsMatchesTheSimulator) {
+  const auto dir = test_dir("loopback_secagg");
+  const Federation f = make_federation(dir, TopologyMode::Star, 10, "fedcgs", 23780,
+                                       {{"secure-aggregation", "all"}}, small_data());
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+  expect_every_node_equals_simulate(f);
+  // The leaves sent ring elements: 16 bytes for each of B's 784 * 785 / 2 entries, where plain
+  // statistics take 8.
+  for (int leaf = 1; leaf < 10; ++leaf)
+    EXPECT_GT(read_json(f.state_dir(leaf) / "result.json")["knowledge_bytes_sent"].get<double>(), 16.0 * 784 * 785 / 2);
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(f.dir);
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {

@@ -266,6 +266,54 @@ TEST(ProtocolErrors, NoisyStatistics) {
   expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
 }
 
+// Secure aggregation's masked statistics (docs/protocol.md 6.2): ring elements round-trip bit
+// for bit, and a body that says a part twice, or in the wrong size, is refused.
+TEST(ProtocolErrors, MaskedStatistics) {
+  for (bool counts_only : {false, true}) {
+    Knowledge k = std::get<Knowledge>(decode_knowledge(stats_value()));
+    auto& s = std::get<StatsKnowledge>(k.payload);
+    MaskedStats m;
+    m.group = {1, 2, 7};
+    m.counts_only = counts_only;
+    m.N = {ring_from_words(1, 2), ring_from_words(~uint64_t{0}, 0x8000000000000000ULL)};
+    if (!counts_only) {
+      m.A = {ring_from_words(3, 4), ring_from_words(5, 6), ring_from_words(7, 8), ring_from_words(9, 10)};
+      m.B = {ring_from_words(11, 12), ring_from_words(13, 14), ring_from_words(15, 16)};
+      s.A.setZero();
+      s.B.setZero();
+    }
+    s.N = {0, 0};
+    s.masked = m;
+    const std::string bytes = encode_payload(k);
+    const Knowledge back = std::get<Knowledge>(decode(MessageType::Knowledge, bytes, Limits{}));
+    const auto& t = std::get<StatsKnowledge>(back.payload);
+    ASSERT_TRUE(t.masked);
+    EXPECT_EQ(t.masked->group, m.group);
+    EXPECT_EQ(t.masked->counts_only, counts_only);
+    EXPECT_TRUE(t.masked->N == m.N && t.masked->A == m.A && t.masked->B == m.B);
+    EXPECT_EQ(t.A, s.A);
+    EXPECT_EQ(t.B, s.B);
+    EXPECT_EQ(encode_payload(back), bytes);
+  }
+  Value v = stats_value();
+  v["body"].add("masked", Map{{"group", Array{1, 2}}, {"parts", "counts"}, {"N", Bin{std::string(32, '\1')}}});
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "a plain N as well");
+  v["body"].erase("N");
+  EXPECT_NO_THROW(decode_knowledge(v));
+  v["body"]["masked"]["N"] = Bin{std::string(31, '\1')};
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "31 bytes, expected 2 ring elements");
+  v["body"]["masked"]["N"] = Bin{std::string(32, '\1')};
+  v["body"]["masked"]["parts"] = "some";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "expected all or counts");
+  v["body"]["masked"]["parts"] = "all";
+  v["body"]["masked"].add("A", Bin{std::string(64, '\2')});
+  v["body"]["masked"].add("B", Bin{std::string(48, '\3')});
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "plain ones as well");
+  v["body"].erase("A");
+  v["body"].erase("B");
+  EXPECT_NO_THROW(decode_knowledge(v));
+}
+
 TEST(ProtocolErrors, Mixtures) {
   Value v = gmm_value();
   first_class(v)["weights"] = tensor("f32", Array{2}, "dense", f32_bytes({0.5f, 1.0f}));

@@ -1,0 +1,34 @@
+// FedCGS statistics under secure aggregation (docs/privacy.md, "Secure aggregation"): encoding
+// the parts to mask into the fixed-point ring, summing masked pieces, and reading a sum whose
+// masks have cancelled. The masks themselves come from crypto/ (the node adds them); nothing here
+// knows a key.
+#pragma once
+
+#include "methods/knowledge.h"
+
+#include <string>
+
+namespace fednode {
+
+// `plain` with the parts to mask moved into the ring (no masks yet): all of A, N and B, or with
+// `counts_only` N alone. Throws InputError naming `where` for a value beyond the ring's range.
+StatsKnowledge encode_for_masking(const StatsKnowledge& plain, const Contributors& group, bool counts_only,
+                                  const std::string& where);
+
+// The ring elements of `s.masked`, in the order crypto's masks cover them: A, N, B.
+size_t masked_size(const MaskedStats& m);
+Ring128* masked_entry(MaskedStats& m, size_t i);
+
+// into.masked += piece.masked (entry by entry, modulo 2^128); the plain parts are not touched.
+// Throws InputError naming `where` for another group, mode or shape.
+void add_masked(MaskedStats& into, const MaskedStats& piece, const std::string& where);
+
+// Whether masks of `m` have cancelled in a sum whose contributors are `contributors`.
+bool unmaskable(const MaskedStats& m, const Contributors& contributors);
+
+// The statistics a masked sum stands for: its plain parts plus its masked parts read back.
+// Throws InputError naming `where` and the members missing when `contributors` do not cover the
+// group, or when a decoded value is not a statistic (a count beyond 2^53).
+StatsKnowledge unmask(const StatsKnowledge& sum, const Contributors& contributors, const std::string& where);
+
+}  // namespace fednode
