@@ -1,0 +1,141 @@
+// The cost of secure aggregation on a star (issue 21, acceptance 5; docs/privacy.md): per leaf,
+// its statistics masked for the hub (compute_stats, encoding into the ring, one ChaCha20 mask
+// stream per other leaf) against the plain statistics; at the hub, folding the masked pieces and
+// reading the sum back before the LDA head against folding plain ones; and the bytes a leaf
+// sends (the encoded payload), each as a ratio measured in the same run on the same data.
+// Usage: bench_secagg [--leaves 10] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]
+#include "crypto/run_id.h"
+#include "methods/fedcgs/fedcgs.h"
+#include "methods/fedcgs/masked_stats.h"
+#include "node/secure_aggregation.h"
+#include "protocol/codec.h"
+#include "core/rng.h"
+
+#include "bench_common.h"
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace fednode;
+
+namespace {
+
+Features leaf_data(int n, int d, int classes, uint64_t seed) {
+  Rng rng(seed);
+  Features f;
+  f.num_classes = classes;
+  f.X.resize(n, d);
+  f.y.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(rng.below(static_cast<uint64_t>(classes)));
+    f.y[static_cast<size_t>(i)] = c;
+    for (int j = 0; j < d; ++j) f.X(i, j) = static_cast<float>(rng.normal() + (j % classes == c ? 1.0 : 0.0));
+  }
+  return f;
+}
+
+Knowledge wrap(StatsKnowledge s, NodeId id, int d, int classes) {
+  Knowledge k;
+  k.contributors = {id};
+  k.backbone_fingerprint = "bench";
+  k.dim = d;
+  k.num_classes = classes;
+  k.payload = std::move(s);
+  return k;
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  int leaves = 10, d = 1280, classes = 10, n = 2000, reps = 3;
+  if (bench::wants_help(argc, argv)) {
+    std::printf("usage: bench_secagg [--leaves 10] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]\n");
+    return 0;
+  }
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    int* into = flag == "--leaves" ? &leaves : flag == "--dim" ? &d : flag == "--classes" ? &classes
+              : flag == "--n" ? &n : flag == "--reps" ? &reps : nullptr;
+    if (!into) {
+      std::fprintf(stderr, "bench_secagg: unknown option %s\n", flag.c_str());
+      return 2;
+    }
+    *into = bench::parse_int("bench_secagg", flag.c_str(), argv[i + 1]);
+  }
+  if (leaves < 2) {
+    std::fprintf(stderr, "bench_secagg: --leaves needs at least 2\n");
+    return 2;
+  }
+  // Leaves 1..L of a star whose hub is 0; key pairs from fixed seeds.
+  std::map<NodeId, PublicKey> keys;
+  std::vector<Identity> ids;
+  for (int i = 0; i <= leaves; ++i) {
+    std::array<uint8_t, 32> seed{};
+    seed[0] = static_cast<uint8_t>(i);
+    seed[1] = static_cast<uint8_t>(i >> 8);
+    seed[2] = 0xb5;
+    ids.push_back(Identity::from_seed(seed));
+    keys[static_cast<NodeId>(i)] = ids.back().public_key();
+  }
+  const RunId run = derive_run_id("bench_secagg");
+  MaskPlan plan;
+  for (int i = 1; i <= leaves; ++i) plan.group.insert(static_cast<NodeId>(i));
+  std::vector<Features> data;
+  for (int i = 1; i <= leaves; ++i) data.push_back(leaf_data(n, d, classes, 100 + static_cast<uint64_t>(i)));
+
+  std::printf("star of %d leaves, d = %d, %d classes, %d samples per leaf, median of %d\n", leaves, d, classes, n, reps);
+  compute_stats(data[0]);  // a first call pays for BLAS's start-up, which neither side should
+  std::vector<double> plain_leaf, masked_leaf, plain_hub, masked_hub;
+  std::vector<Knowledge> plain_pieces, masked_pieces;
+  for (int r = 0; r < reps; ++r) {
+    plain_pieces.clear();
+    masked_pieces.clear();
+    // Leaf 1's cost stands for every leaf's (each masks with L - 1 others).
+    plain_leaf.push_back(bench::seconds([&] { plain_pieces.push_back(wrap(compute_stats(data[0]), 1, d, classes)); }));
+    const auto hook = masking_hook(1, plan, mask_seeds(ids[1], 1, plan, keys, run));
+    masked_leaf.push_back(bench::seconds([&] {
+      Knowledge k = wrap(compute_stats(data[0]), 1, d, classes);
+      hook(k);
+      masked_pieces.push_back(std::move(k));
+    }));
+    for (int i = 2; i <= leaves; ++i) {
+      plain_pieces.push_back(wrap(compute_stats(data[static_cast<size_t>(i - 1)]), static_cast<NodeId>(i), d, classes));
+      Knowledge k = plain_pieces.back();
+      masking_hook(static_cast<NodeId>(i), plan, mask_seeds(ids[static_cast<size_t>(i)], static_cast<NodeId>(i), plan, keys, run))(k);
+      masked_pieces.push_back(std::move(k));
+    }
+    const auto method = make_fedcgs(FedCgsOptions{});
+    NodeContext hub;
+    hub.node = 0;
+    hub.backbone_fingerprint = "bench";
+    hub.num_classes = classes;
+    hub.dim = d;
+    std::vector<Labels> predictions(2);
+    plain_hub.push_back(bench::seconds([&] {
+      predictions[0] = method->fit_head(KnowledgeList(plain_pieces), nullptr, hub)->predict(data[0].X);
+    }));
+    masked_hub.push_back(bench::seconds([&] {
+      predictions[1] = method->fit_head(KnowledgeList(masked_pieces), nullptr, hub)->predict(data[0].X);
+    }));
+    if (predictions[0] != predictions[1]) {
+      std::fprintf(stderr, "bench_secagg: the masked run predicts otherwise than the plain one\n");
+      return 1;
+    }
+  }
+  const double bytes_plain = static_cast<double>(encode_payload(plain_pieces[0]).size());
+  const double bytes_masked = static_cast<double>(encode_payload(masked_pieces[0]).size());
+  const double pl = bench::median(plain_leaf), ml = bench::median(masked_leaf);
+  const double ph = bench::median(plain_hub), mh = bench::median(masked_hub);
+  std::printf("%-34s %12s %12s %8s\n", "", "plain", "masked", "ratio");
+  std::printf("%-34s %12.3f %12.3f %8.2f\n", "leaf: statistics to send (s)", pl, ml, ml / pl);
+  std::printf("%-34s %12.3f %12.3f %8.2f\n", "hub: all pieces to a head (s)", ph, mh, mh / ph);
+  std::printf("%-34s %12.0f %12.0f %8.2f\n", "leaf: payload bytes", bytes_plain, bytes_masked, bytes_masked / bytes_plain);
+  std::printf("predictions of the two heads: identical\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded("bench_secagg", [&] { return bench_main(argc, argv); });
+}
