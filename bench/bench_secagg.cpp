@@ -36,16 +36,6 @@ Features leaf_data(int n, int d, int classes, uint64_t seed) {
   return f;
 }
 
-Knowledge wrap(StatsKnowledge s, NodeId id, int d, int classes) {
-  Knowledge k;
-  k.contributors = {id};
-  k.backbone_fingerprint = "bench";
-  k.dim = d;
-  k.num_classes = classes;
-  k.payload = std::move(s);
-  return k;
-}
-
 }  // namespace
 
 int bench_main(int argc, char** argv) {
@@ -93,20 +83,23 @@ int bench_main(int argc, char** argv) {
     plain_pieces.clear();
     masked_pieces.clear();
     // Leaf 1's cost stands for every leaf's (each masks with L - 1 others).
-    plain_leaf.push_back(bench::seconds([&] { plain_pieces.push_back(wrap(compute_stats(data[0]), 1, d, classes)); }));
-    const auto hook = masking_hook(1, plan, mask_seeds(ids[1], 1, plan, keys, run));
-    masked_leaf.push_back(bench::seconds([&] {
-      Knowledge k = wrap(compute_stats(data[0]), 1, d, classes);
-      hook(k);
-      masked_pieces.push_back(std::move(k));
-    }));
-    for (int i = 2; i <= leaves; ++i) {
-      plain_pieces.push_back(wrap(compute_stats(data[static_cast<size_t>(i - 1)]), static_cast<NodeId>(i), d, classes));
-      Knowledge k = plain_pieces.back();
-      masking_hook(static_cast<NodeId>(i), plan, mask_seeds(ids[static_cast<size_t>(i)], static_cast<NodeId>(i), plan, keys, run))(k);
-      masked_pieces.push_back(std::move(k));
-    }
     const auto method = make_fedcgs(FedCgsOptions{});
+    auto leaf = [&](int i, bool masked) {
+      NodeContext ctx;
+      ctx.node = static_cast<NodeId>(i);
+      ctx.backbone_fingerprint = "bench";
+      ctx.num_classes = classes;
+      ctx.dim = d;
+      if (masked) ctx.masking = local_masking(ctx.node, plan, mask_seeds(ids[static_cast<size_t>(i)], ctx.node, plan, keys, run));
+      return ctx;
+    };
+    const NodeContext plain1 = leaf(1, false), masked1 = leaf(1, true);
+    plain_leaf.push_back(bench::seconds([&] { plain_pieces.push_back(method->summarize(data[0], plain1)); }));
+    masked_leaf.push_back(bench::seconds([&] { masked_pieces.push_back(method->summarize(data[0], masked1)); }));
+    for (int i = 2; i <= leaves; ++i) {
+      plain_pieces.push_back(method->summarize(data[static_cast<size_t>(i - 1)], leaf(i, false)));
+      masked_pieces.push_back(method->summarize(data[static_cast<size_t>(i - 1)], leaf(i, true)));
+    }
     NodeContext hub;
     hub.node = 0;
     hub.backbone_fingerprint = "bench";

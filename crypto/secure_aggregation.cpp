@@ -47,12 +47,13 @@ MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& p
   return seed;
 }
 
-void apply_mask(const MaskSeed& seed, Ring128* values, size_t n, bool subtract) {
+void apply_mask(const MaskSeed& seed, uint64_t stream, Ring128* values, size_t n, bool subtract) {
   ensure_sodium();
   static_assert(sizeof(Ring128) == 16, "a ring element is 16 bytes");
   const std::vector<uint8_t> zeros(std::min(n, kEntriesPerBlock) * 16, 0);
   std::vector<uint8_t> block(zeros.size());
-  const uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {};  // one stream per seed
+  uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {};
+  put_le(nonce + 4, stream, 8);
   if (n / 4 >= (size_t{1} << 32)) throw std::length_error("apply_mask: beyond one ChaCha20 stream");
   for (size_t first = 0; first < n; first += kEntriesPerBlock) {
     const size_t count = std::min(kEntriesPerBlock, n - first);
@@ -71,13 +72,13 @@ void apply_mask(const MaskSeed& seed, Ring128* values, size_t n, bool subtract) 
   sodium_memzero(block.data(), block.size());
 }
 
-void add_pairwise_masks(Ring128* values, size_t n, const Identity& me, NodeId me_id,
+void add_pairwise_masks(Ring128* values, size_t n, uint64_t stream, const Identity& me, NodeId me_id,
                         const std::map<NodeId, PublicKey>& group, const RunId& run, uint64_t group_tag) {
   if (!group.count(me_id)) throw std::logic_error("add_pairwise_masks: the node is not in its own group");
   for (const auto& [peer_id, peer] : group) {
     if (peer_id == me_id) continue;
     MaskSeed seed = pairwise_mask_seed(me, me_id, peer, peer_id, run, group_tag);
-    apply_mask(seed, values, n, /*subtract=*/peer_id < me_id);
+    apply_mask(seed, stream, values, n, /*subtract=*/peer_id < me_id);
     sodium_memzero(seed.data(), seed.size());
   }
 }

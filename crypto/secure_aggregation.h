@@ -6,8 +6,8 @@
 //   "fednode/1 secagg mask" || X25519(sk_i, pk_j) || run id || group tag || min(i, j) || max(i, j)
 // (tag: 8 bytes, ids: 4 bytes, little-endian). Both ends compute it (X25519 is symmetric), nobody
 // else can, and a seed revealed to recover from a dropout says nothing of the long-term keys or
-// of any other group's seeds. ChaCha20 keyed by the seed expands it to one ring element
-// (core/fixed_ring.h) per entry. Node i adds mask_ij for every j > i in the group and subtracts it
+// of any other group's seeds. ChaCha20 keyed by the seed, with a 64-bit stream number as its
+// nonce (one stream per part masked), expands it to one ring element (core/fixed_ring.h) per entry. Node i adds mask_ij for every j > i in the group and subtracts it
 // for every j < i, so the masks of a whole group cancel in the sum of its members' values.
 #pragma once
 
@@ -28,13 +28,14 @@ using MaskSeed = SecretKey32;
 MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
                             uint64_t group_tag);
 
-// values[k] += mask[k] (or -= with `subtract`) for k < n, mask = ChaCha20(seed) read as ring
-// elements, entry k from bytes [16k, 16k + 16).
-void apply_mask(const MaskSeed& seed, Ring128* values, size_t n, bool subtract);
+// values[k] += mask[k] (or -= with `subtract`) for k < n, mask = ChaCha20(seed, nonce = stream
+// as 8 little-endian bytes after 4 zero bytes) read as ring elements, entry k from bytes
+// [16k, 16k + 16).
+void apply_mask(const MaskSeed& seed, uint64_t stream, Ring128* values, size_t n, bool subtract);
 
 // Node `me`'s masks for `group` (node id -> public key; must hold `me`): adds the mask of every
 // other member, with the sign of the pair's order.
-void add_pairwise_masks(Ring128* values, size_t n, const Identity& me, NodeId me_id,
+void add_pairwise_masks(Ring128* values, size_t n, uint64_t stream, const Identity& me, NodeId me_id,
                         const std::map<NodeId, PublicKey>& group, const RunId& run, uint64_t group_tag);
 
 }  // namespace fednode

@@ -5,6 +5,7 @@
 #include "core/fixed_ring.h"
 #include "core/types.h"
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -76,6 +77,17 @@ struct MaskedStats {
   std::vector<Ring128> A;        // C * d, row-major; empty when counts_only
   std::vector<Ring128> N;        // C
   std::vector<Ring128> B;        // B's upper triangle row by row from the diagonal; empty when counts_only
+};
+
+// Adds a node's pairwise masks to `n` ring elements of mask stream `stream`, in place (one stream
+// per part masked, so that no stream spans two parts).
+using AddMasks = std::function<void(uint64_t stream, Ring128* values, size_t n)>;
+
+// How a node masks its own summary under secure aggregation (node/secure_aggregation.h).
+struct LocalMasking {
+  Contributors group;        // the mask group: the masks cancel in the sum of all its members' pieces
+  bool counts_only = false;  // mask N alone (the FedCGS paper's cheaper option)
+  AddMasks add_masks;
 };
 
 // FedCGS: additive statistics, accumulated in double precision. With `masked`, the statistics are

@@ -129,6 +129,10 @@ struct NodeContext {
   // computed only from what the policy and the method's DP release (node/step.h).
   int min_class_count = 0;
   bool head_is_sent = false;
+  // Secure aggregation: a method whose knowledge adds up masks its summary of the local data with
+  // this before combining it with anything (for what it sends and for its own head alike), so
+  // that a sum reads back only once every member's piece is in it. Null: the node masks nothing.
+  std::shared_ptr<const LocalMasking> masking;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so

@@ -359,8 +359,6 @@ void Machine::phase1(Actions& out, double now) {
   PhaseOne one = with_admission("merging", [&](const std::vector<ReceivedPiece>& received) {
     return run_phase_one(*config_.method, plan, received, folded_.get(), local, config_.ctx);
   });
-  if (config_.mask_outgoing)
-    for (Knowledge& k : one.outgoing) config_.mask_outgoing(k);
   outcome_.seconds_merge += one.merge_seconds;
   outcome_.seconds_head += one.head_seconds;
   if (one.head) set_head(std::shared_ptr<const Head>(std::move(one.head)), one.head_contributors, out);
@@ -405,22 +403,23 @@ bool Machine::waiting_for_refit(double now) {
 
 void Machine::phase2(Actions& out) {
   const NodePlan& plan = config_.plan;
-  if (plan.head_from) {
-    if (hub_head_) {
-      if (config_.local->size() > 0 && !hub_head_->contributors.count(config_.ctx.node))
-        say("the head from " + who(*plan.head_from) + " covers " + to_string(hub_head_->contributors) +
-            ", not this node's own data (its hub gave up on it)");
-      set_head(hub_head_->head, hub_head_->contributors, out);
-    } else {
-      // The hub never answered: a head on the node's own data is better than none.
-      say("no head from " + who(*plan.head_from) + "; fitting one on the local data only");
-      Refit r = refit_head(*config_.method, {}, *config_.local, config_.ctx);
-      outcome_.seconds_head += r.seconds;
-      set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors, out);
-    }
+  if (plan.head_from && hub_head_) {
+    if (config_.local->size() > 0 && !hub_head_->contributors.count(config_.ctx.node))
+      say("the head from " + who(*plan.head_from) + " covers " + to_string(hub_head_->contributors) +
+          ", not this node's own data (its hub gave up on it)");
+    set_head(hub_head_->head, hub_head_->contributors, out);
   }
   if (plan.complete_from) take_complete(out);
   if (!plan.late_from.empty() || refit_pending_) refit(out);
+  if (!outcome_.head) {
+    // The hub never answered, or no complete knowledge came to a node whose first pass carried
+    // masked sums (it fits no head in phase 1): a head on its own data is better than none.
+    if (plan.head_from) say("no head from " + who(*plan.head_from) + "; fitting one on the local data only");
+    else say("no complete knowledge came; fitting a head on the local data only");
+    Refit r = refit_head(*config_.method, {}, *config_.local, config_.ctx);
+    outcome_.seconds_head += r.seconds;
+    set_head(std::shared_ptr<const Head>(std::move(r.head)), r.contributors, out);
+  }
   Action done;
   done.kind = Action::Kind::PhaseDone;
   done.phase = 2;

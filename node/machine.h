@@ -69,9 +69,6 @@ struct MachineConfig {
   Precision transfer = Precision::Float32;  // how knowledge travels (counted_bytes)
   Say say;  // human-readable lines, with their level; may be empty
   std::function<void(NodeId from, const Knowledge&)> on_knowledge;  // a fresh piece accepted; may be empty
-  // Secure aggregation (node/secure_aggregation.h): masks each piece of knowledge phase 1 sends;
-  // empty when the node masks nothing.
-  std::function<void(Knowledge&)> mask_outgoing;
 };
 
 // How `method` sends knowledge: FedPFT's float16 transfer, or float32.

@@ -96,7 +96,7 @@ struct Node::Impl {
 
   Impl(NodeConfig c, Identity identity)
       : config(std::move(c)),
-        plan(plan_for(config.topology, config.id)),
+        plan(plan_for(config.topology, config.id, plan_options(config.topology, config.method))),
         curve_keys(config.topology.hop_encryption() == HopEncryption::Curve
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
@@ -148,7 +148,7 @@ struct Node::Impl {
     method = make_method(config.method);
     MachineConfig m = machine_config(config, plan, *method, stop);
     m.ctx.noise_key = noise_key;
-    if (masks) m.mask_outgoing = masking_hook(config.id, *masks, mask_seeds);
+    if (masks) m.ctx.masking = local_masking(config.id, *masks, mask_seeds);
     result.privacy = privacy_ledger(*method, plan, config.local, m.ctx);
     encode.precision = m.transfer;
     m.say = sink();

@@ -1,6 +1,5 @@
 #include "node/simulator.h"
 
-#include "crypto/run_id.h"
 #include "node/secure_aggregation.h"
 
 #include "methods/fedcgs/fedcgs.h"
@@ -115,24 +114,12 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
   build.seed = options.seed;
   build.method = options.method.method;
   const Topology topology = build_topology(build);
-  const std::vector<NodePlan> plans = plan_all(topology);
+  const std::vector<NodePlan> plans = plan_all(topology, plan_options(topology, options.method));
   const auto& say = options.progress;
-  // Secure aggregation needs key pairs; a simulation has none, so it makes them from the seed
-  // (as public as the seed, which is what a simulation is for).
-  std::vector<Identity> identities;
+  const RunId run = simulation_run_id(options.seed);
   std::map<NodeId, PublicKey> keys;
-  const RunId run = derive_run_id("fednode simulate, seed " + std::to_string(options.seed));
   if (options.method.secure_aggregation != SecureAggregation::Off)
-    for (int i = 0; i < N; ++i) {
-      std::array<uint8_t, 32> bytes{};
-      uint64_t state = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::Generic), 0x5ECA66, static_cast<uint64_t>(i)});
-      for (size_t b = 0; b < bytes.size(); b += 8) {
-        const uint64_t word = splitmix64(state);
-        for (size_t k = 0; k < 8; ++k) bytes[b + k] = static_cast<uint8_t>(word >> (8 * k));
-      }
-      identities.push_back(Identity::from_seed(bytes));
-      keys[static_cast<NodeId>(i)] = identities.back().public_key();
-    }
+    for (int i = 0; i < N; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(options.seed, static_cast<NodeId>(i)).public_key();
   std::vector<std::unique_ptr<Machine>> machines;
   for (int i = 0; i < N; ++i) {
     MachineConfig m;
@@ -146,8 +133,11 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
     m.ctx.progress = say;
     report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
     if (const auto masks = mask_plan(topology, plans[i], options.method))
-      m.mask_outgoing = masking_hook(static_cast<NodeId>(i), *masks,
-                                     mask_seeds(identities[static_cast<size_t>(i)], static_cast<NodeId>(i), *masks, keys, run));
+      m.ctx.masking = local_masking(static_cast<NodeId>(i), *masks,
+                                    mask_seeds(simulation_identity(options.seed, static_cast<NodeId>(i)),
+                                               static_cast<NodeId>(i), *masks, keys, run));
+    if (options.on_knowledge)
+      m.on_knowledge = [&options, i](NodeId from, const Knowledge& k) { options.on_knowledge(static_cast<NodeId>(i), from, k); };
     m.transfer = transfer_precision(options.method);
     if (say)
       m.say = Say([&say, i](LogLevel level, const std::string& line) {

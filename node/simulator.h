@@ -28,6 +28,9 @@ struct SimulationOptions {
   std::string backbone_fingerprint = "pixels";
   std::string dataset_description;  // for the report
   std::function<void(const std::string&)> progress;  // may be empty
+  // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns
+  // from others (tests record what a hub sees under secure aggregation). May be empty.
+  std::function<void(NodeId to, NodeId from, const Knowledge&)> on_knowledge;
 };
 
 struct SimNodeResult {

@@ -52,9 +52,15 @@ namespace {
 
 class Planner {
  public:
-  explicit Planner(const Topology& t) : t_(t), g_(topo::make_digraph(t)) {
+  Planner(const Topology& t, const PlanOptions& options) : t_(t), options_(options), g_(topo::make_digraph(t)) {
     switch (t.federation.mode) {
       case TopologyMode::Linear:
+        acyclic();
+        for (size_t v = 0; v < g_.size(); ++v) {
+          if (g_.in[v].empty()) start_ = v;
+          if (g_.out[v].empty()) last_ = v;
+        }
+        break;
       case TopologyMode::Graph: acyclic(); break;
       case TopologyMode::Ring: {
         start_ = t.federation.start ? g_.index.at(*t.federation.start) : 0;
@@ -73,7 +79,9 @@ class Planner {
     p.id = id;
     p.mode = t_.federation.mode;
     p.deadline_seconds = t_.federation.deadline_seconds;
-    switch (p.mode) {
+    const bool two_passes =
+        p.mode == TopologyMode::Ring || (p.mode == TopologyMode::Linear && options_.masked_first_pass);
+    switch (two_passes ? TopologyMode::Ring : p.mode) {
       case TopologyMode::Linear:
       case TopologyMode::Graph: {
         p.wait_for = ids(g_.in[v]);
@@ -98,12 +106,13 @@ class Planner {
       case TopologyMode::Ring: {
         // First pass start -> ... -> last, each merging; then last hands the complete knowledge
         // to start, and it travels on to the node before last, each refitting its head on it.
-        const size_t next = g_.out[v][0], prev = g_.in[v][0];
+        // A chain under secure aggregation does the same, as if its tail were linked to its start.
+        const size_t next = succ(v), prev = pred(v);
         if (v != start_) {
           p.wait_for = {g_.ids[prev]};
           // The first pass: start, then each node up to the sender.
           auto& from = p.sources[g_.ids[prev]];
-          for (size_t u = start_;; u = g_.out[u][0]) {
+          for (size_t u = start_;; u = succ(u)) {
             from.insert(g_.ids[u]);
             if (u == prev) break;
           }
@@ -117,9 +126,11 @@ class Planner {
         // for its predecessor.
         if (v != last_) {
           int later = 0;
-          for (size_t u = next; u != start_; u = g_.out[u][0]) ++later;
+          for (size_t u = next; u != start_; u = succ(u)) ++later;
           p.return_deadline_seconds = (later + 1) * p.deadline_seconds;
         }
+        // Masked partial sums say nothing: only the last node can read what it holds.
+        if (options_.masked_first_pass && v != last_) p.fits_head = false;
         everyone(p);
         break;
       }
@@ -148,6 +159,10 @@ class Planner {
     for (size_t i : v) r.push_back(g_.ids[i]);
     return r;
   }
+
+  // Along the first pass, around to the start after the last node.
+  size_t succ(size_t v) const { return v == last_ ? start_ : g_.out[v][0]; }
+  size_t pred(size_t v) const { return v == start_ ? last_ : g_.in[v][0]; }
 
   void everyone(NodePlan& p) const { p.expected_contributors.insert(g_.ids.begin(), g_.ids.end()); }
 
@@ -192,6 +207,7 @@ class Planner {
   }
 
   const Topology& t_;
+  PlanOptions options_;
   Digraph g_;
   std::vector<Bits> anc_;
   std::vector<int> depth_;  // ordinary edges on the longest path from a source
@@ -201,14 +217,16 @@ class Planner {
 
 }  // namespace
 
-NodePlan plan_for(const Topology& topology, NodeId id) { return Planner(topology).plan(id); }
+NodePlan plan_for(const Topology& topology, NodeId id, const PlanOptions& options) {
+  return Planner(topology, options).plan(id);
+}
 
 NodePlan plan_for(const Topology& topology, const std::string& id_or_name) {
   return plan_for(topology, topology.lookup(id_or_name).id);
 }
 
-std::vector<NodePlan> plan_all(const Topology& topology) {
-  const Planner planner(topology);
+std::vector<NodePlan> plan_all(const Topology& topology, const PlanOptions& options) {
+  const Planner planner(topology, options);
   std::vector<NodePlan> plans;
   for (NodeId id : topology.ids()) plans.push_back(planner.plan(id));
   return plans;

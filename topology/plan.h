@@ -68,12 +68,21 @@ struct NodePlan {
   std::vector<NodeId> recipients() const;
 };
 
+// What changes the plans beyond the topology itself.
+struct PlanOptions {
+  // Secure aggregation on a linear or ring topology (docs/privacy.md, "Secure aggregation"): the
+  // first pass carries masked sums that nobody but its last node can read, so only that node fits
+  // a head in phase 1, and a chain gains the ring's second pass, which brings every node the head
+  // on the total.
+  bool masked_first_pass = false;
+};
+
 // The topology must have passed validate_topology (the loaders do that). Throws InputError for
 // an unknown id.
-NodePlan plan_for(const Topology& topology, NodeId id);
+NodePlan plan_for(const Topology& topology, NodeId id, const PlanOptions& options = {});
 NodePlan plan_for(const Topology& topology, const std::string& id_or_name);
 // Every node's plan, in ascending id order (one analysis for all).
-std::vector<NodePlan> plan_all(const Topology& topology);
+std::vector<NodePlan> plan_all(const Topology& topology, const PlanOptions& options = {});
 
 // One line for people, e.g. "node 2 (right): waits for 0; relays to 3; fits its head;
 // finished after phase 1" (for `fednode topology` checks and launch progress).

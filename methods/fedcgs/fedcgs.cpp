@@ -40,7 +40,7 @@ class FedCgs final : public Method {
 
   Knowledge summarize(const Features& local, const NodeContext& ctx) const override {
     check_local(local, ctx);
-    return wrap(local_stats(local, ctx, true), Contributors{ctx.node}, ctx);
+    return wrap(local_stats(local, ctx, true, ctx.masking != nullptr), Contributors{ctx.node}, ctx);
   }
 
   Knowledge merge(const KnowledgeList& received, const Features* local,
@@ -101,18 +101,25 @@ class FedCgs final : public Method {
       throw InputError("FedCGS merge on node " + std::to_string(ctx.node) +
                        ": neither received statistics nor local data to combine");
     StatsSum sum(ctx.num_classes, ctx.dim);
+    bool masked_inputs = false;
     if (sel.use_folded) {
       const auto* folded = dynamic_cast<const FoldedStats*>(received.folded());
       if (!folded) throw std::logic_error("FedCGS merge: the folded sum is not FedCGS's");
       sum.add(folded->sum);
+      masked_inputs = folded->sum.masked();
     }
     for (const Knowledge* piece : sel.pieces) {
       const std::string where = "statistics from contributors " + to_string(piece->contributors);
       const auto& stats = std::get<StatsKnowledge>(piece->payload);
       validate_stats(stats, ctx.num_classes, ctx.dim, where);
       sum.add(stats, where);
+      masked_inputs |= stats.masked.has_value();
     }
-    if (sel.use_local) sum.add(local_stats(*local, ctx, released), "local statistics");
+    // Under secure aggregation what leaves the node is masked; so is the local part of a head on
+    // masked pieces, whose masks cancel only against this node's. A head on plain pieces (the
+    // ring's complete knowledge, or none) takes the local data plain.
+    if (sel.use_local)
+      sum.add(local_stats(*local, ctx, released, ctx.masking && (released || masked_inputs)), "local statistics");
     StatsKnowledge total = sum.total();
     // Secure aggregation: once the whole mask group is in, the masks have cancelled and the sum
     // is read back; before, what is forwarded stays masked and no head can be fitted on it.
@@ -121,13 +128,22 @@ class FedCgs final : public Method {
     return wrap(std::move(total), sel.contributors, ctx);
   }
 
-  StatsKnowledge local_stats(const Features& local, const NodeContext& ctx, bool released) const {
-    if (!released || !options_.dp) return compute_stats(local);
-    int64_t clipped = 0;
-    StatsKnowledge s = release_private_stats(local, options_, ctx.secret_noise_key("DP-FedCGS"), ctx.node, &clipped);
-    if (ctx.progress)
-      ctx.progress("fedcgs: DP release of " + std::to_string(local.size()) + " samples, " + std::to_string(clipped) +
-                   " clipped to norm " + std::to_string(options_.clip_norm));
+  StatsKnowledge local_stats(const Features& local, const NodeContext& ctx, bool released, bool masked) const {
+    StatsKnowledge s;
+    if (!released || !options_.dp) {
+      s = compute_stats(local);
+    } else {
+      int64_t clipped = 0;
+      s = release_private_stats(local, options_, ctx.secret_noise_key("DP-FedCGS"), ctx.node, &clipped);
+      if (ctx.progress)
+        ctx.progress("fedcgs: DP release of " + std::to_string(local.size()) + " samples, " + std::to_string(clipped) +
+                     " clipped to norm " + std::to_string(options_.clip_norm));
+    }
+    if (masked) {
+      s = encode_for_masking(s, ctx.masking->group, ctx.masking->counts_only,
+                             "node " + std::to_string(ctx.node) + "'s statistics");
+      add_masks(*s.masked, ctx.masking->add_masks);
+    }
     return s;
   }
 

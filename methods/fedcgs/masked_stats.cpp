@@ -41,13 +41,10 @@ StatsKnowledge encode_for_masking(const StatsKnowledge& plain, const Contributor
   return s;
 }
 
-size_t masked_size(const MaskedStats& m) { return m.A.size() + m.N.size() + m.B.size(); }
-
-Ring128* masked_entry(MaskedStats& m, size_t i) {
-  if (i < m.A.size()) return &m.A[i];
-  i -= m.A.size();
-  if (i < m.N.size()) return &m.N[i];
-  return &m.B.at(i - m.N.size());
+void add_masks(MaskedStats& m, const AddMasks& add) {
+  add(0, m.A.data(), m.A.size());
+  add(1, m.N.data(), m.N.size());
+  add(2, m.B.data(), m.B.size());
 }
 
 void add_masked(MaskedStats& into, const MaskedStats& piece, const std::string& where) {

@@ -15,9 +15,9 @@ namespace fednode {
 StatsKnowledge encode_for_masking(const StatsKnowledge& plain, const Contributors& group, bool counts_only,
                                   const std::string& where);
 
-// The ring elements of `s.masked`, in the order crypto's masks cover them: A, N, B.
-size_t masked_size(const MaskedStats& m);
-Ring128* masked_entry(MaskedStats& m, size_t i);
+// Adds a node's masks (NodeContext::masking) to every masked part, each its own mask stream:
+// A is stream 0, N 1, B 2.
+void add_masks(MaskedStats& m, const AddMasks& add);
 
 // into.masked += piece.masked (entry by entry, modulo 2^128); the plain parts are not touched.
 // Throws InputError naming `where` for another group, mode or shape.

@@ -34,6 +34,7 @@ class StatsSum {
   void add(const StatsKnowledge& s, const std::string& where);
   void add(const StatsSum& other);  // same shape
   StatsKnowledge total() const;     // both triangles of B filled
+  bool masked() const { return masked_.has_value(); }
 
  private:
   int num_classes_, dim_;

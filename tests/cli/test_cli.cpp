@@ -127,29 +127,43 @@ TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
 
 // Secure aggregation on a star (docs/privacy.md): the hub reads only the leaves' sum, and every
 // node's predictions are those of the run without it.
-TEST_F(Cli, SecureAggregationOnAStarChangesNoPrediction) {
-  const auto run = [&](const std::string& extra, const std::string& name) {
+// Secure aggregation changes who can read what, never a result: on a star and a ring every
+// node's head is the plain run's. A chain under it gains the ring's second pass, so every node
+// ends with the head the plain chain gives only its tail.
+TEST_F(Cli, SecureAggregationChangesNoPrediction) {
+  const auto run = [&](const std::string& topology, const std::string& extra, const std::string& name) {
     const fs::path report = dir_ / (name + ".json");
-    const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --topology star --nodes 6" +
+    const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --topology " + topology +
                              " --partition dirichlet --dirichlet-alpha 0.5 --seed 4 --no-baselines --quiet " + extra +
                              " --report " + report.string());
     EXPECT_EQ(r.code, 0) << r.output;
     return read_json(report);
   };
-  const nlohmann::json plain = run("", "plain");
-  for (const std::string mode : {"all", "counts"}) {
-    const nlohmann::json secure = run("--secure-aggregation " + mode, mode);
-    EXPECT_EQ(secure["parameters"]["secure_aggregation"], mode);
-    for (size_t i = 0; i < plain["nodes"].size(); ++i) {
-      EXPECT_EQ(secure["nodes"][i]["accuracy"], plain["nodes"][i]["accuracy"]) << mode << " node " << i;
-      EXPECT_EQ(secure["nodes"][i]["per_class_accuracy"], plain["nodes"][i]["per_class_accuracy"]) << mode;
+  for (const std::string topology : {"star --nodes 6", "ring --nodes 4", "linear --nodes 5"}) {
+    const bool chain = topology.rfind("linear", 0) == 0;
+    const nlohmann::json plain = run(topology, "", "plain");
+    const size_t n = plain["nodes"].size();
+    for (const std::string mode : {"all", "counts"}) {
+      const nlohmann::json secure = run(topology, "--secure-aggregation " + mode, mode);
+      EXPECT_EQ(secure["parameters"]["secure_aggregation"], mode);
+      ASSERT_EQ(secure["nodes"].size(), n);
+      for (size_t i = 0; i < n; ++i) {
+        const nlohmann::json& expected = plain["nodes"][chain ? n - 1 : i];
+        EXPECT_EQ(secure["nodes"][i]["accuracy"], expected["accuracy"]) << topology << " " << mode << " node " << i;
+        EXPECT_EQ(secure["nodes"][i]["per_class_accuracy"], expected["per_class_accuracy"]) << topology << " " << mode;
+        EXPECT_EQ(secure["nodes"][i]["contributors"].size(), n) << topology << " " << mode;
+      }
+      // A leaf's masked parts travel as 16-byte ring elements instead of 8-byte doubles.
+      if (mode == "all" && topology.rfind("star", 0) == 0)
+        EXPECT_GT(secure["nodes"][1]["bytes_sent"].get<double>(), 1.9 * plain["nodes"][1]["bytes_sent"].get<double>());
     }
-    // A leaf's masked parts travel as 16-byte ring elements instead of 8-byte doubles.
-    if (mode == "all") EXPECT_GT(secure["nodes"][1]["bytes_sent"].get<double>(), 1.9 * plain["nodes"][1]["bytes_sent"].get<double>());
   }
-  const CliRun chain = run_cli("simulate " + data_args() + " --method fedcgs --topology linear --nodes 3 --secure-aggregation all --quiet");
-  EXPECT_NE(chain.code, 0);
-  EXPECT_NE(chain.output.find("built for star topologies so far"), std::string::npos) << chain.output;
+  const CliRun graph = run_cli("simulate " + data_args() + " --method fedcgs --topology graph --nodes 5 --secure-aggregation all --quiet");
+  EXPECT_NE(graph.code, 0);
+  EXPECT_NE(graph.output.find("not graph"), std::string::npos) << graph.output;
+  const CliRun pair = run_cli("simulate " + data_args() + " --method fedcgs --topology ring --nodes 2 --secure-aggregation all --quiet");
+  EXPECT_NE(pair.code, 0);
+  EXPECT_NE(pair.output.find("at least three nodes"), std::string::npos) << pair.output;
   const CliRun pft = run_cli("simulate " + data_args() + " --method fedpft --topology star --nodes 3 --secure-aggregation all --quiet");
   EXPECT_EQ(pft.code, 2);
   EXPECT_NE(pft.output.find("needs knowledge that adds up"), std::string::npos) << pft.output;

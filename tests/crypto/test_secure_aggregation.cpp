@@ -79,7 +79,7 @@ TEST(SecureAggregation, AGroupsMasksCancelInTheSumAndHideEachMember) {
       total[k] += values[m][k];
       ASSERT_TRUE(to_fixed_ring(values[m][k], ring[k]));
     }
-    add_pairwise_masks(ring.data(), n, ids[m], static_cast<NodeId>(m + 1), group, run, 1);
+    add_pairwise_masks(ring.data(), n, /*stream=*/0, ids[m], static_cast<NodeId>(m + 1), group, run, 1);
     if (m == 0) first_masked = ring;
     for (size_t k = 0; k < n; ++k) masked_sum[k] += ring[k];
   }
@@ -93,13 +93,13 @@ TEST(SecureAggregation, AGroupsMasksCancelInTheSumAndHideEachMember) {
   for (size_t m = 0; m < 4; ++m) {
     std::vector<Ring128> ring(n);
     for (size_t k = 0; k < n; ++k) ASSERT_TRUE(to_fixed_ring(values[m][k], ring[k]));
-    add_pairwise_masks(ring.data(), n, ids[m], static_cast<NodeId>(m + 1), group, run, 1);
+    add_pairwise_masks(ring.data(), n, /*stream=*/0, ids[m], static_cast<NodeId>(m + 1), group, run, 1);
     for (size_t k = 0; k < n; ++k) partial[k] += ring[k];
   }
   // ... until the survivors' seeds with the missing member are removed (Bonawitz's recovery).
   for (size_t m = 0; m < 4; ++m) {
     const MaskSeed s = pairwise_mask_seed(ids[m], static_cast<NodeId>(m + 1), group.at(5), 5, run, 1);
-    apply_mask(s, partial.data(), n, /*subtract=*/true);  // each survivor m + 1 < 5 had added it
+    apply_mask(s, /*stream=*/0, partial.data(), n, /*subtract=*/true);  // each survivor m + 1 < 5 had added it
   }
   for (size_t k = 0; k < n; ++k)
     EXPECT_NEAR(from_fixed_ring(partial[k]), total[k] - values[4][k], 1e-12) << k;

@@ -38,10 +38,9 @@ Knowledge masked_piece(const Features& f, NodeId id, const Contributors& group, 
   StatsKnowledge s = encode_for_masking(compute_stats(f), group, counts_only, "test");
   std::map<NodeId, PublicKey> keys;
   for (NodeId m : group) keys[m] = identity(m).public_key();
-  std::vector<Ring128> flat(masked_size(*s.masked));
-  for (size_t i = 0; i < flat.size(); ++i) flat[i] = *masked_entry(*s.masked, i);
-  add_pairwise_masks(flat.data(), flat.size(), identity(id), id, keys, run, 1);
-  for (size_t i = 0; i < flat.size(); ++i) *masked_entry(*s.masked, i) = flat[i];
+  add_masks(*s.masked, [&](uint64_t stream, Ring128* values, size_t n) {
+    add_pairwise_masks(values, n, stream, identity(id), id, keys, run, 1);
+  });
   k.payload = std::move(s);
   return k;
 }

@@ -93,6 +93,20 @@ TEST(LoopbackSecureAggregation, AStarOfTenWithMaskedStatisticsMatchesTheSimulato
   else fs::remove_all(f.dir);
 }
 
+// On a ring and a chain of real processes every node masks for the whole federation: the first
+// pass carries sums only its last node can read, and the total comes back to every node as the
+// ring's complete knowledge (a chain gains that pass). The simulator does the same, and its
+// result is the plain run's (Cli.SecureAggregationChangesNoPrediction). Ports 23790-23798.
+TEST(LoopbackSecureAggregation, ARingOfFourAndAChainOfFiveMatchTheSimulator) {
+  const auto dir = test_dir("loopback_secagg_pass");
+  const Federation ring = make_federation(dir / "ring", TopologyMode::Ring, 4, "fedcgs", 23790,
+                                          {{"secure-aggregation", "all"}}, small_data());
+  launch_and_expect_simulate(ring);
+  const Federation chain = make_federation(dir / "chain", TopologyMode::Linear, 5, "fedcgs", 23794,
+                                           {{"secure-aggregation", "counts"}}, small_data());
+  launch_and_expect_simulate(chain);
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {

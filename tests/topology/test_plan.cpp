@@ -95,6 +95,39 @@ TEST(TopologyPlan, RingMakesASecondPass) {
   EXPECT_FALSE(p[3].expects(2, PlanMessage::Complete));
 }
 
+// Under secure aggregation a chain makes the ring's second pass, as if its tail were linked to its
+// start (here 2 -> 0 -> 1 -> 3, ids out of order), and only the tail fits a head in phase 1.
+TEST(TopologyPlan, AMaskedChainMakesTheRingsSecondPass) {
+  const Topology t = test::parse(federation("linear") + nodes(4) + edges({{2, 0}, {0, 1}, {1, 3}}));
+  PlanOptions masked;
+  masked.masked_first_pass = true;
+  const auto p = plan_all(t, masked);
+  EXPECT_EQ(p[2].wait_for, Ids{});
+  EXPECT_EQ(p[2].forward_to, Ids{0});
+  EXPECT_EQ(p[2].complete_from, NodeId{3});
+  EXPECT_EQ(p[2].complete_to, NodeId{0});
+  EXPECT_EQ(p[0].complete_from, NodeId{2});
+  EXPECT_EQ(p[0].complete_to, NodeId{1});
+  EXPECT_EQ(p[1].forward_to, Ids{3});
+  EXPECT_EQ(p[1].complete_from, NodeId{0});
+  EXPECT_FALSE(p[1].complete_to);
+  EXPECT_EQ(p[3].wait_for, Ids{1});
+  EXPECT_FALSE(p[3].complete_from);
+  EXPECT_EQ(p[3].complete_to, NodeId{2});
+  EXPECT_EQ(p[1].sources, (std::map<NodeId, Contributors>{{0, Contributors{0, 2}}}));
+  for (const auto& q : p) {
+    EXPECT_EQ(q.fits_head, q.id == 3) << q.id;
+    EXPECT_EQ(q.expected_contributors, range(0, 3));
+  }
+  EXPECT_DOUBLE_EQ(p[2].return_deadline_seconds, 4 * kDefaultDeadlineSeconds);
+  // A ring keeps its passes; only its last node fits a head in phase 1.
+  const Topology ring = test::parse(federation("ring") + nodes(3) + edges({{0, 1}, {1, 2}, {2, 0}}));
+  for (const auto& q : plan_all(ring, masked)) {
+    EXPECT_EQ(q.fits_head, q.id == 2) << q.id;
+    EXPECT_EQ(q.has_phase2(), q.id != 2) << q.id;
+  }
+}
+
 TEST(TopologyPlan, RingStartsWhereTheFileSays) {
   const Topology t = test::parse(federation("ring", "start = 7") + test::node(7) + test::node(3) + test::node(5) +
                                  edges({{3, 5}, {5, 7}, {7, 3}}));
