@@ -70,8 +70,20 @@ int bench_main(int argc, char** argv) {
     keys[static_cast<NodeId>(i)] = ids.back().public_key();
   }
   const RunId run = derive_run_id("bench_secagg");
+  // As in a run: every leaf adds its pair masks and a self mask, and the hub removes the self
+  // masks with the seeds of the unmasking round (no leaf dropped here).
   MaskPlan plan;
   for (int i = 1; i <= leaves; ++i) plan.group.insert(static_cast<NodeId>(i));
+  plan.unmasking_round = true;
+  std::vector<MaskSecrets> secrets(static_cast<size_t>(leaves) + 1);
+  UnmaskRequest round{plan.group, {}};
+  std::map<NodeId, UnmaskReply> replies;
+  for (int i = 1; i <= leaves; ++i) {
+    secrets[static_cast<size_t>(i)] = mask_secrets(ids[static_cast<size_t>(i)], static_cast<NodeId>(i), plan, keys, run);
+    replies[static_cast<NodeId>(i)] = unmask_reply(round, secrets[static_cast<size_t>(i)]);
+  }
+  MaskPlan hub_plan = plan;
+  hub_plan.member = false;
   std::vector<Features> data;
   for (int i = 1; i <= leaves; ++i) data.push_back(leaf_data(n, d, classes, 100 + static_cast<uint64_t>(i)));
 
@@ -90,7 +102,7 @@ int bench_main(int argc, char** argv) {
       ctx.backbone_fingerprint = "bench";
       ctx.num_classes = classes;
       ctx.dim = d;
-      if (masked) ctx.masking = local_masking(ctx.node, plan, mask_seeds(ids[static_cast<size_t>(i)], ctx.node, plan, keys, run));
+      if (masked) ctx.masking = local_masking(ctx.node, plan, secrets[static_cast<size_t>(i)]);
       return ctx;
     };
     const NodeContext plain1 = leaf(1, false), masked1 = leaf(1, true);
@@ -109,8 +121,10 @@ int bench_main(int argc, char** argv) {
     plain_hub.push_back(bench::seconds([&] {
       predictions[0] = method->fit_head(KnowledgeList(plain_pieces), nullptr, hub)->predict(data[0].X);
     }));
+    NodeContext masked_hub_ctx = hub;
+    masked_hub_ctx.unmasking = unmasking(hub_plan, round, replies);
     masked_hub.push_back(bench::seconds([&] {
-      predictions[1] = method->fit_head(KnowledgeList(masked_pieces), nullptr, hub)->predict(data[0].X);
+      predictions[1] = method->fit_head(KnowledgeList(masked_pieces), nullptr, masked_hub_ctx)->predict(data[0].X);
     }));
     if (predictions[0] != predictions[1]) {
       std::fprintf(stderr, "bench_secagg: the masked run predicts otherwise than the plain one\n");

@@ -8,8 +8,14 @@
 #include "core/secret_rng.h"
 #include "crypto/keys.h"
 
+#include <string_view>
+
 namespace fednode {
 
 SecretKey32 derive_noise_key(const Identity& identity, const RunId& run);
+
+// The same construction for another per-run secret of the node, named by `context` (e.g.
+// secure aggregation's self-mask seed, crypto/secure_aggregation.h).
+SecretKey32 derive_run_secret(const Identity& identity, std::string_view context, const RunId& run);
 
 }  // namespace fednode

@@ -1,6 +1,7 @@
 #include "crypto/secure_aggregation.h"
 
 #include "crypto/errors.h"
+#include "crypto/noise_key.h"
 #include "crypto/secret_access.h"
 
 #include <sodium.h>
@@ -21,6 +22,10 @@ void put_le(uint8_t* out, uint64_t v, int bytes) {
 }
 
 }  // namespace
+
+MaskSeed self_mask_seed(const Identity& me, const RunId& run) {
+  return derive_run_secret(me, "fednode/1 secagg self mask", run);
+}
 
 MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
                             uint64_t group_tag) {

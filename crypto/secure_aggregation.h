@@ -24,6 +24,12 @@ namespace fednode {
 
 using MaskSeed = SecretKey32;
 
+// A node's self-mask seed for one run (double masking, Bonawitz et al.: the star's leaves add
+// ChaCha20(self seed) on top of their pair masks, so that a piece arriving after its pair seeds
+// were revealed for a dropout still says nothing): derive_run_secret of "fednode/1 secagg self
+// mask" (crypto/noise_key.h). Secret until the node reveals it as a survivor; the same on a restart.
+MaskSeed self_mask_seed(const Identity& me, const RunId& run);
+
 // Throws SecurityError(InvalidKey) for a peer key that is a low-order point.
 MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
                             uint64_t group_tag);

@@ -53,6 +53,13 @@ std::vector<Payload> sample_payloads() {
   versions.ciphers = {"aes-256-gcm", "chacha20-poly1305"};
   out.push_back(versions);
   out.push_back(ErrorMessage{ErrorReason::Busy, 3, false, "later"});
+  out.push_back(UnmaskRequest{{1, 2, 4}, {3}});
+  UnmaskReply reply;
+  reply.survivors = {1, 2, 4};
+  reply.dropped = {3};
+  reply.self_seed.fill(0x5e);
+  reply.pair_seeds[3].fill(0xa1);
+  out.push_back(reply);
   for (auto type : {CovarianceType::Full, CovarianceType::Diag, CovarianceType::Spherical})
     out.push_back(test::sample_gmm(1, type, 2, 3, 3));
   Knowledge sketched = test::sample_gmm(1, CovarianceType::Diag, 2, 3, 3);
@@ -76,6 +83,8 @@ const char* payload_target(MessageType type) {
     case MessageType::Head: return "payload_head";
     case MessageType::Ack: return "payload_ack";
     case MessageType::Error: return "payload_error";
+    case MessageType::UnmaskRequest: return "payload_unmask_request";
+    case MessageType::UnmaskReply: return "payload_unmask_reply";
   }
   return "payload_other";
 }

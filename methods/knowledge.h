@@ -90,6 +90,15 @@ struct LocalMasking {
   AddMasks add_masks;
 };
 
+// How a star's hub reads its leaves' masked sum after secure aggregation's unmasking round: the
+// masks that do not cancel among the survivors (their self masks, their pair masks with the
+// dropped) taken off, after which the sum is that of the survivors' pieces alone.
+struct Unmasking {
+  Contributors group;      // the mask group the round was for
+  Contributors survivors;  // whose pieces the sum must hold, exactly
+  AddMasks remove;
+};
+
 // FedCGS: additive statistics, accumulated in double precision. With `masked`, the statistics are
 // the plain parts plus the masked parts once unmasked (methods/fedcgs/masked_stats.h); a masked
 // part's plain counterpart is then zero.

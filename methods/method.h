@@ -133,6 +133,9 @@ struct NodeContext {
   // this before combining it with anything (for what it sends and for its own head alike), so
   // that a sum reads back only once every member's piece is in it. Null: the node masks nothing.
   std::shared_ptr<const LocalMasking> masking;
+  // A star's hub after the unmasking round: applied to a masked sum of exactly the survivors'
+  // pieces before it is read. Null before the round, and for every other node.
+  std::shared_ptr<const Unmasking> unmasking;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so

@@ -14,7 +14,8 @@ constexpr int kRejectionLines = 20;
 constexpr double kRejectionWindow = 10.0;
 
 bool routed(MessageType t) {
-  return t == MessageType::Knowledge || t == MessageType::Complete || t == MessageType::Head;
+  return t == MessageType::Knowledge || t == MessageType::Complete || t == MessageType::Head ||
+         t == MessageType::UnmaskRequest || t == MessageType::UnmaskReply;
 }
 
 }  // namespace

@@ -115,9 +115,12 @@ std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) co
     else if (hello.num_classes != ctx.num_classes) why << hello.num_classes << " classes, not " << ctx.num_classes;
     return why.str();
   }
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply) return unmask_refusal(from, type, p);
   const auto kind = routing_kind(type);
   if (!kind || !config_.plan.expects(from, *kind))
     return "the topology does not send this node " + std::string(to_string(type)) + " from there";
+  if (type == MessageType::Knowledge && runs_unmasking_round() && unmask_request_ && unmask_request_->dropped.count(from))
+    return "declared dropped in secure aggregation's unmasking round, whose seeds would now unmask this piece alone";
   const Contributors* contributors = nullptr;
   if (type == MessageType::Head) {
     const auto& hm = std::get<HeadMessage>(p);
@@ -145,6 +148,31 @@ std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) co
   return "";
 }
 
+std::string Machine::unmask_refusal(NodeId from, MessageType type, const Payload& p) const {
+  const auto& masks = config_.masks;
+  const bool request = type == MessageType::UnmaskRequest;
+  const UnmaskRequest asked = request ? std::get<UnmaskRequest>(p)
+                                      : UnmaskRequest{std::get<UnmaskReply>(p).survivors, std::get<UnmaskReply>(p).dropped};
+  if (request ? !(masks && masks->unmasking_round && masks->member && config_.plan.head_from == from)
+              : !runs_unmasking_round())
+    return std::string("only ") + (request ? "a star's leaf takes unmasking requests from its hub" : "a star's hub takes unmasking answers") +
+           ", under secure aggregation";
+  Contributors named = asked.survivors;
+  for (NodeId d : asked.dropped)
+    if (!named.insert(d).second) return "node " + std::to_string(d) + " is both a survivor and dropped";
+  if (named != masks->group) return "it splits " + to_string(named) + ", not the mask group " + to_string(masks->group);
+  const NodeId survivor = request ? config_.ctx.node : from;
+  if (!asked.survivors.count(survivor)) return who(survivor) + " is not among the survivors it names";
+  if (unmask_request_ && (unmask_request_->survivors != asked.survivors || unmask_request_->dropped != asked.dropped))
+    return "it names other survivors (" + to_string(asked.survivors) + ") than the request " +
+           (request ? "this node answered" : "this hub made") + " (" + to_string(unmask_request_->survivors) +
+           "): answering both could unmask one leaf's statistics";
+  if (!request && std::get<UnmaskReply>(p).pair_seeds.size() != asked.dropped.size())
+    return "it holds " + std::to_string(std::get<UnmaskReply>(p).pair_seeds.size()) + " pair seeds for " +
+           std::to_string(asked.dropped.size()) + " dropped leaves";
+  return "";
+}
+
 bool Machine::awaits_knowledge_from(NodeId from) const {
   for (PlanMessage kind : {PlanMessage::Knowledge, PlanMessage::Complete})
     if (config_.plan.expects(from, kind) && !progress_.has(from, kind)) return true;
@@ -152,6 +180,9 @@ bool Machine::awaits_knowledge_from(NodeId from) const {
 }
 
 bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
+  // A request is answered again: the hub may have lost the answer in a crash.
+  if (type == MessageType::UnmaskRequest) return false;
+  if (type == MessageType::UnmaskReply) return unmask_replies_.count(from) > 0;
   if (type == MessageType::Head) {
     // A head covering more than the one held is the hub's refit on knowledge that came late.
     return hub_head_ && includes(hub_head_->contributors, std::get<HeadMessage>(p).contributors);
@@ -187,6 +218,21 @@ KnowledgeList Machine::knowledge_held(const std::vector<P>& held) const {
 
 Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
   Actions out;
+  if (type == MessageType::UnmaskRequest) {
+    unmask_request_ = std::get<UnmaskRequest>(std::move(payload));
+    // A request replayed on a restart is answered once the restart says the head is not in yet.
+    if (fresh) answer_unmask_request(out);
+    else unmask_answer_due_ = true;
+    return out;
+  }
+  if (type == MessageType::UnmaskReply) {
+    auto reply = std::get<UnmaskReply>(std::move(payload));
+    // A hub restarted before its round ended takes its decision back from the answers it holds.
+    if (!unmask_request_) unmask_request_ = UnmaskRequest{reply.survivors, reply.dropped};
+    unmask_replies_[from] = std::move(reply);
+    if (fresh) say("received the unmasking answer of " + who(from));
+    return out;
+  }
   const auto kind = *routing_kind(type);
   if (type == MessageType::Head) {
     const bool refreshed = hub_head_.has_value();
@@ -262,6 +308,7 @@ void Machine::restart(bool phase1_done, bool phase2_done, std::shared_ptr<const 
     progress_.merged();
   }
   if (phase2_done && progress_.stage() == PlanProgress::Stage::Return) progress_.completed();
+  if (progress_.finished()) unmask_answer_due_ = false;  // the head is in: the hub's round is over
   // Knowledge stored after the last head was fitted (the node was killed before it refitted).
   if (progress_.finished() && outcome_.head && held_knowledge_adds_to_head()) refit_pending_ = true;
 }
@@ -300,12 +347,13 @@ Machine::Standing Machine::standing() const {
 Actions Machine::tick(double now) {
   Actions out;
   const NodePlan& plan = config_.plan;
+  if (unmask_answer_due_) answer_unmask_request(out);
   if (progress_.stage() == PlanProgress::Stage::Gather) {
     if (!progress_.ready_to_merge() && now - std::max(stage_started_, last_inbound_) > plan.deadline_seconds) {
       progress_.deadline_passed();
       give_up_on_missing(plan.deadline_seconds);
     }
-    if (progress_.ready_to_merge()) {
+    if (progress_.ready_to_merge() && unmasking_round(out, now)) {
       outcome_.seconds_waiting += now - stage_started_;
       phase1(out, now);
     }
@@ -323,6 +371,79 @@ Actions Machine::tick(double now) {
   }
   if (progress_.finished() && refit_pending_) refit(out);
   return out;
+}
+
+bool Machine::unmasking_round(Actions& out, double now) {
+  if (!runs_unmasking_round() || unmask_given_up_ || config_.ctx.unmasking) return true;
+  const MaskPlan& masks = *config_.masks;
+  auto give_up = [&](const std::string& why) {
+    // Unreadable without the round: the masked pieces are dropped, and the head stands on the
+    // hub's own data (the run ends incomplete, naming them).
+    Contributors held;
+    for (NodeId m : masks.group)
+      if (progress_.has(m, PlanMessage::Knowledge)) {
+        held.insert(m);
+        add_once(outcome_.discarded_from, m);
+      }
+    warn(why + "; discarding the masked statistics of " + to_string(held));
+    pieces_.erase(std::remove_if(pieces_.begin(), pieces_.end(), [&](const Piece& p) { return held.count(p.from) > 0; }),
+                  pieces_.end());
+    if (folded_) folded_ = config_.method->start_head_sum(config_.ctx);
+    folded_pieces_.clear();
+    unmask_given_up_ = true;
+    return true;
+  };
+  if (!unmask_request_) {
+    UnmaskRequest r;
+    for (NodeId m : masks.group) (progress_.has(m, PlanMessage::Knowledge) ? r.survivors : r.dropped).insert(m);
+    if (r.survivors.size() < 2)
+      return give_up("secure aggregation: " + std::to_string(r.survivors.size()) +
+                     " leaf's masked statistics arrived, and a sum of one is that leaf's statistics");
+    unmask_request_ = r;
+  }
+  const UnmaskRequest& decision = *unmask_request_;
+  if (!unmask_asked_) {
+    unmask_asked_ = true;
+    unmask_asked_at_ = now;
+    for (NodeId s : decision.survivors) {
+      if (unmask_replies_.count(s)) continue;
+      Action a;
+      a.kind = Action::Kind::Send;
+      a.to = s;
+      a.type = MessageType::UnmaskRequest;
+      a.phase = 1;
+      a.payload = std::make_shared<const Payload>(decision);
+      out.push_back(std::move(a));
+    }
+    say("secure aggregation: asking " + to_string(decision.survivors) + " for the seeds that unmask their sum" +
+        (decision.dropped.empty() ? std::string() : " (dropped: " + to_string(decision.dropped) + ")"));
+  }
+  for (NodeId s : decision.survivors)
+    if (!unmask_replies_.count(s)) {
+      if (now - std::max(unmask_asked_at_, last_inbound_) <= config_.plan.deadline_seconds) return false;
+      return give_up("secure aggregation: " + who(s) + " did not answer the unmasking request within " +
+                     seconds_text(config_.plan.deadline_seconds) + " s, and without its seeds the sum cannot be read");
+    }
+  config_.ctx.unmasking = unmasking(masks, decision, unmask_replies_);
+  return true;
+}
+
+void Machine::answer_unmask_request(Actions& out) {
+  unmask_answer_due_ = false;
+  const UnmaskRequest& r = *unmask_request_;
+  Action a;
+  a.kind = Action::Kind::Send;
+  a.to = *config_.plan.head_from;
+  a.type = MessageType::UnmaskReply;
+  a.phase = 2;
+  a.counted_bytes = static_cast<int64_t>(32 * (1 + r.dropped.size()));
+  a.payload = std::make_shared<const Payload>(unmask_reply(r, config_.mask_secrets));
+  out.push_back(std::move(a));
+  Action said;
+  said.kind = Action::Kind::Say;
+  said.line = "secure aggregation: answering the hub's unmasking request with this node's self seed" +
+              (r.dropped.empty() ? std::string() : " and its pair seeds with the dropped " + to_string(r.dropped));
+  out.push_back(std::move(said));
 }
 
 void Machine::give_up_on_missing(double deadline) {

@@ -15,11 +15,13 @@
 #include "core/log.h"
 #include "methods/method.h"
 #include "node/phases.h"
+#include "node/secure_aggregation.h"
 #include "protocol/messages.h"
 #include "topology/plan.h"
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,7 +35,7 @@ struct Topology;
 // What a driver carries out for the machine, in order.
 struct Action {
   enum class Kind {
-    Send,         // seal `knowledge` or `head` for `to` as `type`, queue it in `phase`
+    Send,         // seal `knowledge`, `head` or `payload` for `to` as `type`, queue it in `phase`
     HeadChanged,  // `head` on `contributors` is the node's head now: persist it, tell the app
     PhaseDone,    // everything phase `phase` sends is queued: mark the phase done
     Say,          // `line`, for people: what the actions before it did, once they are carried out
@@ -44,6 +46,7 @@ struct Action {
   int phase = 0;                              // 1, 2 or kOfferPhase (node/state_store.h)
   std::shared_ptr<const Knowledge> knowledge;
   std::shared_ptr<const Head> head;
+  std::shared_ptr<const Payload> payload;     // secure aggregation's UnmaskRequest or UnmaskReply
   Contributors contributors;                  // of `head`
   int64_t counted_bytes = 0;                  // the payload as `fednode simulate` counts it
   std::string line;
@@ -69,6 +72,10 @@ struct MachineConfig {
   Precision transfer = Precision::Float32;  // how knowledge travels (counted_bytes)
   Say say;  // human-readable lines, with their level; may be empty
   std::function<void(NodeId from, const Knowledge&)> on_knowledge;  // a fresh piece accepted; may be empty
+  // Secure aggregation (node/secure_aggregation.h): the node's mask group and its seeds. The
+  // method masks with ctx.masking; the machine runs a star's unmasking round with these. Unset: off.
+  std::optional<MaskPlan> masks;
+  MaskSecrets mask_secrets;
 };
 
 // How `method` sends knowledge: FedPFT's float16 transfer, or float32.
@@ -184,6 +191,15 @@ class Machine {
   void adopt_late_head(NodeId from, Actions& out);
   // A star leaf whose hub's head leaves out the leaf's own data waits for the hub's refit.
   bool waiting_for_refit(double now);
+  // A star's hub under secure aggregation, once its leaves' pieces are in or given up on: names
+  // the survivors, asks each for the seeds that unmask their sum, and waits for every answer (or
+  // a deadline). True when phase 1 may go on: with ctx.unmasking set, or without it when the
+  // round cannot complete (then the masked pieces cannot be read and are discarded).
+  bool unmasking_round(Actions& out, double now);
+  bool runs_unmasking_round() const { return config_.masks && config_.masks->unmasking_round && !config_.masks->member; }
+  // A star's leaf: the answer to the hub's request it accepted.
+  void answer_unmask_request(Actions& out);
+  std::string unmask_refusal(NodeId from, MessageType type, const Payload& p) const;
   // The deadline of the current stage passed: name those given up on.
   void give_up_on_missing(double deadline);
   // Sends the hub's head to every leaf, in phase 1 or as an offer after a refit.
@@ -222,6 +238,15 @@ class Machine {
   bool late_change_ = false;
   double stage_started_ = 0;
   double last_inbound_ = 0;
+  // Secure aggregation's unmasking round (docs/privacy.md, "Dropouts"). The hub's decision, or
+  // the first request a leaf answered (a leaf answers no other: two answers for different
+  // survivors could give one leaf's self seed and every pair seed with it away).
+  std::optional<UnmaskRequest> unmask_request_;
+  std::map<NodeId, UnmaskReply> unmask_replies_;  // the hub's, by survivor
+  bool unmask_asked_ = false;        // the hub sent its requests in this life of the node
+  bool unmask_given_up_ = false;
+  double unmask_asked_at_ = 0;
+  bool unmask_answer_due_ = false;   // a leaf: a request replayed on a restart, answered at the next tick
 };
 
 }  // namespace fednode

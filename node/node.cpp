@@ -64,7 +64,7 @@ struct Node::Impl {
   // Secure aggregation (node/secure_aggregation.h): the group and the pair seeds, also taken
   // from the identity before `channel`.
   std::optional<MaskPlan> masks;
-  std::map<NodeId, MaskSeed> mask_seeds;
+  MaskSecrets mask_secrets;
   SecureChannel channel;
   std::unique_ptr<Method> method;
   std::unique_ptr<Machine> machine;
@@ -96,15 +96,15 @@ struct Node::Impl {
 
   Impl(NodeConfig c, Identity identity)
       : config(std::move(c)),
-        plan(plan_for(config.topology, config.id, plan_options(config.topology, config.method))),
+        plan(plan_for(config.topology, config.id, plan_options(config.method))),
         curve_keys(config.topology.hop_encryption() == HopEncryption::Curve
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
         noise_key(derive_noise_key(identity, derive_run_id(config.run_name))),
         masks(mask_plan(config.topology, plan, config.method)),
-        mask_seeds(masks ? fednode::mask_seeds(identity, config.id, *masks, peer_keys(config.topology),
-                                               derive_run_id(config.run_name))
-                         : std::map<NodeId, MaskSeed>{}),
+        mask_secrets(masks ? fednode::mask_secrets(identity, config.id, *masks, peer_keys(config.topology),
+                                                   derive_run_id(config.run_name))
+                           : MaskSecrets{}),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(config.topology),
                 config.limits) {}
 
@@ -148,7 +148,9 @@ struct Node::Impl {
     method = make_method(config.method);
     MachineConfig m = machine_config(config, plan, *method, stop);
     m.ctx.noise_key = noise_key;
-    if (masks) m.ctx.masking = local_masking(config.id, *masks, mask_seeds);
+    m.masks = masks;
+    m.mask_secrets = mask_secrets;
+    if (masks && masks->member) m.ctx.masking = local_masking(config.id, *masks, mask_secrets);
     result.privacy = privacy_ledger(*method, plan, config.local, m.ctx);
     encode.precision = m.transfer;
     m.say = sink();
@@ -294,6 +296,7 @@ struct Node::Impl {
       switch (a.kind) {
         case Action::Kind::Send:
           if (a.knowledge) queue_knowledge(a);
+          else if (a.payload) queue(a.to, a.type, a.phase, *a.payload, a.counted_bytes);
           else queue(a.to, a.type, a.phase, Payload(HeadMessage{a.head, a.contributors, config.backbone_fingerprint}),
                      a.counted_bytes);
           break;

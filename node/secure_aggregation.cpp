@@ -8,10 +8,9 @@
 
 namespace fednode {
 
-PlanOptions plan_options(const Topology& topology, const MethodOptions& method) {
+PlanOptions plan_options(const MethodOptions& method) {
   PlanOptions o;
-  o.masked_first_pass = method.secure_aggregation != SecureAggregation::Off &&
-                        (topology.federation.mode == TopologyMode::Linear || topology.federation.mode == TopologyMode::Ring);
+  o.secure_aggregation = method.secure_aggregation != SecureAggregation::Off;
   return o;
 }
 
@@ -24,7 +23,8 @@ std::optional<MaskPlan> mask_plan(const Topology& topology, const NodePlan& plan
       const NodeId hub = *topology.federation.hub;
       for (const auto& n : topology.nodes)
         if (n.id != hub) m.group.insert(n.id);
-      if (plan.id == hub) return std::nullopt;
+      m.member = plan.id != hub;
+      m.unmasking_round = true;
       if (m.group.size() < 2)
         throw InputError("secure aggregation needs at least two leaves: the hub would read a single leaf's statistics");
       return m;
@@ -45,26 +45,56 @@ std::optional<MaskPlan> mask_plan(const Topology& topology, const NodePlan& plan
       "and no node there is sure to hold every member's piece (docs/privacy.md, \"Secure aggregation\")");
 }
 
-std::map<NodeId, MaskSeed> mask_seeds(const Identity& me, NodeId me_id, const MaskPlan& plan,
-                                      const std::map<NodeId, PublicKey>& keys, const RunId& run) {
-  std::map<NodeId, MaskSeed> seeds;
+MaskSecrets mask_secrets(const Identity& me, NodeId me_id, const MaskPlan& plan,
+                         const std::map<NodeId, PublicKey>& keys, const RunId& run) {
+  MaskSecrets secrets;
+  if (!plan.member) return secrets;
   for (NodeId peer : plan.group) {
     if (peer == me_id) continue;
     const auto key = keys.find(peer);
     if (key == keys.end()) throw InputError("secure aggregation: node " + std::to_string(peer) + " has no public key");
-    seeds[peer] = pairwise_mask_seed(me, me_id, key->second, peer, run, plan.tag);
+    secrets.pairs[peer] = pairwise_mask_seed(me, me_id, key->second, peer, run, plan.tag);
   }
-  return seeds;
+  if (plan.unmasking_round) secrets.self = self_mask_seed(me, run);
+  return secrets;
 }
 
-std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& plan, std::map<NodeId, MaskSeed> seeds) {
+std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& plan, const MaskSecrets& secrets) {
   auto m = std::make_shared<LocalMasking>();
   m->group = plan.group;
   m->counts_only = plan.counts_only;
-  m->add_masks = [me, seeds = std::move(seeds)](uint64_t stream, Ring128* values, size_t n) {
-    for (const auto& [peer, seed] : seeds) apply_mask(seed, stream, values, n, /*subtract=*/peer < me);
+  m->add_masks = [me, secrets](uint64_t stream, Ring128* values, size_t n) {
+    for (const auto& [peer, seed] : secrets.pairs) apply_mask(seed, stream, values, n, /*subtract=*/peer < me);
+    if (secrets.self) apply_mask(*secrets.self, stream, values, n, /*subtract=*/false);
   };
   return m;
+}
+
+UnmaskReply unmask_reply(const UnmaskRequest& request, const MaskSecrets& secrets) {
+  if (!secrets.self) throw std::logic_error("an unmasking request answered without a self seed");
+  UnmaskReply r;
+  r.survivors = request.survivors;
+  r.dropped = request.dropped;
+  r.self_seed = *secrets.self;
+  for (NodeId d : request.dropped) r.pair_seeds[d] = secrets.pairs.at(d);
+  return r;
+}
+
+std::shared_ptr<const Unmasking> unmasking(const MaskPlan& plan, const UnmaskRequest& decision,
+                                           const std::map<NodeId, UnmaskReply>& replies) {
+  auto u = std::make_shared<Unmasking>();
+  u->group = plan.group;
+  u->survivors = decision.survivors;
+  std::vector<std::pair<NodeId, UnmaskReply>> answers(replies.begin(), replies.end());
+  u->remove = [answers](uint64_t stream, Ring128* values, size_t n) {
+    for (const auto& [survivor, reply] : answers) {
+      apply_mask(reply.self_seed, stream, values, n, /*subtract=*/true);
+      // The survivor added the pair mask when the dropped leaf's id is larger, subtracted it otherwise.
+      for (const auto& [dropped, seed] : reply.pair_seeds)
+        apply_mask(seed, stream, values, n, /*subtract=*/dropped > survivor);
+    }
+  };
+  return u;
 }
 
 Identity simulation_identity(uint64_t seed, NodeId node) {

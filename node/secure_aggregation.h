@@ -7,12 +7,13 @@
 // A star's leaves form one group, and the hub reads only their sum. On a chain or a ring every
 // node is in the group: the first pass carries sums that stay masked until its last node adds its
 // own piece, and the total it reads then travels back as the ring's complete knowledge (a chain
-// gains that second pass: PlanOptions::masked_first_pass).
+// gains that second pass: PlanOptions::secure_aggregation).
 #pragma once
 
 #include "crypto/keys.h"
 #include "crypto/secure_aggregation.h"
 #include "methods/method.h"
+#include "protocol/messages.h"
 #include "topology/plan.h"
 
 #include <map>
@@ -22,27 +23,46 @@
 namespace fednode {
 
 struct MaskPlan {
-  Contributors group;     // every member masks with every other; the masks cancel in their sum
-  uint64_t tag = 1;       // names the group in the seeds (crypto/secure_aggregation.h)
+  Contributors group;       // every member masks with every other; the masks cancel in their sum
+  uint64_t tag = 1;         // names the group in the seeds (crypto/secure_aggregation.h)
   bool counts_only = false;
+  bool member = true;       // masks its own summary; false for a star's hub, which reads the sum
+  // A star: every leaf adds a self mask too (double masking), and the hub runs the unmasking
+  // round that removes the self masks and recovers from leaves that dropped out.
+  bool unmasking_round = false;
 };
 
-// How secure aggregation changes the plans of `topology`'s nodes (topology/plan.h).
-PlanOptions plan_options(const Topology& topology, const MethodOptions& method);
+// What a member masks with. Secret: only the node itself computes them.
+struct MaskSecrets {
+  std::map<NodeId, MaskSeed> pairs;  // with every other member
+  std::optional<MaskSeed> self;      // with MaskPlan::unmasking_round
+};
 
-// The group `plan`'s node masks its knowledge for; nullopt when it masks nothing (secure
-// aggregation off, or a star's hub, which sends only its head). Throws InputError for a
-// topology secure aggregation does not cover (a graph), or a group in which someone would read
-// a single other node's statistics.
+// How secure aggregation changes the nodes' plans (topology/plan.h).
+PlanOptions plan_options(const MethodOptions& method);
+
+// The group `plan`'s node takes part in; nullopt when secure aggregation is off. Throws
+// InputError for a topology secure aggregation does not cover (a graph), or a group in which
+// someone would read a single other node's statistics.
 std::optional<MaskPlan> mask_plan(const Topology& topology, const NodePlan& plan, const MethodOptions& method);
 
-// The node's seed with every other member of the group.
-std::map<NodeId, MaskSeed> mask_seeds(const Identity& me, NodeId me_id, const MaskPlan& plan,
-                                      const std::map<NodeId, PublicKey>& keys, const RunId& run);
+// The member's seeds (none for a node that is not a member).
+MaskSecrets mask_secrets(const Identity& me, NodeId me_id, const MaskPlan& plan,
+                         const std::map<NodeId, PublicKey>& keys, const RunId& run);
 
 // What the node's method masks its own summary with (NodeContext::masking): node `me` adds the
-// stream of every pair seed, or subtracts it when the peer's id is the smaller.
-std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& plan, std::map<NodeId, MaskSeed> seeds);
+// stream of every pair seed, or subtracts it when the peer's id is the smaller, and its self mask.
+std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& plan, const MaskSecrets& secrets);
+
+// A survivor's answer to the hub's unmasking request: its self seed and its pair seeds with the
+// dropped (UnmaskReply). Throws std::logic_error for a node without those secrets.
+UnmaskReply unmask_reply(const UnmaskRequest& request, const MaskSecrets& secrets);
+
+// What a star's hub removes from the leaves' masked sum once every survivor answered
+// (NodeContext::unmasking): each survivor's self mask, and the masks it shared with each dropped
+// leaf, with the sign it added them with.
+std::shared_ptr<const Unmasking> unmasking(const MaskPlan& plan, const UnmaskRequest& decision,
+                                           const std::map<NodeId, UnmaskReply>& replies);
 
 // A simulation has no key pairs: it makes them, and its run id, from the seed (as public as the
 // seed, which is what a simulation is for).

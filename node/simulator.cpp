@@ -65,10 +65,12 @@ class InMemoryFederation {
       nodes_[a.to].bytes_received += a.counted_bytes;
       Machine& to = *machines_[a.to];
       const auto seq = ++sent_[from];
+      const NodeId sender = static_cast<NodeId>(from);
       deliver(static_cast<int>(a.to),
-              a.knowledge ? to.accept(static_cast<NodeId>(from), seq, a.type, std::move(a.knowledge), true, 0.0)
-                          : to.accept(static_cast<NodeId>(from), seq, a.type,
-                                      Payload(HeadMessage{a.head, a.contributors, fingerprint_}), true, 0.0));
+              a.knowledge ? to.accept(sender, seq, a.type, std::move(a.knowledge), true, 0.0)
+              : a.payload ? to.accept(sender, seq, a.type, Payload(*a.payload), true, 0.0)
+                          : to.accept(sender, seq, a.type, Payload(HeadMessage{a.head, a.contributors, fingerprint_}),
+                                      true, 0.0));
     }
   }
 
@@ -114,7 +116,7 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
   build.seed = options.seed;
   build.method = options.method.method;
   const Topology topology = build_topology(build);
-  const std::vector<NodePlan> plans = plan_all(topology, plan_options(topology, options.method));
+  const std::vector<NodePlan> plans = plan_all(topology, plan_options(options.method));
   const auto& say = options.progress;
   const RunId run = simulation_run_id(options.seed);
   std::map<NodeId, PublicKey> keys;
@@ -132,10 +134,11 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
     m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
     report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
-    if (const auto masks = mask_plan(topology, plans[i], options.method))
-      m.ctx.masking = local_masking(static_cast<NodeId>(i), *masks,
-                                    mask_seeds(simulation_identity(options.seed, static_cast<NodeId>(i)),
-                                               static_cast<NodeId>(i), *masks, keys, run));
+    if ((m.masks = mask_plan(topology, plans[i], options.method))) {
+      m.mask_secrets = mask_secrets(simulation_identity(options.seed, static_cast<NodeId>(i)), static_cast<NodeId>(i),
+                                    *m.masks, keys, run);
+      if (m.masks->member) m.ctx.masking = local_masking(static_cast<NodeId>(i), *m.masks, m.mask_secrets);
+    }
     if (options.on_knowledge)
       m.on_knowledge = [&options, i](NodeId from, const Knowledge& k) { options.on_knowledge(static_cast<NodeId>(i), from, k); };
     m.transfer = transfer_precision(options.method);

@@ -62,7 +62,7 @@ EnvelopeHeader decode_header(std::string_view bytes, const Limits& limits) {
                         "header: protocol version " + std::to_string(version) + ", this node speaks 1 and 2");
   h.version = static_cast<uint32_t>(version);
   const uint64_t type = map.uint("type");
-  if (type < 1 || type > static_cast<uint8_t>(MessageType::Complete))
+  if (type < 1 || type > static_cast<uint8_t>(MessageType::UnmaskReply))
     throw ProtocolError(ProtocolErrorCode::UnknownMessageType,
                         "header.type: unknown message type " + std::to_string(type));
   h.type = static_cast<MessageType>(type);

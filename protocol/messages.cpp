@@ -14,6 +14,8 @@ const char* to_string(MessageType t) {
     case MessageType::Ack: return "ack";
     case MessageType::Error: return "error";
     case MessageType::Complete: return "complete";
+    case MessageType::UnmaskRequest: return "unmask request";
+    case MessageType::UnmaskReply: return "unmask reply";
   }
   return "unknown";
 }
@@ -38,7 +40,9 @@ MessageType type_of(const Payload& p) {
     case 1: return MessageType::Knowledge;
     case 2: return MessageType::Head;
     case 3: return MessageType::Ack;
-    default: return MessageType::Error;
+    case 4: return MessageType::Error;
+    case 5: return MessageType::UnmaskRequest;
+    default: return MessageType::UnmaskReply;
   }
 }
 

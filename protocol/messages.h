@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,7 +38,16 @@ struct StreamLayout {
 // Complete is the ring's second pass (docs/topologies.md, "ring"): the same payload as Knowledge,
 // but a distinct type, because the previous node sends both over the same link and the receiver
 // must know which pass a message belongs to before it merges anything.
-enum class MessageType : uint8_t { Hello = 1, Knowledge = 2, Head = 3, Ack = 4, Error = 5, Complete = 6 };
+enum class MessageType : uint8_t {
+  Hello = 1,
+  Knowledge = 2,
+  Head = 3,
+  Ack = 4,
+  Error = 5,
+  Complete = 6,
+  UnmaskRequest = 7,  // secure aggregation on a star: the hub names the survivors (docs/protocol.md, 5.7)
+  UnmaskReply = 8,    // a survivor's answer: the seeds that let the hub read the survivors' sum (5.8)
+};
 const char* to_string(MessageType t);
 
 
@@ -101,8 +111,26 @@ struct ErrorMessage {
                          // Limits::max_string_bytes (1024 by default)
 };
 
+// Secure aggregation's unmasking round on a star (docs/privacy.md, "Dropouts: the unmasking round"). Once its leaves'
+// masked statistics are in or their deadline passed, the hub asks every leaf whose piece it holds
+// (the survivors) for what removes the masks that did not cancel: each survivor's self mask, and
+// the masks each shared with a leaf whose piece never came (the dropped).
+struct UnmaskRequest {
+  Contributors survivors;  // non-empty, the recipient among them
+  Contributors dropped;    // the rest of the mask group; may be empty
+};
+
+using Seed32 = std::array<uint8_t, 32>;
+
+struct UnmaskReply {
+  Contributors survivors;  // the request answered, repeated: a restarted hub takes its decision back
+  Contributors dropped;
+  Seed32 self_seed{};                  // the sender's self-mask seed
+  std::map<NodeId, Seed32> pair_seeds;  // the sender's pair seed with each dropped leaf, exactly those
+};
+
 // A Knowledge alternative travels as Knowledge or Complete: the header's type tells the two apart.
-using Payload = std::variant<Hello, Knowledge, HeadMessage, Ack, ErrorMessage>;
+using Payload = std::variant<Hello, Knowledge, HeadMessage, Ack, ErrorMessage, UnmaskRequest, UnmaskReply>;
 // The type a payload is sent as by default (Knowledge for a Knowledge, never Complete).
 MessageType type_of(const Payload& p);
 

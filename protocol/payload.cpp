@@ -185,6 +185,93 @@ ErrorMessage read_error(const msgpack::object& o) {
   return e;
 }
 
+// Node id lists of the unmasking round: strictly increasing, possibly empty.
+void pack_ids(Packer& pk, const char* key, const Contributors& ids) {
+  pack_str(pk, key);
+  pack_contributors(pk, ids);
+}
+
+Contributors read_ids(MapReader& map, const char* key, const Limits& limits) {
+  const msgpack::object& o = map.at(key);
+  if (as_array(o, map.path(key)).size == 0) return {};
+  return read_contributors(o, map.path(key), limits);
+}
+
+void check_split(const Contributors& survivors, const Contributors& dropped, const std::string& where) {
+  if (survivors.empty()) throw ProtocolError(ProtocolErrorCode::InvalidValue, where + ".survivors: names nobody");
+  for (NodeId id : dropped)
+    if (survivors.count(id))
+      throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                          where + ": node " + std::to_string(id) + " is both a survivor and dropped");
+}
+
+void pack_seed(Packer& pk, const Seed32& seed) {
+  pack_bin(pk, std::string_view(reinterpret_cast<const char*>(seed.data()), seed.size()));
+}
+
+Seed32 read_seed(const msgpack::object& o, const std::string& path) {
+  const std::string_view b = as_bin(o, path);
+  if (b.size() != 32)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": a seed is 32 bytes, found " + std::to_string(b.size()));
+  Seed32 s;
+  std::copy(b.begin(), b.end(), s.begin());
+  return s;
+}
+
+void pack_unmask_request(Packer& pk, const UnmaskRequest& r) {
+  check_split(r.survivors, r.dropped, "unmask request");
+  pk.pack_map(2);
+  pack_ids(pk, "survivors", r.survivors);
+  pack_ids(pk, "dropped", r.dropped);
+}
+
+UnmaskRequest read_unmask_request(const msgpack::object& o, const Limits& limits) {
+  MapReader map(o, "unmask request");
+  UnmaskRequest r;
+  r.survivors = read_ids(map, "survivors", limits);
+  r.dropped = read_ids(map, "dropped", limits);
+  map.finish();
+  check_split(r.survivors, r.dropped, "unmask request");
+  return r;
+}
+
+void pack_unmask_reply(Packer& pk, const UnmaskReply& r) {
+  check_split(r.survivors, r.dropped, "unmask reply");
+  Contributors named;
+  for (const auto& entry : r.pair_seeds) named.insert(entry.first);
+  if (named != r.dropped)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, "unmask reply: pair seeds must be for exactly the dropped");
+  pk.pack_map(4);
+  pack_ids(pk, "survivors", r.survivors);
+  pack_ids(pk, "dropped", r.dropped);
+  pack_str(pk, "self");
+  pack_seed(pk, r.self_seed);
+  pack_str(pk, "pairs");
+  pk.pack_array(static_cast<uint32_t>(r.pair_seeds.size()));
+  for (const auto& [id, seed] : r.pair_seeds) pack_seed(pk, seed);  // in the order of `dropped`
+}
+
+UnmaskReply read_unmask_reply(const msgpack::object& o, const Limits& limits) {
+  MapReader map(o, "unmask reply");
+  UnmaskReply r;
+  r.survivors = read_ids(map, "survivors", limits);
+  r.dropped = read_ids(map, "dropped", limits);
+  check_split(r.survivors, r.dropped, "unmask reply");
+  r.self_seed = read_seed(map.at("self"), map.path("self"));
+  const auto& pairs = as_array(map.at("pairs"), map.path("pairs"));
+  if (pairs.size != r.dropped.size())
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, map.path("pairs") + ": " + std::to_string(pairs.size) +
+                                                             " seeds for " + std::to_string(r.dropped.size()) +
+                                                             " dropped nodes");
+  uint32_t i = 0;
+  for (NodeId id : r.dropped) {
+    r.pair_seeds[id] = read_seed(pairs.ptr[i], map.path("pairs") + "[" + std::to_string(i) + "]");
+    ++i;
+  }
+  map.finish();
+  return r;
+}
+
 }  // namespace
 
 std::string encode_payload(const Payload& payload, const EncodeOptions& options) {
@@ -199,6 +286,8 @@ std::string encode_payload(const Payload& payload, const EncodeOptions& options)
         else if constexpr (std::is_same_v<T, HeadMessage>) pack_head(pk, out, p);
         else if constexpr (std::is_same_v<T, Ack>) pack_ack(pk, p);
         else if constexpr (std::is_same_v<T, ErrorMessage>) pack_error(pk, p);
+        else if constexpr (std::is_same_v<T, UnmaskRequest>) pack_unmask_request(pk, p);
+        else if constexpr (std::is_same_v<T, UnmaskReply>) pack_unmask_reply(pk, p);
       },
       payload);
   return out;
@@ -265,6 +354,8 @@ Payload decode_payload(const EnvelopeHeader& header, std::string_view bytes, con
     case MessageType::Head: return read_head(doc.root(), limits);
     case MessageType::Ack: return read_ack(doc.root());
     case MessageType::Error: return read_error(doc.root());
+    case MessageType::UnmaskRequest: return read_unmask_request(doc.root(), limits);
+    case MessageType::UnmaskReply: return read_unmask_reply(doc.root(), limits);
   }
   throw ProtocolError(ProtocolErrorCode::UnknownMessageType,
                       "payload: unknown message type " + std::to_string(static_cast<int>(header.type)));

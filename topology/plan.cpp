@@ -80,7 +80,7 @@ class Planner {
     p.mode = t_.federation.mode;
     p.deadline_seconds = t_.federation.deadline_seconds;
     const bool two_passes =
-        p.mode == TopologyMode::Ring || (p.mode == TopologyMode::Linear && options_.masked_first_pass);
+        p.mode == TopologyMode::Ring || (p.mode == TopologyMode::Linear && options_.secure_aggregation);
     switch (two_passes ? TopologyMode::Ring : p.mode) {
       case TopologyMode::Linear:
       case TopologyMode::Graph: {
@@ -130,7 +130,7 @@ class Planner {
           p.return_deadline_seconds = (later + 1) * p.deadline_seconds;
         }
         // Masked partial sums say nothing: only the last node can read what it holds.
-        if (options_.masked_first_pass && v != last_) p.fits_head = false;
+        if (options_.secure_aggregation && v != last_) p.fits_head = false;
         everyone(p);
         break;
       }
@@ -144,7 +144,8 @@ class Planner {
           p.forward_to = {g_.ids[hub_]};
           p.fits_head = false;
           p.head_from = g_.ids[hub_];
-          p.return_deadline_seconds = 2 * p.deadline_seconds;  // the hub's own wait, then ours
+          // The hub's own wait (and its unmasking round under secure aggregation), then ours.
+          p.return_deadline_seconds = (options_.secure_aggregation ? 3 : 2) * p.deadline_seconds;
         }
         everyone(p);
         break;

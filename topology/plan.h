@@ -70,11 +70,12 @@ struct NodePlan {
 
 // What changes the plans beyond the topology itself.
 struct PlanOptions {
-  // Secure aggregation on a linear or ring topology (docs/privacy.md, "Secure aggregation"): the
-  // first pass carries masked sums that nobody but its last node can read, so only that node fits
-  // a head in phase 1, and a chain gains the ring's second pass, which brings every node the head
-  // on the total.
-  bool masked_first_pass = false;
+  // Secure aggregation (docs/privacy.md, "Secure aggregation"). On a chain or ring the first pass
+  // carries masked sums that nobody but its last node can read, so only that node fits a head in
+  // phase 1, and a chain gains the ring's second pass, which brings every node the head on the
+  // total. On a star the hub runs an unmasking round before it fits its head: its leaves wait one
+  // deadline more for the head.
+  bool secure_aggregation = false;
 };
 
 // The topology must have passed validate_topology (the loaders do that). Throws InputError for

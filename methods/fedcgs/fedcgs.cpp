@@ -121,6 +121,7 @@ class FedCgs final : public Method {
     if (sel.use_local)
       sum.add(local_stats(*local, ctx, released, ctx.masking && (released || masked_inputs)), "local statistics");
     StatsKnowledge total = sum.total();
+    if (total.masked && ctx.unmasking) recover(*total.masked, sel.contributors, *ctx.unmasking);
     // Secure aggregation: once the whole mask group is in, the masks have cancelled and the sum
     // is read back; before, what is forwarded stays masked and no head can be fitted on it.
     if (total.masked && (!released || unmaskable(*total.masked, sel.contributors)))

@@ -1,6 +1,7 @@
 #include "methods/fedcgs/masked_stats.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 
 namespace fednode {
@@ -55,6 +56,16 @@ void add_masked(MaskedStats& into, const MaskedStats& piece, const std::string& 
   for (size_t i = 0; i < into.A.size(); ++i) into.A[i] += piece.A[i];
   for (size_t i = 0; i < into.N.size(); ++i) into.N[i] += piece.N[i];
   for (size_t i = 0; i < into.B.size(); ++i) into.B[i] += piece.B[i];
+}
+
+void recover(MaskedStats& sum, const Contributors& contributors, const Unmasking& unmasking) {
+  if (sum.group != unmasking.group) return;
+  Contributors members;
+  std::set_intersection(contributors.begin(), contributors.end(), sum.group.begin(), sum.group.end(),
+                        std::inserter(members, members.end()));
+  if (members != unmasking.survivors) return;
+  add_masks(sum, unmasking.remove);
+  sum.group = unmasking.survivors;
 }
 
 bool unmaskable(const MaskedStats& m, const Contributors& contributors) {

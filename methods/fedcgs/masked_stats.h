@@ -19,6 +19,12 @@ StatsKnowledge encode_for_masking(const StatsKnowledge& plain, const Contributor
 // A is stream 0, N 1, B 2.
 void add_masks(MaskedStats& m, const AddMasks& add);
 
+// A star's masked sum after the unmasking round (NodeContext::unmasking): when `contributors`
+// hold exactly the round's survivors of its group, their leftover masks are removed and the sum
+// counts as the survivors' group, which unmask() then reads. Otherwise nothing changes (and
+// unmask() says whose pieces are missing).
+void recover(MaskedStats& sum, const Contributors& contributors, const Unmasking& unmasking);
+
 // into.masked += piece.masked (entry by entry, modulo 2^128); the plain parts are not touched.
 // Throws InputError naming `where` for another group, mode or shape.
 void add_masked(MaskedStats& into, const MaskedStats& piece, const std::string& where);

@@ -2,6 +2,7 @@
 // sums them exactly, pair seeds agree at both ends and nowhere else, and a group's masks cancel
 // in the sum while one masked vector decodes to nothing like the values it hides.
 #include "core/fixed_ring.h"
+#include "crypto/noise_key.h"
 #include "crypto/run_id.h"
 #include "crypto/secure_aggregation.h"
 #include "crypto/shamir.h"
@@ -57,6 +58,21 @@ TEST(SecureAggregation, BothEndsOfAPairDeriveOneSeedThatDependsOnRunGroupAndPair
   EXPECT_NE(pairwise_mask_seed(a, 1, b.public_key(), 2, other, 7), ab);
   EXPECT_NE(pairwise_mask_seed(a, 1, b.public_key(), 2, run, 8), ab);
   EXPECT_NE(pairwise_mask_seed(a, 1, b.public_key(), 5, run, 7), ab) << "the ids are bound too";
+}
+
+// A leaf's self seed is its own (another key gives another), the same on a restart, another in
+// another run, and not its DP noise key, which the same construction makes under another name.
+TEST(SecureAggregation, ASelfSeedIsTheNodesOwnPerRunSecret) {
+  const RunId run = derive_run_id("self-seed-test"), other = derive_run_id("self-seed-test-2");
+  EXPECT_EQ(self_mask_seed(identity(1), run), self_mask_seed(identity(1), run));
+  EXPECT_NE(self_mask_seed(identity(1), run), self_mask_seed(identity(2), run));
+  EXPECT_NE(self_mask_seed(identity(1), run), self_mask_seed(identity(1), other));
+  EXPECT_NE(self_mask_seed(identity(1), run), derive_noise_key(identity(1), run));
+  // Masks of different streams under one seed differ: A, N and B are masked independently.
+  std::vector<Ring128> a(8, 0), b(8, 0);
+  apply_mask(self_mask_seed(identity(1), run), 0, a.data(), a.size(), false);
+  apply_mask(self_mask_seed(identity(1), run), 1, b.data(), b.size(), false);
+  EXPECT_NE(a, b);
 }
 
 TEST(SecureAggregation, AGroupsMasksCancelInTheSumAndHideEachMember) {

@@ -249,11 +249,11 @@ inline void expect_every_node_equals_simulate(const Federation& f) {
   for (NodeId id : f.topology.ids()) {
     const NodeOutcome got = read_result(f.state_dir(id));
     EXPECT_EQ(got.status, "finished") << "node " << id;
-    // Secure aggregation brings a chain's every node the total (PlanOptions::masked_first_pass).
+    // Secure aggregation brings a chain's every node the total (PlanOptions::secure_aggregation).
     PlanOptions planned;
     for (const char* key : {"secure-aggregation", "secure_aggregation"}) {
       const auto it = f.topology.federation.options.find(key);
-      if (it != f.topology.federation.options.end() && it->second != "off") planned.masked_first_pass = true;
+      if (it != f.topology.federation.options.end() && it->second != "off") planned.secure_aggregation = true;
     }
     const auto& plan_expected = plan_for(f.topology, id, planned).expected_contributors;
     EXPECT_EQ(got.contributors, std::vector<long>(plan_expected.begin(), plan_expected.end())) << "node " << id;

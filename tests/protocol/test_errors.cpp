@@ -239,6 +239,61 @@ TEST(ProtocolErrors, Statistics) {
 
 // DP-FedCGS's noisy statistics (docs/protocol.md 6.2): counts may be negative only when the
 // body says how much noise it carries.
+// Secure aggregation's unmasking round (docs/protocol.md, 6.6): both messages round-trip, and a
+// split of the group that names someone twice, a seed of another length or a seed count other
+// than the dropped leaves' is refused.
+TEST(ProtocolErrors, UnmaskingRound) {
+  const UnmaskRequest request{{1, 3, 4}, {2}};
+  const std::string request_bytes = encode_payload(Payload(request));
+  const auto back = std::get<UnmaskRequest>(decode(MessageType::UnmaskRequest, request_bytes));
+  EXPECT_EQ(back.survivors, request.survivors);
+  EXPECT_EQ(back.dropped, request.dropped);
+  UnmaskReply reply;
+  reply.survivors = request.survivors;
+  reply.dropped = request.dropped;
+  reply.self_seed.fill(7);
+  reply.pair_seeds[2].fill(9);
+  const std::string reply_bytes = encode_payload(Payload(reply));
+  const auto answer = std::get<UnmaskReply>(decode(MessageType::UnmaskReply, reply_bytes));
+  EXPECT_EQ(answer.self_seed, reply.self_seed);
+  EXPECT_EQ(answer.pair_seeds, reply.pair_seeds);
+  EXPECT_EQ(encode_payload(Payload(answer)), reply_bytes);
+  // No dropout: an empty list of the dropped, and no pair seed.
+  const UnmaskRequest all{{1, 2}, {}};
+  EXPECT_TRUE(std::get<UnmaskRequest>(decode(MessageType::UnmaskRequest, encode_payload(Payload(all)))).dropped.empty());
+
+  auto request_value = [] { return Value(Map{{"survivors", Array{1, 3}}, {"dropped", Array{2}}}); };
+  Value v = request_value();
+  v["dropped"] = Array{3};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskRequest, pack(v)); }, "both a survivor and dropped");
+  v = request_value();
+  v["survivors"] = Array{};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskRequest, pack(v)); }, "names nobody");
+  v = request_value();
+  v["survivors"] = Array{3, 1};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskRequest, pack(v)); }, "strictly increasing");
+  v = request_value();
+  v.erase("dropped");
+  expect_code(ProtocolErrorCode::MissingField, [&] { decode(MessageType::UnmaskRequest, pack(v)); });
+  auto reply_value = [] {
+    return Value(Map{{"survivors", Array{1, 3}}, {"dropped", Array{2}}, {"self", Bin{std::string(32, '\1')}},
+                     {"pairs", Array{Value(Bin{std::string(32, '\2')})}}});
+  };
+  EXPECT_NO_THROW(decode(MessageType::UnmaskReply, pack(reply_value())));
+  v = reply_value();
+  v["self"] = Bin{std::string(31, '\1')};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskReply, pack(v)); }, "a seed is 32 bytes");
+  v = reply_value();
+  v["pairs"] = Array{};
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskReply, pack(v)); }, "0 seeds for 1 dropped");
+  v = reply_value();
+  v.add("extra", 1);
+  expect_code(ProtocolErrorCode::UnknownField, [&] { decode(MessageType::UnmaskReply, pack(v)); });
+  // An encoder never sends a reply whose seeds are not for exactly the dropped.
+  reply.pair_seeds.clear();
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(Payload(reply)); }, "exactly the dropped");
+}
+
 TEST(ProtocolErrors, NoisyStatistics) {
   Value v = stats_value();
   v["body"]["N"] = Array{-2, 4};
@@ -435,7 +490,9 @@ TEST(ProtocolErrors, EnvelopeHeader) {
   v = header();
   v["type"] = 6;  // complete, the last type of version 1
   EXPECT_EQ(decode_header(pack(v), Limits{}).type, MessageType::Complete);
-  v["type"] = 7;
+  v["type"] = 8;  // unmask reply, the last type
+  EXPECT_EQ(decode_header(pack(v), Limits{}).type, MessageType::UnmaskReply);
+  v["type"] = 9;
   expect_code(ProtocolErrorCode::UnknownMessageType, [&] { decode_header(pack(v), Limits{}); });
   v["type"] = 0;
   expect_code(ProtocolErrorCode::UnknownMessageType, [&] { decode_header(pack(v), Limits{}); });

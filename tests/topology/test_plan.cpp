@@ -100,7 +100,7 @@ TEST(TopologyPlan, RingMakesASecondPass) {
 TEST(TopologyPlan, AMaskedChainMakesTheRingsSecondPass) {
   const Topology t = test::parse(federation("linear") + nodes(4) + edges({{2, 0}, {0, 1}, {1, 3}}));
   PlanOptions masked;
-  masked.masked_first_pass = true;
+  masked.secure_aggregation = true;
   const auto p = plan_all(t, masked);
   EXPECT_EQ(p[2].wait_for, Ids{});
   EXPECT_EQ(p[2].forward_to, Ids{0});

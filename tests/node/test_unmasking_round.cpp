@@ -1,0 +1,154 @@
+// Secure aggregation's unmasking round on a star, machine by machine (docs/privacy.md,
+// "Dropouts"): a leaf answers one split of survivors and dropped only, a hub whose survivor does
+// not answer discards what it cannot read, and a restarted hub takes its decision back from the
+// answers it stored.
+#include "../common/labelled_blobs.h"
+#include "node/machine.h"
+#include "node/secure_aggregation.h"
+#include "topology/builders.h"
+
+#include <gtest/gtest.h>
+
+namespace fednode {
+namespace {
+
+// A star of FedCGS machines under secure aggregation: hub 0, leaves 1..n-1.
+struct Star {
+  Topology topology;
+  std::vector<NodePlan> plans;
+  MethodOptions options;
+  std::unique_ptr<Method> method;
+  std::vector<Features> local;
+  std::map<NodeId, PublicKey> keys;
+  std::vector<std::unique_ptr<Machine>> machines;
+
+  explicit Star(int n) {
+    TopologyBuildOptions b;
+    b.mode = TopologyMode::Star;
+    b.nodes = n;
+    b.method = "fedcgs";
+    b.deadline_seconds = 5;
+    topology = build_topology(b);
+    options.method = "fedcgs";
+    options.secure_aggregation = SecureAggregation::All;
+    plans = plan_all(topology, plan_options(options));
+    method = make_method(options);
+    for (int i = 0; i < n; ++i) local.push_back(test::labelled_blobs(60, 4, 3, 100 + static_cast<uint64_t>(i)));
+    for (int i = 0; i < n; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(1, static_cast<NodeId>(i)).public_key();
+    for (int i = 0; i < n; ++i) machines.push_back(make(i));
+  }
+  std::unique_ptr<Machine> make(int i) const {
+    MachineConfig m;
+    m.topology = &topology;
+    m.plan = plans[static_cast<size_t>(i)];
+    m.method = method.get();
+    m.local = &local[static_cast<size_t>(i)];
+    m.ctx.node = static_cast<NodeId>(i);
+    m.ctx.backbone_fingerprint = "test";
+    m.ctx.num_classes = 3;
+    m.ctx.dim = 4;
+    m.masks = mask_plan(topology, m.plan, options);
+    m.mask_secrets = mask_secrets(simulation_identity(1, m.ctx.node), m.ctx.node, *m.masks, keys, simulation_run_id(1));
+    if (m.masks->member) m.ctx.masking = local_masking(m.ctx.node, *m.masks, m.mask_secrets);
+    auto machine = std::make_unique<Machine>(std::move(m));
+    machine->restart(false, false, nullptr, {}, 0.0);
+    return machine;
+  }
+  Machine& operator[](int i) { return *machines[static_cast<size_t>(i)]; }
+};
+
+std::vector<Action> sends(const Actions& actions, MessageType type) {
+  std::vector<Action> out;
+  for (const auto& a : actions)
+    if (a.kind == Action::Kind::Send && a.type == type) out.push_back(a);
+  return out;
+}
+
+// Leaf `i`'s masked statistics, as its phase 1 sends them.
+std::shared_ptr<const Knowledge> piece_of(Star& s, int i) {
+  const auto out = sends(s[i].tick(0.0), MessageType::Knowledge);
+  EXPECT_EQ(out.size(), 1u);
+  return out.at(0).knowledge;
+}
+
+TEST(UnmaskingRound, ALeafAnswersOneSplitOfSurvivorsOnly) {
+  Star s(4);
+  const Payload first(UnmaskRequest{{1, 2}, {3}});
+  EXPECT_EQ(s[1].refusal(0, MessageType::UnmaskRequest, first), "");
+  const auto answers = sends(s[1].accept(0, 1, MessageType::UnmaskRequest, first, true, 0.0), MessageType::UnmaskReply);
+  ASSERT_EQ(answers.size(), 1u);
+  const auto& reply = std::get<UnmaskReply>(*answers[0].payload);
+  EXPECT_EQ(reply.pair_seeds.size(), 1u);
+  EXPECT_EQ(reply.pair_seeds.count(3), 1u);
+  // Another split would give the hub node 3's self seed from it as well as every pair seed with it.
+  const Payload other(UnmaskRequest{{1, 2, 3}, {}});
+  EXPECT_NE(s[1].refusal(0, MessageType::UnmaskRequest, other).find("names other survivors"), std::string::npos);
+  // The same request again (the hub lost the answer in a crash) is answered again.
+  EXPECT_FALSE(s[1].is_repeat(0, MessageType::UnmaskRequest, first));
+  EXPECT_EQ(s[1].refusal(0, MessageType::UnmaskRequest, first), "");
+  // Only from its hub, naming it among the survivors, and splitting exactly the group.
+  EXPECT_NE(s[1].refusal(2, MessageType::UnmaskRequest, first), "");
+  EXPECT_NE(s[2].refusal(0, MessageType::UnmaskRequest, Payload(UnmaskRequest{{1, 3}, {2}})).find("not among the survivors"),
+            std::string::npos);
+  EXPECT_NE(s[2].refusal(0, MessageType::UnmaskRequest, Payload(UnmaskRequest{{1, 2}, {}})).find("not the mask group"),
+            std::string::npos);
+  // A hub takes no request, a leaf no answer.
+  EXPECT_NE(s[0].refusal(1, MessageType::UnmaskRequest, first), "");
+  EXPECT_NE(s[1].refusal(2, MessageType::UnmaskReply, Payload(reply)), "");
+}
+
+TEST(UnmaskingRound, AHubWhoseSurvivorDoesNotAnswerDiscardsWhatItCannotRead) {
+  Star s(4);
+  for (int leaf : {1, 2}) s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, piece_of(s, leaf), true, 0.0);
+  // Leaf 3 never sends: past the deadline the hub asks 1 and 2.
+  const auto asked = sends(s[0].tick(6.0), MessageType::UnmaskRequest);
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(std::get<UnmaskRequest>(*asked[0].payload).dropped, Contributors{3});
+  // Knowledge from the dropped leaf is refused from now on: the seeds about to come would read it.
+  EXPECT_NE(s[0].refusal(3, MessageType::Knowledge, Payload(*piece_of(s, 3))).find("declared dropped"), std::string::npos);
+  // Leaf 1 answers, leaf 2 never does.
+  const auto answer = sends(s[1].accept(0, 1, MessageType::UnmaskRequest, *asked[0].payload, true, 6.0),
+                            MessageType::UnmaskReply);
+  ASSERT_EQ(answer.size(), 1u);
+  EXPECT_EQ(s[0].refusal(1, MessageType::UnmaskReply, *answer[0].payload), "");
+  s[0].accept(1, 2, MessageType::UnmaskReply, *answer[0].payload, true, 6.5);
+  EXPECT_TRUE(sends(s[0].tick(10.0), MessageType::Head).empty());  // still within the round's deadline
+  const auto heads = sends(s[0].tick(12.0), MessageType::Head);
+  ASSERT_FALSE(heads.empty());
+  EXPECT_EQ(heads[0].contributors, Contributors{0});
+  EXPECT_EQ(s[0].outcome().discarded_from, (std::vector<NodeId>{1, 2}));
+}
+
+TEST(UnmaskingRound, ARestartedHubTakesItsDecisionBackFromTheAnswersItHolds) {
+  Star s(4);
+  std::vector<std::shared_ptr<const Knowledge>> pieces;
+  for (int leaf : {1, 2}) {
+    pieces.push_back(piece_of(s, leaf));
+    s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, pieces.back(), true, 0.0);
+  }
+  const auto asked = sends(s[0].tick(6.0), MessageType::UnmaskRequest);
+  ASSERT_EQ(asked.size(), 2u);
+  const auto answer = sends(s[1].accept(0, 1, MessageType::UnmaskRequest, *asked[0].payload, true, 6.0),
+                            MessageType::UnmaskReply);
+  // The hub is killed and started again: what it stored comes back, leaf 1's answer included.
+  std::unique_ptr<Machine> hub = s.make(0);
+  for (int leaf : {1, 2})
+    hub->accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, pieces[static_cast<size_t>(leaf - 1)], false, 0.0);
+  hub->accept(1, 2, MessageType::UnmaskReply, *answer[0].payload, false, 0.0);
+  hub->restart(false, false, nullptr, {}, 0.0);
+  // Leaf 3 is still refused, and only leaf 2, which has not answered, is asked again.
+  EXPECT_NE(hub->refusal(3, MessageType::Knowledge, Payload(*piece_of(s, 3))), "");
+  const auto again = sends(hub->tick(6.0), MessageType::UnmaskRequest);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].to, 2u);
+  const auto second = sends(s[2].accept(0, 1, MessageType::UnmaskRequest, *again[0].payload, true, 6.0),
+                            MessageType::UnmaskReply);
+  hub->accept(2, 3, MessageType::UnmaskReply, *second.at(0).payload, true, 6.1);
+  const auto heads = sends(hub->tick(6.2), MessageType::Head);
+  ASSERT_FALSE(heads.empty());
+  EXPECT_EQ(heads[0].contributors, (Contributors{0, 1, 2}));
+  EXPECT_TRUE(hub->outcome().discarded_from.empty());
+}
+
+}  // namespace
+}  // namespace fednode
