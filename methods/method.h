@@ -89,6 +89,12 @@ struct FedCgsOptions {
   // accuracy of 1, 30 and 53 at epsilon 1 (docs/privacy.md, "Which clipping norm").
   double clip_norm = 30.0;
   std::array<double, 3> dp_split = {1.0, 1.0, 1.0};  // shares of the budget for A, N and B
+  // Distributed DP (docs/privacy.md, "Distributed DP"): under secure aggregation only sums are read,
+  // so each of the m members of the mask group adds 1/(m - 1 - dp_colluders) of the noise variance
+  // to what it masks; any member, alone or with dp_colluders others, still faces the full noise
+  // of the others in every sum it can read.
+  bool dp_distributed = false;
+  int dp_colluders = 0;
 };
 
 struct FedTcOptions {

@@ -133,12 +133,12 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
                          report.dim);
     m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
-    report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
     if ((m.masks = mask_plan(topology, plans[i], options.method))) {
       m.mask_secrets = mask_secrets(simulation_identity(options.seed, static_cast<NodeId>(i)), static_cast<NodeId>(i),
                                     *m.masks, keys, run);
       if (m.masks->member) m.ctx.masking = local_masking(static_cast<NodeId>(i), *m.masks, m.mask_secrets);
     }
+    report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
     if (options.on_knowledge)
       m.on_knowledge = [&options, i](NodeId from, const Knowledge& k) { options.on_knowledge(static_cast<NodeId>(i), from, k); };
     m.transfer = transfer_precision(options.method);

@@ -3,6 +3,7 @@
 #include "methods/fedcgs/stats.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace fednode {
 
@@ -26,8 +27,11 @@ StatsNoiseScale stats_noise_scale(const FedCgsOptions& o) {
 }
 
 StatsKnowledge release_private_stats(const Features& local, const FedCgsOptions& o, const SecretKey32& key,
-                                     NodeId node, int64_t* clipped) {
-  const StatsNoiseScale scale = stats_noise_scale(o);
+                                     NodeId node, int64_t* clipped, const std::array<double, 3>& shares) {
+  StatsNoiseScale scale = stats_noise_scale(o);
+  scale.sigma_a *= std::sqrt(shares[0]);
+  scale.sigma_n *= std::sqrt(shares[1]);
+  scale.sigma_b *= std::sqrt(shares[2]);
   Features f;
   f.X = local.X;
   f.y = local.y;
@@ -61,12 +65,32 @@ StatsKnowledge release_private_stats(const Features& local, const FedCgsOptions&
   return s;
 }
 
-PrivacyRelease private_stats_release(const FedCgsOptions& o) {
+double distributed_noise_share(const FedCgsOptions& o, size_t members) {
+  const long carriers = static_cast<long>(members) - 1 - o.dp_colluders;
+  if (carriers < 1)
+    throw InputError("distributed DP-FedCGS: a mask group of " + std::to_string(members) + " members cannot carry the noise against " +
+                     std::to_string(o.dp_colluders) + " colluders and the member that reads the sum (--dp-colluders)");
+  return 1.0 / static_cast<double>(carriers);
+}
+
+PrivacyRelease private_stats_release(const FedCgsOptions& o, size_t members, bool counts_only) {
   const StatsNoiseScale scale = stats_noise_scale(o);
   PrivacyRelease r = zcdp_release("statistics A, N, B", scale.rho, o.dp_delta);
   r.sensitivity = {o.clip_norm, 1.0, o.clip_norm * o.clip_norm};
   r.sigma = {scale.sigma_a, scale.sigma_n, scale.sigma_b};
-  r.note = "features clipped to norm " + std::to_string(o.clip_norm);
+  char clip[64];
+  std::snprintf(clip, sizeof clip, "features clipped to norm %g", o.clip_norm);
+  r.note = clip;
+  if (members > 0) {
+    // What the node adds: its share; the sums anyone can read carry at least the sigma above.
+    const double share = std::sqrt(distributed_noise_share(o, members));
+    r.mechanism += ", distributed over secure aggregation";
+    if (!counts_only) r.sigma[0] *= share;
+    r.sigma[1] *= share;
+    if (!counts_only) r.sigma[2] *= share;
+    r.note += "; noise shared among " + std::to_string(members) + " members: the bound holds for the sums, against the "
+              "member reading them and up to " + std::to_string(o.dp_colluders) + " colluders";
+  }
   return r;
 }
 

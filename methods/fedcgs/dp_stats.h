@@ -13,6 +13,8 @@
 #include "methods/dp/accounting.h"
 #include "methods/method.h"
 
+#include <array>
+
 namespace fednode {
 
 struct StatsNoiseScale {
@@ -26,10 +28,19 @@ StatsNoiseScale stats_noise_scale(const FedCgsOptions& options);
 // SecretRng(key, DpStatsNoise, node) in the order A (row-major), N, B's upper triangle row by
 // row; counts rounded to integers after the noise (post-processing). `clipped`, when not null,
 // receives how many rows were scaled down.
+// `shares` scales the noise variance of A, N and B (distributed DP: a member's share of the sum's
+// noise; 1 without it).
 StatsKnowledge release_private_stats(const Features& local, const FedCgsOptions& options, const SecretKey32& key,
-                                     NodeId node, int64_t* clipped = nullptr);
+                                     NodeId node, int64_t* clipped = nullptr,
+                                     const std::array<double, 3>& shares = {1.0, 1.0, 1.0});
 
-// The ledger's entry for that release.
-PrivacyRelease private_stats_release(const FedCgsOptions& options);
+// Distributed DP: the share of the noise variance each of `members` adds to a masked part, so that
+// the others' noise in any sum a coalition of the reader and `options.dp_colluders` members reads
+// is the full noise. Throws InputError when too few members are left to carry it.
+double distributed_noise_share(const FedCgsOptions& options, size_t members);
+
+// The ledger's entry for that release; `members` > 0 for distributed DP over that many members
+// (with `counts_only`, N alone is distributed: A and B travel plain with the full noise).
+PrivacyRelease private_stats_release(const FedCgsOptions& options, size_t members = 0, bool counts_only = false);
 
 }  // namespace fednode

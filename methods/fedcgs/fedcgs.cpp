@@ -50,7 +50,8 @@ class FedCgs final : public Method {
 
   std::vector<PrivacyRelease> privacy(const Features& local, const NodeContext& ctx) const override {
     if (!options_.dp) return Method::privacy(local, ctx);
-    return {private_stats_release(options_)};
+    if (!distributes_noise(ctx)) return {private_stats_release(options_)};
+    return {private_stats_release(options_, ctx.masking->group.size(), ctx.masking->counts_only)};
   }
 
   std::unique_ptr<KnowledgeSum> start_sum(const NodeContext& ctx) const override {
@@ -135,7 +136,12 @@ class FedCgs final : public Method {
       s = compute_stats(local);
     } else {
       int64_t clipped = 0;
-      s = release_private_stats(local, options_, ctx.secret_noise_key("DP-FedCGS"), ctx.node, &clipped);
+      std::array<double, 3> shares = {1.0, 1.0, 1.0};
+      if (distributes_noise(ctx)) {
+        const double share = distributed_noise_share(options_, ctx.masking->group.size());
+        shares = {ctx.masking->counts_only ? 1.0 : share, share, ctx.masking->counts_only ? 1.0 : share};
+      }
+      s = release_private_stats(local, options_, ctx.secret_noise_key("DP-FedCGS"), ctx.node, &clipped, shares);
       if (ctx.progress)
         ctx.progress("fedcgs: DP release of " + std::to_string(local.size()) + " samples, " + std::to_string(clipped) +
                      " clipped to norm " + std::to_string(options_.clip_norm));
@@ -147,6 +153,10 @@ class FedCgs final : public Method {
     }
     return s;
   }
+
+  // Distributed DP applies to what a node masks; a star's hub, which masks nothing, releases the
+  // summary behind the head it sends with the full noise.
+  bool distributes_noise(const NodeContext& ctx) const { return options_.dp && options_.dp_distributed && ctx.masking; }
 
   static void check_local(const Features& local, const NodeContext& ctx) {
     if (local.dim() != ctx.dim)
@@ -180,8 +190,13 @@ void parse_fedcgs_options(const Args& a, MethodOptions& m) {
   c.shrinkage = a.real("shrinkage", c.shrinkage, 0.0, 1.0);
   c.dp = a.flag("dp");
   if (!c.dp)
-    for (const char* name : {"dp-epsilon", "dp-delta", "clip-norm", "dp-split"})
+    for (const char* name : {"dp-epsilon", "dp-delta", "clip-norm", "dp-split", "dp-distributed", "dp-colluders"})
       if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --dp only");
+  c.dp_distributed = a.flag("dp-distributed");
+  if (c.dp_distributed && m.secure_aggregation == SecureAggregation::Off)
+    throw UsageError("--dp-distributed shares the noise among the members of a secure aggregation: it needs --secure-aggregation");
+  if (!c.dp_distributed && a.has("dp-colluders")) throw UsageError("--dp-colluders applies to --dp-distributed only");
+  c.dp_colluders = static_cast<int>(a.integer("dp-colluders", c.dp_colluders, 0, 1 << 20));
   c.dp_epsilon = a.real("dp-epsilon", c.dp_epsilon, 1e-9, 1e9);
   if (a.str("dp-delta", "") == "per-class")
     throw UsageError("--dp-delta per-class is DP-FedPFT's rule; DP-FedCGS releases all classes at once: give a number");
@@ -209,7 +224,10 @@ std::string fedcgs_options_help() {
     << "                                    DP-FedCGS: each node's statistics through the Gaussian mechanism\n"
     << "  --clip-norm R                     (" << c.clip_norm << ") features scaled down to norm <= R first\n"
     << "  --dp-split A,N,B                  (" << c.dp_split[0] << "," << c.dp_split[1] << "," << c.dp_split[2]
-    << ") shares of the budget\n";
+    << ") shares of the budget\n"
+    << "  --dp-distributed [--dp-colluders T (" << c.dp_colluders << ")]\n"
+    << "                                    with --secure-aggregation: each of m members adds 1/(m-1-T) of\n"
+    << "                                    the noise; every sum read still carries all of it\n";
   return h.str();
 }
 
@@ -223,8 +241,9 @@ MethodDescriptor fedcgs_descriptor() {
   MethodDescriptor d;
   d.name = "fedcgs";
   d.knowledge = KnowledgeKind::Stats;
-  d.options = {"lda-covariance", "shrinkage", "dp", "dp-epsilon", "dp-delta", "clip-norm", "dp-split"};
-  d.flags = {"dp"};
+  d.options = {"lda-covariance", "shrinkage", "dp", "dp-epsilon", "dp-delta", "clip-norm", "dp-split",
+               "dp-distributed", "dp-colluders"};
+  d.flags = {"dp", "dp-distributed"};
   d.parse_options = parse_fedcgs_options;
   d.help = fedcgs_options_help;
   d.make = [](const MethodOptions& o) { return make_fedcgs(o.fedcgs); };
@@ -242,6 +261,10 @@ MethodDescriptor fedcgs_descriptor() {
       w.key("dp_delta").value(o.fedcgs.dp_delta);
       w.key("clip_norm").value(o.fedcgs.clip_norm);
       w.key("dp_split").array(std::vector<double>(o.fedcgs.dp_split.begin(), o.fedcgs.dp_split.end()));
+      if (o.fedcgs.dp_distributed) {
+        w.key("dp_distributed").value(true);
+        w.key("dp_colluders").value(static_cast<int64_t>(o.fedcgs.dp_colluders));
+      }
     }
     w.end_object();
   };

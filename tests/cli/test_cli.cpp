@@ -164,6 +164,9 @@ TEST_F(Cli, SecureAggregationChangesNoPrediction) {
   const CliRun pair = run_cli("simulate " + data_args() + " --method fedcgs --topology ring --nodes 2 --secure-aggregation all --quiet");
   EXPECT_NE(pair.code, 0);
   EXPECT_NE(pair.output.find("at least three nodes"), std::string::npos) << pair.output;
+  const CliRun alone = run_cli("simulate " + data_args() + " --method fedcgs --topology star --nodes 3 --dp --dp-distributed --quiet");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_NE(alone.output.find("it needs --secure-aggregation"), std::string::npos) << alone.output;
   const CliRun pft = run_cli("simulate " + data_args() + " --method fedpft --topology star --nodes 3 --secure-aggregation all --quiet");
   EXPECT_EQ(pft.code, 2);
   EXPECT_NE(pft.output.find("needs knowledge that adds up"), std::string::npos) << pft.output;

@@ -146,6 +146,49 @@ TEST(DpFedCgs, RefusesBadSettingsAndRunsOnlyWithASecretKey) {
   }
 }
 
+// Distributed DP: each of m members of a mask group adds 1/(m - 1 - T) of the variance, so that
+// the sum of the other members' noise, seen by any member with T colluders, is the full noise.
+// The ledger says the node's share and the assumption; with `counts` only N is shared.
+TEST(DpFedCgs, DistributedNoiseSharesTheVarianceAmongTheMembers) {
+  FedCgsOptions o = dp_options(1.0, 2.0);
+  o.dp_distributed = true;
+  EXPECT_DOUBLE_EQ(distributed_noise_share(o, 9), 1.0 / 8);
+  o.dp_colluders = 7;
+  EXPECT_DOUBLE_EQ(distributed_noise_share(o, 9), 1.0);
+  o.dp_colluders = 8;
+  EXPECT_THROW(distributed_noise_share(o, 9), InputError);
+  o.dp_colluders = 2;
+  const StatsNoiseScale full = stats_noise_scale(o);
+  const double share = distributed_noise_share(o, 9);  // 1/6
+  const Features f = blobs(500, 6, 3, 4);
+  const StatsKnowledge part = release_private_stats(f, o, simulation_noise_key(1), 3, nullptr, {share, share, share});
+  EXPECT_DOUBLE_EQ(part.noise.a, full.sigma_a * full.sigma_a * share);
+  EXPECT_DOUBLE_EQ(part.noise.b, full.sigma_b * full.sigma_b * share);
+  // The members other than a reader and its two colluders carry at least the full variance.
+  EXPECT_GE((9 - 1 - 2) * part.noise.a, full.sigma_a * full.sigma_a * (1 - 1e-12));
+
+  // The method shares the noise only for what it masks, and says so in the ledger.
+  const auto method = make_fedcgs(o);
+  NodeContext ctx = test::node_context(3, 3, 6, 1);
+  const StatsKnowledge alone = std::get<StatsKnowledge>(method->summarize(f, ctx).payload);
+  EXPECT_DOUBLE_EQ(alone.noise.a, full.sigma_a * full.sigma_a) << "no mask group: the full noise";
+  auto masking = std::make_shared<LocalMasking>();
+  for (NodeId m = 1; m <= 9; ++m) masking->group.insert(m);
+  masking->add_masks = [](uint64_t, Ring128*, size_t) {};  // masks do not matter to the noise
+  ctx.masking = masking;
+  const StatsKnowledge shared = std::get<StatsKnowledge>(method->summarize(f, ctx).payload);
+  EXPECT_DOUBLE_EQ(shared.noise.a, full.sigma_a * full.sigma_a * share);
+  const std::vector<PrivacyRelease> ledger = method->privacy(f, ctx);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_DOUBLE_EQ(ledger[0].epsilon, 1.0) << "the bound holds for every sum that can be read";
+  EXPECT_NEAR(ledger[0].sigma[0], full.sigma_a * std::sqrt(share), 1e-9);
+  EXPECT_NE(ledger[0].note.find("up to 2 colluders"), std::string::npos) << ledger[0].note;
+  masking->counts_only = true;
+  const StatsKnowledge counts = std::get<StatsKnowledge>(method->summarize(f, ctx).payload);
+  EXPECT_DOUBLE_EQ(counts.noise.a, full.sigma_a * full.sigma_a) << "A travels plain with counts_only: its full noise";
+  EXPECT_DOUBLE_EQ(counts.noise.n, full.sigma_n * full.sigma_n * share + 1.0 / 12.0);
+}
+
 TEST(DpFedCgs, TheHeadOnNoisyStatisticsIsFiniteAndNearlyExactWhenTheNoiseIsSmall) {
   const Features train = blobs(4000, 16, 4, 4), test = blobs(1000, 16, 4, 5);
   const NodeContext ctx = test::node_context(0, 4, 16, 9);
