@@ -26,14 +26,17 @@ const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
     "       [--method fedpft|fedcgs|fedtc] [--topology linear|ring|star|graph] [--nodes N]\n"
-    "       [--partition iid|dirichlet|shards|labels] [--dirichlet-alpha A] [--min-samples M]\n"
-    "       [--classes-per-node S] [--seed S | --seeds LIST] [--report report.json] [--no-baselines]\n"
+    "       [--partition iid|dirichlet|shards|labels|dominant] [--dirichlet-alpha A] [--min-samples M]\n"
+    "       [--classes-per-node S] [--uniform-share F] [--seed S | --seeds LIST] [--report report.json]\n"
+    "       [--no-baselines]\n"
     "       [--quiet]\n"
     "  --method, --topology, --nodes     fedpft, linear and 10 unless given\n"
     "  --partition                       iid unless given; dirichlet: label skew of concentration\n"
     "                                    --dirichlet-alpha (0.5), redrawn until every node holds\n"
     "                                    --min-samples (10); shards: --classes-per-node (2) classes\n"
-    "                                    per node; labels: disjoint label sets\n"
+    "                                    per node; labels: disjoint label sets; dominant: equal\n"
+    "                                    sizes, --uniform-share (0.2) over every class, the rest over\n"
+    "                                    --classes-per-node (2) dominant classes (FedCGS's pFL split)\n"
     "  --quiet                           no progress lines on stderr (the table is still printed)\n"
     "data:\n"
     "  --dataset fashion-mnist           Fashion-MNIST from the Debian package: raw pixels, or with\n"
@@ -51,10 +54,16 @@ const char* kHelp =
     "  --seeds LIST                      the same run once per seed (e.g. 1-5 or 1,4,9), then mean\n"
     "                                    and sd per node and of the gap to centralized.linear\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
+    "  --personalize [--personal-lambda L (1)] [--personal-epochs E (200)] [--personal-rank R (16)]\n"
+    "                [--personal-lr LR (0.01)]\n"
+    "                                    FedCGS: every node also trains a personal head aligned to the\n"
+    "                                    global class means (paper 001, Eq. 12); each node scored in\n"
+    "                                    its own class proportions (docs/methods/fedcgs.md)\n"
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
 
 std::set<std::string> valued_options() {
-  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report"};
+  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report", "personal-lambda", "personal-epochs",
+                             "personal-rank", "personal-lr"};
   v.insert(data_option_names().begin(), data_option_names().end());
   v.insert(partition_option_names().begin(), partition_option_names().end());
   v.insert(method_option_names().begin(), method_option_names().end());
@@ -62,7 +71,7 @@ std::set<std::string> valued_options() {
 }
 
 std::set<std::string> flag_options() {
-  std::set<std::string> f = {"no-baselines", "quiet"};
+  std::set<std::string> f = {"no-baselines", "quiet", "personalize"};
   f.insert(method_flag_names().begin(), method_flag_names().end());
   return f;
 }
@@ -154,6 +163,18 @@ int cmd_simulate(const std::vector<std::string>& argv) {
                      std::to_string(nodes));
   o.partition = option("partition options", [&] { return parse_partition_options(a, nodes, o.seed); });
   o.baselines = !a.flag("no-baselines");
+  if (a.flag("personalize")) {
+    if (o.method.method != "fedcgs") throw UsageError("--personalize is FedCGS's personalised variant (--method fedcgs)");
+    PersonalizeOptions p;
+    p.lambda = a.real("personal-lambda", p.lambda, 0.0, 1e6);
+    p.epochs = static_cast<int>(a.integer("personal-epochs", p.epochs, 1, 100000));
+    p.rank = static_cast<int>(a.integer("personal-rank", p.rank, 1, 100000));
+    p.lr = a.real("personal-lr", p.lr, 1e-9, 10.0);
+    o.personalize = p;
+  } else {
+    for (const char* name : {"personal-lambda", "personal-epochs", "personal-rank", "personal-lr"})
+      if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --personalize only");
+  }
   const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 

@@ -19,7 +19,8 @@ const std::set<std::string>& data_option_names() {
 }
 
 const std::set<std::string>& partition_option_names() {
-  static const std::set<std::string> v = {"partition", "dirichlet-alpha", "min-samples", "classes-per-node"};
+  static const std::set<std::string> v = {"partition", "dirichlet-alpha", "min-samples", "classes-per-node",
+                                          "uniform-share"};
   return v;
 }
 
@@ -137,8 +138,11 @@ PartitionOptions parse_partition_options(const Args& a, int nodes, uint64_t seed
   for (const char* name : {"dirichlet-alpha", "min-samples"})
     if (a.has(name) && p.scheme != PartitionScheme::Dirichlet)
       throw UsageError("--" + std::string(name) + " is a parameter of --partition dirichlet");
-  if (a.has("classes-per-node") && p.scheme != PartitionScheme::Shards)
-    throw UsageError("--classes-per-node is a parameter of --partition shards");
+  if (a.has("classes-per-node") && p.scheme != PartitionScheme::Shards && p.scheme != PartitionScheme::Dominant)
+    throw UsageError("--classes-per-node is a parameter of --partition shards and dominant");
+  if (a.has("uniform-share") && p.scheme != PartitionScheme::Dominant)
+    throw UsageError("--uniform-share is a parameter of --partition dominant");
+  p.uniform_share = a.real("uniform-share", p.uniform_share, 0.0, 1.0);
   p.dirichlet_alpha = a.real("dirichlet-alpha", p.dirichlet_alpha, 1e-6, 1e6);
   p.min_samples = static_cast<int>(a.integer("min-samples", p.min_samples, 0, 1LL << 40));
   p.classes_per_node = static_cast<int>(a.integer("classes-per-node", p.classes_per_node, 1, 1 << 20));

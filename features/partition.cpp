@@ -128,13 +128,14 @@ Partition partition_dirichlet(const Labels& y, int num_classes, const PartitionO
   throw InputError(msg.str());
 }
 
-Partition partition_shards(const Labels& y, int num_classes, const PartitionOptions& opt, Rng& rng) {
-  const auto by_class = rows_by_class(y, num_classes);
-  const std::vector<int> classes = present_classes(by_class);
+// Which classes every node holds (shards) or is dominated by (dominant): each node takes the
+// classes_per_node least-used classes so far, ties broken at random. Per class, its holders.
+std::vector<std::vector<size_t>> choose_class_holders(const std::vector<int>& classes, int num_classes,
+                                                      const PartitionOptions& opt, Rng& rng, const char* scheme) {
   const size_t nodes = static_cast<size_t>(opt.nodes);
   const size_t per_node = static_cast<size_t>(opt.classes_per_node);
   if (per_node > classes.size())
-    throw InputError("shards partition: classes_per_node=" + std::to_string(per_node) +
+    throw InputError(std::string(scheme) + " partition: classes_per_node=" + std::to_string(per_node) +
                      " but only " + std::to_string(classes.size()) +
                      " classes occur in the labels");
   // Each node takes the classes_per_node least-used classes so far, ties broken at random.
@@ -154,8 +155,13 @@ Partition partition_shards(const Labels& y, int num_classes, const PartitionOpti
       holders[static_cast<size_t>(order[j])].push_back(k);
     }
   }
+  return holders;
+}
 
-  Partition parts(nodes);
+Partition partition_shards(const Labels& y, int num_classes, const PartitionOptions& opt, Rng& rng) {
+  const auto by_class = rows_by_class(y, num_classes);
+  const auto holders = choose_class_holders(present_classes(by_class), num_classes, opt, rng, "shards");
+  Partition parts(static_cast<size_t>(opt.nodes));
   for (int c = 0; c < num_classes; ++c) {
     const auto& who = holders[static_cast<size_t>(c)];
     if (who.empty()) continue;
@@ -170,6 +176,38 @@ Partition partition_shards(const Labels& y, int num_classes, const PartitionOpti
       parts[who[h]].insert(parts[who[h]].end(), pieces[h].begin(), pieces[h].end());
   }
   // Classes nobody was given (nodes * classes_per_node < classes) are left out, as in FedTC.
+  return parts;
+}
+
+Partition partition_dominant(const Labels& y, int num_classes, const PartitionOptions& opt, Rng& rng) {
+  auto by_class = rows_by_class(y, num_classes);
+  const std::vector<int> classes = present_classes(by_class);
+  const auto holders = choose_class_holders(classes, num_classes, opt, rng, "dominant");
+  for (auto& rows : by_class) shuffle(rows, rng);
+  std::vector<size_t> taken(by_class.size(), 0);
+  auto take = [&](int c, int64_t want, std::vector<int64_t>& into) {
+    auto& rows = by_class[static_cast<size_t>(c)];
+    size_t& used = taken[static_cast<size_t>(c)];
+    const size_t n = std::min(rows.size() - used, static_cast<size_t>(std::max<int64_t>(want, 0)));
+    into.insert(into.end(), rows.begin() + static_cast<std::ptrdiff_t>(used), rows.begin() + static_cast<std::ptrdiff_t>(used + n));
+    used += n;
+  };
+  const int64_t size = static_cast<int64_t>(y.size()) / opt.nodes;
+  const int64_t uniform = std::llround(opt.uniform_share * static_cast<double>(size));
+  const int64_t C = static_cast<int64_t>(classes.size());
+  Partition parts(static_cast<size_t>(opt.nodes));
+  // The uniform shares first, so that every node gets its share of every class before the
+  // dominant ones draw the rest.
+  for (auto& part : parts)
+    for (int64_t j = 0; j < C; ++j) take(classes[static_cast<size_t>(j)], uniform / C + (j < uniform % C ? 1 : 0), part);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::vector<int> dominant;
+    for (int c = 0; c < num_classes; ++c)
+      for (size_t h : holders[static_cast<size_t>(c)])
+        if (h == k) dominant.push_back(c);
+    const int64_t rest = size - uniform, D = static_cast<int64_t>(dominant.size());
+    for (int64_t j = 0; j < D; ++j) take(dominant[static_cast<size_t>(j)], rest / D + (j < rest % D ? 1 : 0), parts[k]);
+  }
   return parts;
 }
 
@@ -199,7 +237,8 @@ PartitionScheme parse_partition_scheme(const std::string& s) {
   if (s == "dirichlet") return PartitionScheme::Dirichlet;
   if (s == "shards") return PartitionScheme::Shards;
   if (s == "labels") return PartitionScheme::Labels;
-  throw InputError("unknown partition scheme '" + s + "' (expected iid, dirichlet, shards or labels)");
+  if (s == "dominant") return PartitionScheme::Dominant;
+  throw InputError("unknown partition scheme '" + s + "' (expected iid, dirichlet, shards, labels or dominant)");
 }
 
 const char* to_string(PartitionScheme scheme) {
@@ -208,6 +247,7 @@ const char* to_string(PartitionScheme scheme) {
     case PartitionScheme::Dirichlet: return "dirichlet";
     case PartitionScheme::Shards: return "shards";
     case PartitionScheme::Labels: return "labels";
+    case PartitionScheme::Dominant: return "dominant";
   }
   return "unknown";
 }
@@ -235,7 +275,7 @@ Partition make_partition(const Labels& y, int num_classes, const PartitionOption
                        std::to_string(static_cast<int64_t>(opt.min_samples) * opt.nodes) +
                        " samples, the data has " + std::to_string(y.size()));
   }
-  if (opt.scheme == PartitionScheme::Shards &&
+  if ((opt.scheme == PartitionScheme::Shards || opt.scheme == PartitionScheme::Dominant) &&
       (opt.classes_per_node < 1 || opt.classes_per_node > num_classes))
     throw InputError(what + "classes_per_node must be in [1, " + std::to_string(num_classes) +
                      "], got " + std::to_string(opt.classes_per_node));
@@ -247,6 +287,11 @@ Partition make_partition(const Labels& y, int num_classes, const PartitionOption
     case PartitionScheme::Dirichlet: parts = partition_dirichlet(y, num_classes, opt, rng); break;
     case PartitionScheme::Shards: parts = partition_shards(y, num_classes, opt, rng); break;
     case PartitionScheme::Labels: parts = partition_labels(y, num_classes, opt, rng); break;
+    case PartitionScheme::Dominant:
+      if (!(opt.uniform_share >= 0 && opt.uniform_share <= 1))
+        throw InputError(what + "the uniform share must lie in [0, 1], got " + std::to_string(opt.uniform_share));
+      parts = partition_dominant(y, num_classes, opt, rng);
+      break;
   }
   for (auto& part : parts) std::sort(part.begin(), part.end());
   return parts;

@@ -11,9 +11,9 @@
 
 namespace fednode {
 
-enum class PartitionScheme { Iid, Dirichlet, Shards, Labels };
+enum class PartitionScheme { Iid, Dirichlet, Shards, Labels, Dominant };
 
-// "iid", "dirichlet", "shards", "labels"; InputError otherwise.
+// "iid", "dirichlet", "shards", "labels", "dominant"; InputError otherwise.
 PartitionScheme parse_partition_scheme(const std::string& s);
 const char* to_string(PartitionScheme scheme);
 
@@ -22,7 +22,8 @@ struct PartitionOptions {
   int nodes = 10;
   double dirichlet_alpha = 0.5;  // Dirichlet: smaller is more skewed
   int min_samples = 10;          // Dirichlet: redraw until every node holds at least this many
-  int classes_per_node = 2;      // Shards: classes per node (FedTC's delta)
+  int classes_per_node = 2;      // Shards: classes per node (FedTC's delta); Dominant: dominant classes
+  double uniform_share = 0.2;    // Dominant: the share of a node's data drawn from every class (s%)
   uint64_t seed = 0;
 };
 
@@ -36,6 +37,10 @@ using Partition = std::vector<std::vector<int64_t>>;
 // shards: every node holds classes_per_node distinct classes, every class is held by someone when
 //   nodes * classes_per_node >= classes, and a class's rows are split evenly among its holders.
 // labels: classes split into `nodes` disjoint groups; a node holds every row of its classes.
+// dominant: the personalised-FL partition of the FedCGS paper (after Zhang et al. 2020): every node
+//   gets the same number of rows, n / nodes, uniform_share of them spread evenly over every class
+//   and the rest over its classes_per_node dominant classes (chosen as shards chooses); a class
+//   whose rows run out gives what it has left.
 // Only classes that occur in y are handed out by shards and labels.
 Partition make_partition(const Labels& y, int num_classes, const PartitionOptions& opt);
 

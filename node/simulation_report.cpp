@@ -11,7 +11,7 @@
 namespace fednode {
 
 namespace {
-void write_node(JsonWriter& w, const SimNodeResult& n, bool has_baselines) {
+void write_node(JsonWriter& w, const SimNodeResult& n, bool has_baselines, bool personalized) {
   w.begin_object();
   w.key("id").value(n.id);
   w.key("samples").value(n.samples);
@@ -27,6 +27,13 @@ void write_node(JsonWriter& w, const SimNodeResult& n, bool has_baselines) {
   w.key("bytes_received").value(n.bytes_received);
   w.key("seconds").value(n.seconds);
   write_privacy_ledger(w, n.privacy);
+  if (personalized) {
+    w.key("personalized").begin_object();
+    w.key("local_only").value(n.personalized.local_only);
+    w.key("fedcgs").value(n.personalized.global);
+    w.key("personal").value(n.personalized.personal);
+    w.end_object();
+  }
   w.end_object();
 }
 }  // namespace
@@ -48,10 +55,19 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   w.key("dirichlet_alpha").value(o.partition.dirichlet_alpha);
   w.key("min_samples").value(o.partition.min_samples);
   w.key("classes_per_node").value(o.partition.classes_per_node);
+  if (o.partition.scheme == PartitionScheme::Dominant) w.key("uniform_share").value(o.partition.uniform_share);
   w.key("dataset").value(o.dataset_description);
   w.key("backbone_fingerprint").value(o.backbone_fingerprint);
   write_method_options(w, o.method);
   write_linear_head_options(w, o.method.fedpft.head);
+  if (o.personalize) {
+    w.key("personalize").begin_object();
+    w.key("lambda").value(o.personalize->lambda);
+    w.key("rank").value(o.personalize->rank);
+    w.key("epochs").value(o.personalize->epochs);
+    w.key("lr").value(o.personalize->lr);
+    w.end_object();
+  }
   w.end_object();
   w.key("seed").value(o.seed);
   w.key("data").begin_object();
@@ -62,7 +78,7 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   w.key("absent_classes").array(r.absent_classes);
   w.end_object();
   w.key("nodes").begin_array();
-  for (const auto& n : r.nodes) write_node(w, n, r.has_baselines);
+  for (const auto& n : r.nodes) write_node(w, n, r.has_baselines, o.personalize.has_value());
   w.end_array();
   if (r.has_baselines) {
     w.key("centralized").begin_object();

@@ -74,6 +74,34 @@ TEST_F(Cli, SimulateWritesAReport) {
 
 // The privacy ledger (docs/privacy.md): a leaf releases its DP statistics to the hub, the hub
 // its own through the head it sends, each at the target epsilon; small classes are withheld.
+// Personalised FedCGS in simulate: on the paper's partition every node reports its local-only,
+// federation and personal heads' accuracies in its own class proportions; other methods refuse it.
+TEST_F(Cli, SimulatePersonalizesFedCgsOnTheDominantPartition) {
+  const fs::path report = dir_ / "personal.json";
+  const CliRun r = run_cli("simulate " + data_args() + " --method fedcgs --topology star --nodes 3 --partition dominant" +
+                           " --uniform-share 0.2 --classes-per-node 2 --seed 2 --no-baselines --quiet --personalize" +
+                           " --personal-epochs 3 --report " + report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = read_json(report);
+  EXPECT_EQ(j["parameters"]["partition"], "dominant");
+  EXPECT_EQ(j["parameters"]["uniform_share"], 0.2);
+  EXPECT_EQ(j["parameters"]["personalize"]["epochs"], 3);
+  for (const auto& n : j["nodes"])
+    for (const char* key : {"local_only", "fedcgs", "personal"}) {
+      const double v = n["personalized"][key].get<double>();
+      EXPECT_TRUE(v > 0 && v <= 1) << key << " " << v;
+    }
+  const CliRun pft = run_cli("simulate " + data_args() + " --method fedpft --nodes 2 --personalize --quiet");
+  EXPECT_EQ(pft.code, 2);
+  EXPECT_NE(pft.output.find("--personalize is FedCGS's"), std::string::npos) << pft.output;
+  const CliRun stray = run_cli("simulate " + data_args() + " --method fedcgs --nodes 2 --personal-lambda 2 --quiet");
+  EXPECT_EQ(stray.code, 2);
+  EXPECT_NE(stray.output.find("applies to --personalize only"), std::string::npos) << stray.output;
+  const CliRun share = run_cli("simulate " + data_args() + " --method fedcgs --nodes 2 --uniform-share 0.3 --quiet");
+  EXPECT_EQ(share.code, 2);
+  EXPECT_NE(share.output.find("--partition dominant"), std::string::npos) << share.output;
+}
+
 TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
   const fs::path report = dir_ / "report.json";
   const CliRun r = run_cli("simulate " + data_args() +

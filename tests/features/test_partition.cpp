@@ -61,7 +61,8 @@ const PartitionScheme kAll[] = {PartitionScheme::Iid, PartitionScheme::Dirichlet
 TEST(Partition, ParseAndName) {
   for (PartitionScheme s : kAll) EXPECT_EQ(parse_partition_scheme(to_string(s)), s);
   expect_input_error([] { parse_partition_scheme("IID"); }, {"unknown partition scheme 'IID'"});
-  expect_input_error([] { parse_partition_scheme(""); }, {"iid, dirichlet, shards or labels"});
+  expect_input_error([] { parse_partition_scheme(""); }, {"iid, dirichlet, shards, labels or dominant"});
+  EXPECT_EQ(parse_partition_scheme("dominant"), PartitionScheme::Dominant);
 }
 
 TEST(Partition, EverySchemeCoversEachSampleOnceAndIsDeterministic) {
@@ -81,6 +82,37 @@ TEST(Partition, EverySchemeCoversEachSampleOnceAndIsDeterministic) {
       differs = make_partition(y, 10, opts(s, 5, seed)) != a;
     EXPECT_TRUE(differs);
   }
+}
+
+// FedCGS's personalised split: equal sizes, the uniform share spread over every class, the rest
+// over each node's dominant classes; no row twice; the same under the same seed.
+TEST(Partition, DominantGivesEqualSizesAUniformShareAndDominantClasses) {
+  Labels y;
+  for (int c = 0; c < 10; ++c)
+    for (int i = 0; i < 300; ++i) y.push_back(c);
+  PartitionOptions o = opts(PartitionScheme::Dominant, 5, 3);
+  o.classes_per_node = 2;
+  o.uniform_share = 0.2;
+  const Partition p = make_partition(y, 10, o);
+  ASSERT_EQ(p.size(), 5u);
+  std::set<int64_t> rows;
+  for (const auto& part : p) rows.insert(part.begin(), part.end());
+  size_t total = 0;
+  for (const auto& part : p) total += part.size();
+  EXPECT_EQ(rows.size(), total) << "no row twice";
+  const auto counts = partition_counts(p, y, 10);
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(p[k].size(), 600u) << "3000 rows over 5 nodes";
+    int dominant = 0;
+    for (int c = 0; c < 10; ++c) {
+      EXPECT_GE(counts[k][static_cast<size_t>(c)], 12) << "120 uniform rows spread over 10 classes";
+      dominant += counts[k][static_cast<size_t>(c)] >= 12 + 240;
+    }
+    EXPECT_EQ(dominant, 2) << "480 rows over 2 dominant classes";
+  }
+  EXPECT_EQ(make_partition(y, 10, o), p);
+  o.uniform_share = 1.5;
+  expect_input_error([&] { make_partition(y, 10, o); }, {"uniform share"});
 }
 
 TEST(Partition, IidIsBalanced) {
