@@ -55,10 +55,11 @@ const char* kHelp =
     "                                    and sd per node and of the gap to centralized.linear\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
     "  --personalize [--personal-lambda L (1)] [--personal-epochs E (200)] [--personal-rank R (16)]\n"
-    "                [--personal-lr LR (0.01)]\n"
+    "                [--personal-lr LR (0.01; 0.001 from the global head)] [--personal-from-global]\n"
     "                                    FedCGS: every node also trains a personal head aligned to the\n"
     "                                    global class means (paper 001, Eq. 12); each node scored in\n"
-    "                                    its own class proportions (docs/methods/fedcgs.md)\n"
+    "                                    its own class proportions (docs/methods/fedcgs.md); the\n"
+    "                                    last flag starts it from the node's federation head\n"
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
 
 std::set<std::string> valued_options() {
@@ -71,7 +72,7 @@ std::set<std::string> valued_options() {
 }
 
 std::set<std::string> flag_options() {
-  std::set<std::string> f = {"no-baselines", "quiet", "personalize"};
+  std::set<std::string> f = {"no-baselines", "quiet", "personalize", "personal-from-global"};
   f.insert(method_flag_names().begin(), method_flag_names().end());
   return f;
 }
@@ -169,10 +170,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     p.lambda = a.real("personal-lambda", p.lambda, 0.0, 1e6);
     p.epochs = static_cast<int>(a.integer("personal-epochs", p.epochs, 1, 100000));
     p.rank = static_cast<int>(a.integer("personal-rank", p.rank, 1, 100000));
-    p.lr = a.real("personal-lr", p.lr, 1e-9, 10.0);
+    if (a.has("personal-lr")) p.lr = a.real("personal-lr", 0.01, 1e-9, 10.0);
+    p.from_global_head = a.flag("personal-from-global");
     o.personalize = p;
   } else {
-    for (const char* name : {"personal-lambda", "personal-epochs", "personal-rank", "personal-lr"})
+    for (const char* name : {"personal-lambda", "personal-epochs", "personal-rank", "personal-lr", "personal-from-global"})
       if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --personalize only");
   }
   const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;

@@ -65,7 +65,8 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
     w.key("lambda").value(o.personalize->lambda);
     w.key("rank").value(o.personalize->rank);
     w.key("epochs").value(o.personalize->epochs);
-    w.key("lr").value(o.personalize->lr);
+    w.key("lr").value(o.personalize->learning_rate());
+    w.key("from_global_head").value(o.personalize->from_global_head);
     w.end_object();
   }
   w.end_object();

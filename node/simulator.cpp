@@ -108,8 +108,8 @@ std::vector<Features> partition_nodes(const Features& all, const PartitionOption
 }
 
 // One machine per node over the built topology, run to the end; every node's head scored.
-void run_federation(const std::vector<Features>& local, const Features& test, const SimulationOptions& options,
-                    SimulationReport& report) {
+std::vector<std::shared_ptr<const Head>> run_federation(const std::vector<Features>& local, const Features& test,
+                                                        const SimulationOptions& options, SimulationReport& report) {
   const int N = static_cast<int>(local.size());
   const auto method = make_method(options.method);
   TopologyBuildOptions build;
@@ -152,9 +152,11 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
   }
   InMemoryFederation federation(std::move(machines), options.backbone_fingerprint, report.nodes, say);
   federation.run();
+  std::vector<std::shared_ptr<const Head>> heads;
   for (int i = 0; i < N; ++i) {
     const MachineOutcome& o = federation.machine(i).outcome();
     if (!o.head) throw InputError("node " + std::to_string(i) + " ended without a head in this topology");
+    heads.push_back(o.head);
     auto& r = report.nodes[i];
     r.accuracy = o.head->accuracy(test);
     r.per_class = o.head->per_class_accuracy(test);
@@ -165,6 +167,7 @@ void run_federation(const std::vector<Features>& local, const Features& test, co
         << r.contributors.size() << " contributor(s)";
     say(msg.str());
   }
+  return heads;
 }
 
 // The centralised heads on all the features, and each node's head on its own data alone.
@@ -195,7 +198,8 @@ void run_baselines(const Features& all, const std::vector<Features>& local, cons
 // Personalised FedCGS: the global class means the statistics' extra round brings every node (here:
 // of all training data, which is what the complete statistics hold), then each node's two heads.
 void run_personalization(const Features& all, const std::vector<Features>& local, const Features& test,
-                         const SimulationOptions& options, SimulationReport& report) {
+                         const std::vector<std::shared_ptr<const Head>>& heads, const SimulationOptions& options,
+                         SimulationReport& report) {
   std::vector<bool> present;
   const MatrixD means = global_class_means(compute_stats(all), &present);
   for (size_t i = 0; i < local.size(); ++i) {
@@ -205,9 +209,10 @@ void run_personalization(const Features& all, const std::vector<Features>& local
     o.seed = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::HeadInit), 0x9E25, static_cast<uint64_t>(i)});
     PersonalizeOptions alone = o;
     alone.lambda = 0;
+    alone.from_global_head = false;  // and so the paper's learning rate, unless one was given
     const auto t0 = Clock::now();
     const auto own = personalize_head(local[i], means, present, alone);
-    const auto personal = personalize_head(local[i], means, present, o);
+    const auto personal = personalize_head(local[i], means, present, o, dynamic_cast<const LinearHead*>(heads[i].get()));
     r.personalized.local_only = accuracy_in_proportion(own->per_class_accuracy(test), r.class_counts);
     r.personalized.global = accuracy_in_proportion(r.per_class, r.class_counts);
     r.personalized.personal = accuracy_in_proportion(personal->per_class_accuracy(test), r.class_counts);
@@ -245,8 +250,8 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
   const std::vector<Features> local = partition_nodes(all, options.partition, report);
   if (options.personalize && (options.method.method != "fedcgs" || options.method.fedcgs.dp))
     throw InputError("personalised heads are FedCGS's (paper 001, Eq. 12), without DP so far");
-  run_federation(local, test_all, options, report);
-  if (options.personalize) run_personalization(all, local, test_all, options, report);
+  const auto heads = run_federation(local, test_all, options, report);
+  if (options.personalize) run_personalization(all, local, test_all, heads, options, report);
   if (options.baselines) run_baselines(all, local, test_all, options, report);
   report.wall_seconds = seconds_since(t_start);
   return report;

@@ -21,14 +21,15 @@ MatrixD global_class_means(const StatsKnowledge& stats, std::vector<bool>* prese
 }
 
 std::unique_ptr<LinearHead> personalize_head(const Features& local, const MatrixD& global_means,
-                                             const std::vector<bool>& present, const PersonalizeOptions& o) {
+                                             const std::vector<bool>& present, const PersonalizeOptions& o,
+                                             const LinearHead* start) {
   const Eigen::Index n = local.X.rows(), d = local.X.cols(), C = local.num_classes;
   if (n == 0) throw InputError("personalised head: the node has no local data");
   if (global_means.rows() != C || global_means.cols() != d || static_cast<Eigen::Index>(present.size()) != C)
     throw InputError("personalised head: global means of shape " + std::to_string(global_means.rows()) + " x " +
                      std::to_string(global_means.cols()) + " for " + std::to_string(C) + " classes of dimension " +
                      std::to_string(d));
-  if (!(o.lambda >= 0) || o.rank < 1 || o.epochs < 1 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) ||
+  if (!(o.lambda >= 0) || o.rank < 1 || o.epochs < 1 || o.batch_size < 1 || !(o.learning_rate() > 0) || !(o.momentum >= 0) ||
       !(o.weight_decay >= 0))
     throw InputError("personalised head: lambda, momentum and weight decay must be >= 0, rank, epochs and batch "
                      "size >= 1, the learning rate > 0");
@@ -54,9 +55,18 @@ std::unique_ptr<LinearHead> personalize_head(const Features& local, const Matrix
   MatrixD U = MatrixD::Zero(d, r), V(d, r), W = MatrixD::Zero(C, d);
   Eigen::VectorXd b = Eigen::VectorXd::Zero(C);
   for (Eigen::Index k = 0; k < V.size(); ++k) V.data()[k] = init.normal() / std::sqrt(static_cast<double>(d));
+  if (o.from_global_head) {
+    if (!start || start->dim() != d || start->num_classes() != C)
+      throw InputError("personalised head: starting from the global head needs a linear head of the node's shape");
+    // W0 x + b0 with x = x~ * scale + mean.
+    const MatrixD W0 = start->weights().cast<double>();
+    W = W0.array().rowwise() * scale.array();
+    b = start->bias().cast<double>() + W0 * mean.transpose();
+  }
   MatrixD mU = MatrixD::Zero(d, r), mV = MatrixD::Zero(d, r), mW = MatrixD::Zero(C, d);
   Eigen::VectorXd mb = Eigen::VectorXd::Zero(C);
 
+  const double lr = o.learning_rate();
   Rng shuffle = Rng::stream(o.seed, Purpose::HeadShuffle, 0x9E25);
   std::vector<Eigen::Index> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), Eigen::Index{0});
@@ -92,10 +102,10 @@ std::unique_ptr<LinearHead> personalize_head(const Features& local, const Matrix
       mb = o.momentum * mb + gb;
       mU = o.momentum * mU + gU;
       mV = o.momentum * mV + gV;
-      W -= o.lr * mW;
-      b -= o.lr * mb;
-      U -= o.lr * mU;
-      V -= o.lr * mV;
+      W -= lr * mW;
+      b -= lr * mb;
+      U -= lr * mU;
+      V -= lr * mV;
     }
     if (!W.allFinite() || !U.allFinite() || !V.allFinite())
       throw InputError("personalised head: training diverged at epoch " + std::to_string(epoch + 1) +

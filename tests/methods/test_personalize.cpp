@@ -35,7 +35,8 @@ TEST(Personalize, TrainsAFoldedLinearHeadThatTheAlignmentChanges) {
   std::vector<bool> present;
   const MatrixD mu = global_class_means(compute_stats(all), &present);
   PersonalizeOptions o;
-  o.epochs = 30;
+  o.epochs = 200;  // one step an epoch on 120 samples
+  o.lr = 0.1;
   o.rank = 4;
   o.seed = 7;
   const auto head = personalize_head(local, mu, present, o);
@@ -50,11 +51,19 @@ TEST(Personalize, TrainsAFoldedLinearHeadThatTheAlignmentChanges) {
   PersonalizeOptions alone = o;
   alone.lambda = 0;
   EXPECT_NE(personalize_head(local, mu, present, alone)->scores(test_set.X), head->scores(test_set.X));
+  // From a global head (here a local one stands in), at its own smaller default rate.
+  PersonalizeOptions from = o;
+  from.from_global_head = true;
+  from.lr.reset();
+  EXPECT_DOUBLE_EQ(from.learning_rate(), 1e-3);
+  EXPECT_THROW(personalize_head(local, mu, present, from), InputError) << "no head to start from";
+  const auto tuned = personalize_head(local, mu, present, from, head.get());
+  EXPECT_GT(accuracy_in_proportion(tuned->per_class_accuracy(test_set), counts), 0.9);
   // A local class the statistics do not know, and bad options, are refused.
   std::vector<bool> missing = present;
   missing[1] = false;
   EXPECT_THROW(personalize_head(local, mu, missing, o), InputError);
-  o.lr = 0;
+  o.lr = 0.0;
   EXPECT_THROW(personalize_head(local, mu, present, o), InputError);
 }
 
