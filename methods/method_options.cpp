@@ -141,7 +141,7 @@ std::string method_options_help() {
     << "  --min-class-count M               (" << MethodOptions{}.min_class_count
     << ": off) a class a node holds fewer than M samples of\n"
        "                                    is not released; the node's ledger says so\n"
-    << "  --secure-aggregation off|all|counts  (off) FedCGS on a star, chain or ring of 3+ nodes: statistics\n"
+    << "  --secure-aggregation off|all|counts  (off) FedCGS on any topology of 3+ nodes: statistics\n"
        "                                    travel masked, only their total can be read (all parts\n"
        "                                    masked, or the class counts alone; docs/privacy.md)\n";
   h << head_options_help();

@@ -31,18 +31,17 @@ std::optional<MaskPlan> mask_plan(const Topology& topology, const NodePlan& plan
     }
     case TopologyMode::Linear:
     case TopologyMode::Ring:
+    case TopologyMode::Graph:
       for (const auto& n : topology.nodes) m.group.insert(n.id);
-      // The last node of the first pass reads the total; with two nodes that is the other's piece.
+      // The last node of the first pass (a graph's sink) reads the total; with two nodes that is
+      // the other's piece.
       if (m.group.size() < 3)
         throw InputError(std::string("secure aggregation on a ") + to_string(topology.federation.mode) +
                          " topology needs at least three nodes: with two, the node that reads the total reads the "
                          "other's statistics");
       return m;
-    case TopologyMode::Graph: break;
   }
-  throw InputError(
-      "secure aggregation covers star, linear and ring topologies, not graph: a graph's relays forward pieces apart, "
-      "and no node there is sure to hold every member's piece (docs/privacy.md, \"Secure aggregation\")");
+  throw std::logic_error("mask_plan: unknown topology mode");
 }
 
 MaskSecrets mask_secrets(const Identity& me, NodeId me_id, const MaskPlan& plan,

@@ -7,7 +7,8 @@
 // A star's leaves form one group, and the hub reads only their sum. On a chain or a ring every
 // node is in the group: the first pass carries sums that stay masked until its last node adds its
 // own piece, and the total it reads then travels back as the ring's complete knowledge (a chain
-// gains that second pass: PlanOptions::secure_aggregation).
+// gains that second pass: PlanOptions::secure_aggregation). A graph likewise, its collector
+// sink reading the total.
 #pragma once
 
 #include "crypto/keys.h"

@@ -61,7 +61,11 @@ class Planner {
           if (g_.out[v].empty()) last_ = v;
         }
         break;
-      case TopologyMode::Graph: acyclic(); break;
+      case TopologyMode::Graph:
+        if (options.secure_aggregation) collecting_sink();
+        acyclic();
+        if (options.secure_aggregation) order_second_pass();
+        break;
       case TopologyMode::Ring: {
         start_ = t.federation.start ? g_.index.at(*t.federation.start) : 0;
         last_ = g_.in[start_][0];
@@ -101,6 +105,7 @@ class Planner {
           for (size_t s : *senders)
             for (size_t u = 0; u < g_.size(); ++u)
               if (anc_[s].test(u)) p.sources[g_.ids[s]].insert(g_.ids[u]);
+        if (p.mode == TopologyMode::Graph && options_.secure_aggregation) second_pass(v, p);
         break;
       }
       case TopologyMode::Ring: {
@@ -167,6 +172,60 @@ class Planner {
 
   void everyone(NodePlan& p) const { p.expected_contributors.insert(g_.ids.begin(), g_.ids.end()); }
 
+  // A graph under secure aggregation: the first pass runs as without it, but its pieces are
+  // masked for the whole federation, so only a node that holds every member's piece reads
+  // anything. That is a sink every node reaches: where the graph has several sinks, the others
+  // send what they hold on to one of them (the collector: most ancestors, then the largest id),
+  // over added edges that the relay analysis then treats as any other, so pieces still meet
+  // nested or disjoint. The total the collector reads travels to every other node in
+  // topological order, as a ring's complete knowledge does. Runs before acyclic().
+  void collecting_sink() {
+    for (size_t v = 0; v < g_.size(); ++v)
+      if (!g_.fb_out[v].empty())
+        throw InputError(t_.source + ": secure aggregation on a graph brings every node the total in a second pass, "
+                         "so feedback edges have nothing left to carry; node " + std::to_string(g_.ids[v]) +
+                         " has one: remove `feedback = true` edges");
+    std::vector<size_t> sinks;
+    for (size_t v = 0; v < g_.size(); ++v)
+      if (g_.out[v].empty()) sinks.push_back(v);
+    const auto anc = topo::closed_ancestors(g_, topo::topological_order(g_));
+    auto count = [&](size_t v) {
+      size_t c = 0;
+      for (size_t u = 0; u < g_.size(); ++u) c += anc[v].test(u);
+      return c;
+    };
+    last_ = sinks.front();
+    for (size_t s : sinks)
+      if (count(s) >= count(last_)) last_ = s;
+    for (size_t s : sinks) {
+      if (s == last_) continue;
+      g_.out[s].push_back(last_);
+      auto& in = g_.in[last_];
+      in.insert(std::upper_bound(in.begin(), in.end(), s), s);  // neighbours stay in id order
+    }
+  }
+
+  // After acyclic(): the second pass, the collector's total handed on in topological order.
+  void order_second_pass() {
+    for (size_t v : topo::topological_order(g_))
+      if (v != last_) second_pass_.push_back(v);
+  }
+
+  void second_pass(size_t v, NodePlan& p) const {
+    everyone(p);
+    if (v == last_) {
+      p.complete_to = g_.ids[second_pass_.front()];
+      return;
+    }
+    p.fits_head = false;  // what it holds is masked: it waits for the total
+    const size_t k = std::find(second_pass_.begin(), second_pass_.end(), v) - second_pass_.begin();
+    p.complete_from = g_.ids[k == 0 ? last_ : second_pass_[k - 1]];
+    if (k + 1 < second_pass_.size()) p.complete_to = g_.ids[second_pass_[k + 1]];
+    // The collector waits along its longest chain of ancestors, then the total comes through the
+    // k nodes before this one.
+    p.return_deadline_seconds = (depth_[last_] + 1 + static_cast<double>(k)) * p.deadline_seconds;
+  }
+
   // Decides, in topological order, which nodes forward one merged piece. A merged piece stands
   // for the node and all its ancestors; two of them may meet at a node further down (directly,
   // through relays, or over a feedback edge), and if neither contains the other they overlap
@@ -213,6 +272,7 @@ class Planner {
   std::vector<Bits> anc_;
   std::vector<int> depth_;  // ordinary edges on the longest path from a source
   std::vector<bool> merged_;
+  std::vector<size_t> second_pass_;  // a graph under secure aggregation: after its sink, in order
   size_t start_ = 0, last_ = 0, hub_ = 0;
 };
 

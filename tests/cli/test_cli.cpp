@@ -153,8 +153,6 @@ TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
   EXPECT_EQ(html.substr(html.find('>', cell), 11), ">2, 1e-05</") << html.substr(cell, 80);
 }
 
-// Secure aggregation on a star (docs/privacy.md): the hub reads only the leaves' sum, and every
-// node's predictions are those of the run without it.
 // Secure aggregation changes who can read what, never a result: on a star and a ring every
 // node's head is the plain run's. A chain under it gains the ring's second pass, so every node
 // ends with the head the plain chain gives only its tail.
@@ -186,9 +184,25 @@ TEST_F(Cli, SecureAggregationChangesNoPrediction) {
         EXPECT_GT(secure["nodes"][1]["bytes_sent"].get<double>(), 1.9 * plain["nodes"][1]["bytes_sent"].get<double>());
     }
   }
-  const CliRun graph = run_cli("simulate " + data_args() + " --method fedcgs --topology graph --nodes 5 --secure-aggregation all --quiet");
-  EXPECT_NE(graph.code, 0);
-  EXPECT_NE(graph.output.find("not graph"), std::string::npos) << graph.output;
+  // A graph: the diamond's sink holds everyone in the plain run, and every node under secure
+  // aggregation ends with its head; a random graph of 7 (seed 4: sinks 4, 5 and 6) has no such
+  // node, and every node ends with the head on the total, the plain ring's.
+  const nlohmann::json diamond = run("graph --nodes 4", "", "diamond");
+  const nlohmann::json ring7 = run("ring --nodes 7", "", "ring7");
+  for (const auto& [topology, plain, reference] :
+       {std::tuple<std::string, const nlohmann::json*, size_t>{"graph --nodes 4", &diamond, 3},
+        {"graph --nodes 7", &ring7, 0}}) {
+    const nlohmann::json secure = run(topology, "--secure-aggregation all", "graph");
+    const nlohmann::json& expected = (*plain)["nodes"][reference];
+    ASSERT_EQ(expected["contributors"].size(), secure["nodes"].size()) << topology;
+    for (const auto& node : secure["nodes"]) {
+      EXPECT_EQ(node["per_class_accuracy"], expected["per_class_accuracy"]) << topology << " node " << node["id"];
+      EXPECT_EQ(node["contributors"].size(), secure["nodes"].size()) << topology;
+    }
+  }
+  const CliRun graph2 = run_cli("simulate " + data_args() + " --method fedcgs --topology graph --nodes 2 --secure-aggregation all --quiet");
+  EXPECT_NE(graph2.code, 0);
+  EXPECT_NE(graph2.output.find("at least three nodes"), std::string::npos) << graph2.output;
   const CliRun pair = run_cli("simulate " + data_args() + " --method fedcgs --topology ring --nodes 2 --secure-aggregation all --quiet");
   EXPECT_NE(pair.code, 0);
   EXPECT_NE(pair.output.find("at least three nodes"), std::string::npos) << pair.output;

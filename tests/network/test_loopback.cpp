@@ -96,8 +96,10 @@ TEST(LoopbackSecureAggregation, AStarOfTenWithMaskedStatisticsMatchesTheSimulato
 // On a ring and a chain of real processes every node masks for the whole federation: the first
 // pass carries sums only its last node can read, and the total comes back to every node as the
 // ring's complete knowledge (a chain gains that pass). The simulator does the same, and its
-// result is the plain run's (Cli.SecureAggregationChangesNoPrediction). Ports 23790-23798.
-TEST(LoopbackSecureAggregation, ARingOfFourAndAChainOfFiveMatchTheSimulator) {
+// result is the plain run's (Cli.SecureAggregationChangesNoPrediction). So on a graph (seed 3's
+// graph of 7 has sinks 3 and 6: 3 sends on to 6, which reads the total), with relays forwarding
+// masked pieces apart. Ports 23790-23798, 23930-23936.
+TEST(LoopbackSecureAggregation, ARingOfFourAChainOfFiveAndAGraphOfSevenMatchTheSimulator) {
   const auto dir = test_dir("loopback_secagg_pass");
   const Federation ring = make_federation(dir / "ring", TopologyMode::Ring, 4, "fedcgs", 23790,
                                           {{"secure-aggregation", "all"}}, small_data());
@@ -105,6 +107,9 @@ TEST(LoopbackSecureAggregation, ARingOfFourAndAChainOfFiveMatchTheSimulator) {
   const Federation chain = make_federation(dir / "chain", TopologyMode::Linear, 5, "fedcgs", 23794,
                                            {{"secure-aggregation", "counts"}}, small_data());
   launch_and_expect_simulate(chain);
+  const Federation graph = make_federation(dir / "graph", TopologyMode::Graph, 7, "fedcgs", 23930,
+                                           {{"secure-aggregation", "all"}}, small_data());
+  launch_and_expect_simulate(graph);
 }
 
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must

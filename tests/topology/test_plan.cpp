@@ -128,6 +128,38 @@ TEST(TopologyPlan, AMaskedChainMakesTheRingsSecondPass) {
   }
 }
 
+void check_merges_lose_nothing(const Topology& t, const PlanOptions& options = {});
+
+// A graph under secure aggregation: its sinks send on to one collector (most ancestors, then
+// the largest id), which alone fits a head in phase 1 and hands the total on in topological order.
+TEST(TopologyPlan, AMaskedGraphCollectsAtOneSinkAndHandsTheTotalBack) {
+  // 0 -> 1 -> 3, 0 -> 2 -> 4, 1 -> 4: sinks 3 ({0,1,3}) and 4 ({0,1,2,4}); 4 collects.
+  const Topology t = test::parse(federation("graph") + nodes(5) + edges({{0, 1}, {1, 3}, {0, 2}, {2, 4}, {1, 4}}));
+  PlanOptions masked;
+  masked.secure_aggregation = true;
+  const auto p = plan_all(t, masked);
+  EXPECT_EQ(p[3].forward_to, Ids{4});
+  EXPECT_EQ(p[4].wait_for, (Ids{1, 2, 3}));
+  EXPECT_FALSE(p[4].complete_from);
+  EXPECT_EQ(p[4].complete_to, NodeId{0});
+  EXPECT_EQ(p[0].complete_from, NodeId{4});
+  EXPECT_EQ(p[0].complete_to, NodeId{1});
+  EXPECT_EQ(p[3].complete_from, NodeId{2});
+  EXPECT_FALSE(p[3].complete_to);
+  for (const auto& q : p) {
+    EXPECT_EQ(q.fits_head, q.id == 4) << q.id;
+    EXPECT_EQ(q.expected_contributors, range(0, 4)) << q.id;
+  }
+  // 4 waits for 0..2 (longest chain 0 -> 1 -> 3 -> 4, three waits), then the total reaches
+  // 3 fourth.
+  EXPECT_DOUBLE_EQ(p[3].return_deadline_seconds, (3 + 1 + 3) * kDefaultDeadlineSeconds);
+  check_merges_lose_nothing(t, masked);
+  EXPECT_THROW(plan_all(test::parse(federation("graph") + nodes(3) + edges({{0, 1}, {1, 2}}) +
+                                    "[[edge]]\nfrom = 2\nto = 0\nfeedback = true\n"),
+                        masked),
+               InputError);
+}
+
 TEST(TopologyPlan, RingStartsWhereTheFileSays) {
   const Topology t = test::parse(federation("ring", "start = 7") + test::node(7) + test::node(3) + test::node(5) +
                                  edges({{3, 5}, {5, 7}, {7, 3}}));
@@ -247,8 +279,10 @@ void expect_within_sources(const NodePlan& at, NodeId from, const std::vector<Co
 // combines what it holds the way the contributor rules do (pieces inside another are dropped),
 // and the test fails if two pieces that meet overlap partially (one would be lost) or if a node
 // does not end up with exactly its expected contributors.
-void check_merges_lose_nothing(const Topology& t) {
-  const auto plans = plan_all(t);
+// Under secure aggregation the collector's must be everyone, and the complete knowledge it sends
+// must reach every other node once.
+void check_merges_lose_nothing(const Topology& t, const PlanOptions& options) {
+  const auto plans = plan_all(t, options);
   std::map<NodeId, const NodePlan*> plan;
   for (const auto& p : plans) plan[p.id] = &p;
   std::map<NodeId, std::vector<Contributors>> outbox;  // what each node sends (phase 1)
@@ -300,8 +334,21 @@ void check_merges_lose_nothing(const Topology& t) {
     }
     Contributors all;
     for (const auto& c : combine(in, p.id)) all.insert(c.begin(), c.end());
+    if (p.complete_from) all = p.expected_contributors;  // checked below: the total comes
     EXPECT_EQ(all, p.expected_contributors) << "node " << p.id;
   }
+  if (!options.secure_aggregation) return;
+  std::vector<NodeId> collectors;
+  for (const auto& p : plans)
+    if (p.fits_head) collectors.push_back(p.id);
+  ASSERT_EQ(collectors.size(), 1u);
+  EXPECT_FALSE(plan[collectors[0]]->complete_from);
+  std::set<NodeId> reached{collectors[0]};
+  for (auto to = plan[collectors[0]]->complete_to; to; to = plan[*to]->complete_to) {
+    ASSERT_TRUE(reached.insert(*to).second) << "the complete knowledge comes to " << *to << " twice";
+    EXPECT_TRUE(plan[*to]->expects(*plan[*to]->complete_from, PlanMessage::Complete));
+  }
+  EXPECT_EQ(reached.size(), plans.size());
 }
 
 TEST(TopologyPlan, GraphMergesNeverLoseOrDoubleCountAContributor) {
@@ -318,7 +365,10 @@ TEST(TopologyPlan, GraphMergesNeverLoseOrDoubleCountAContributor) {
   check_merges_lose_nothing(test::parse(federation("graph") + nodes(4) + edges({{0, 1}, {0, 2}, {1, 3}, {2, 3}}) +
                                         "[[edge]]\nfrom = 3\nto = 0\nfeedback = true\n[[edge]]\nfrom = 3\nto = 1\n"
                                         "feedback = true\n"));
-  // Random graphs from the builder, with a feedback edge added from the last node to the first.
+  // Random graphs from the builder, with a feedback edge added from the last node to the first;
+  // without it, under secure aggregation too (its sinks sending on to one collector).
+  PlanOptions masked;
+  masked.secure_aggregation = true;
   for (int n = 3; n <= 14; ++n)
     for (uint64_t seed = 0; seed < 12; ++seed) {
       TopologyBuildOptions o;
@@ -328,6 +378,7 @@ TEST(TopologyPlan, GraphMergesNeverLoseOrDoubleCountAContributor) {
       Topology t = build_topology(o);
       SCOPED_TRACE("graph of " + std::to_string(n) + " nodes, seed " + std::to_string(seed));
       check_merges_lose_nothing(t);
+      check_merges_lose_nothing(t, masked);
       t.edges.push_back({static_cast<NodeId>(n - 1), 0, true, 0});
       bool closes = true;
       try {
