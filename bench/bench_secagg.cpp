@@ -1,18 +1,25 @@
-// The cost of secure aggregation on a star (issue 21, acceptance 5; docs/privacy.md): per leaf,
-// its statistics masked for the hub (compute_stats, encoding into the ring, one ChaCha20 mask
-// stream per other leaf) against the plain statistics; at the hub, folding the masked pieces and
-// reading the sum back before the LDA head against folding plain ones; and the bytes a leaf
-// sends (the encoded payload), each as a ratio measured in the same run on the same data.
-// Usage: bench_secagg [--leaves 10] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]
+// The cost of secure aggregation (issue 21, acceptance 5; docs/privacy.md), each as a ratio to
+// the plain run measured in the same run on the same data.
+// First, on a star, the parts: per leaf, its statistics masked for the hub (compute_stats,
+// encoding into the ring, one ChaCha20 mask stream per other leaf) against the plain statistics;
+// at the hub, folding the masked pieces and reading the sum back before the LDA head against
+// folding plain ones; and the bytes a leaf sends (the encoded payload).
+// Then whole runs in the simulator (node/simulator.h: every node's machine, its merges, masks,
+// heads and unmasking round), a star of L leaves and a chain of --chain nodes: per node its
+// compute time and the bytes it sends, where a chain under secure aggregation also makes the
+// second pass that brings every node the total.
+// Usage: bench_secagg [--leaves 10] [--chain 5] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]
 #include "crypto/run_id.h"
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/fedcgs/masked_stats.h"
 #include "node/secure_aggregation.h"
+#include "node/simulator.h"
 #include "protocol/codec.h"
 #include "core/rng.h"
 
 #include "bench_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -36,17 +43,74 @@ Features leaf_data(int n, int d, int classes, uint64_t seed) {
   return f;
 }
 
+// Per node, the median over repetitions of its compute seconds, and its bytes sent.
+struct RunCost {
+  std::vector<double> seconds;
+  std::vector<double> bytes;
+  std::vector<double> accuracy;
+};
+
+RunCost whole_run(const Features& train, const Features& test, SimTopology topology, int nodes, bool masked, int reps) {
+  SimulationOptions o;
+  o.method.method = "fedcgs";
+  o.method.secure_aggregation = masked ? SecureAggregation::All : SecureAggregation::Off;
+  o.topology = topology;
+  o.partition.nodes = nodes;
+  o.partition.seed = 1;
+  o.seed = 1;
+  o.baselines = false;
+  RunCost cost;
+  std::vector<std::vector<double>> seconds(static_cast<size_t>(nodes));
+  for (int r = 0; r < reps; ++r) {
+    const SimulationReport report = simulate(train, test, o);
+    cost.bytes.clear();
+    cost.accuracy.clear();
+    for (const auto& node : report.nodes) {
+      seconds[node.id].push_back(node.seconds);
+      cost.bytes.push_back(static_cast<double>(node.bytes_sent));
+      cost.accuracy.push_back(node.accuracy);
+    }
+  }
+  for (auto& s : seconds) cost.seconds.push_back(bench::median(s));
+  return cost;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// Prints the per-node table of one topology; false when secure aggregation changed an accuracy
+// other than a chain's partial heads, which it replaces with the total's.
+bool report_whole_run(const char* name, const RunCost& plain, const RunCost& masked, bool chain) {
+  std::printf("\n%s, whole run in the simulator (per node: compute seconds, bytes sent, accuracy)\n", name);
+  std::printf("%-6s %9s %9s %7s %12s %12s %7s %8s %8s\n", "node", "plain s", "masked s", "ratio", "plain B", "masked B",
+              "ratio", "plain", "masked");
+  for (size_t i = 0; i < plain.seconds.size(); ++i)
+    std::printf("%-6zu %9.3f %9.3f %7.2f %12.0f %12.0f %7s %8.4f %8.4f\n", i, plain.seconds[i], masked.seconds[i],
+                masked.seconds[i] / plain.seconds[i], plain.bytes[i], masked.bytes[i],
+                plain.bytes[i] > 0 ? (std::to_string(masked.bytes[i] / plain.bytes[i]).substr(0, 4)).c_str() : "-",
+                plain.accuracy[i], masked.accuracy[i]);
+  const double ps = mean(plain.seconds), ms = mean(masked.seconds), pb = mean(plain.bytes), mb = mean(masked.bytes);
+  std::printf("%-6s %9.3f %9.3f %7.2f %12.0f %12.0f %7.2f\n", "mean", ps, ms, ms / ps, pb, mb, mb / pb);
+  const double total = chain ? plain.accuracy.back() : 0;
+  for (size_t i = 0; i < plain.accuracy.size(); ++i)
+    if (masked.accuracy[i] != (chain ? total : plain.accuracy[i])) return false;
+  return true;
+}
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
-  int leaves = 10, d = 1280, classes = 10, n = 2000, reps = 3;
+  int leaves = 10, chain = 5, d = 1280, classes = 10, n = 2000, reps = 3;
   if (bench::wants_help(argc, argv)) {
-    std::printf("usage: bench_secagg [--leaves 10] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]\n");
+    std::printf("usage: bench_secagg [--leaves 10] [--chain 5] [--dim 1280] [--classes 10] [--n 2000] [--reps 3]\n");
     return 0;
   }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    int* into = flag == "--leaves" ? &leaves : flag == "--dim" ? &d : flag == "--classes" ? &classes
+    int* into = flag == "--leaves" ? &leaves : flag == "--chain" ? &chain : flag == "--dim" ? &d : flag == "--classes" ? &classes
               : flag == "--n" ? &n : flag == "--reps" ? &reps : nullptr;
     if (!into) {
       std::fprintf(stderr, "bench_secagg: unknown option %s\n", flag.c_str());
@@ -54,8 +118,8 @@ int bench_main(int argc, char** argv) {
     }
     *into = bench::parse_int("bench_secagg", flag.c_str(), argv[i + 1]);
   }
-  if (leaves < 2) {
-    std::fprintf(stderr, "bench_secagg: --leaves needs at least 2\n");
+  if (leaves < 2 || chain < 3) {
+    std::fprintf(stderr, "bench_secagg: --leaves needs at least 2, --chain at least 3\n");
     return 2;
   }
   // Leaves 1..L of a star whose hub is 0; key pairs from fixed seeds.
@@ -140,6 +204,26 @@ int bench_main(int argc, char** argv) {
   std::printf("%-34s %12.3f %12.3f %8.2f\n", "hub: all pieces to a head (s)", ph, mh, mh / ph);
   std::printf("%-34s %12.0f %12.0f %8.2f\n", "leaf: payload bytes", bytes_plain, bytes_masked, bytes_masked / bytes_plain);
   std::printf("predictions of the two heads: identical\n");
+
+  // Whole runs: the star's hub holds data too (n samples a node, as every leaf), test set n.
+  auto pooled = [&](int nodes, uint64_t seed) {
+    Features f = leaf_data(n * nodes, d, classes, seed);
+    return f;
+  };
+  const Features test = leaf_data(n, d, classes, 7);
+  const Features star_train = pooled(leaves + 1, 8);
+  const bool star_same = report_whole_run(("star of " + std::to_string(leaves) + " leaves").c_str(),
+                                          whole_run(star_train, test, SimTopology::Star, leaves + 1, false, reps),
+                                          whole_run(star_train, test, SimTopology::Star, leaves + 1, true, reps), false);
+  const Features chain_train = pooled(chain, 9);
+  const bool chain_same = report_whole_run(("chain of " + std::to_string(chain)).c_str(),
+                                           whole_run(chain_train, test, SimTopology::Linear, chain, false, reps),
+                                           whole_run(chain_train, test, SimTopology::Linear, chain, true, reps), true);
+  if (!star_same || !chain_same) {
+    std::fprintf(stderr, "bench_secagg: a masked run's accuracy differs from the plain run's\n");
+    return 1;
+  }
+  std::printf("accuracies: the star's as plain, every chain node's the plain tail's\n");
   return 0;
 }
 
