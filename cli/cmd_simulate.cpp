@@ -54,17 +54,10 @@ const char* kHelp =
     "  --seeds LIST                      the same run once per seed (e.g. 1-5 or 1,4,9), then mean\n"
     "                                    and sd per node and of the gap to centralized.linear\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
-    "  --personalize [--personal-lambda L (1)] [--personal-epochs E (200)] [--personal-rank R (16)]\n"
-    "                [--personal-lr LR (0.01; 0.001 from the global head)] [--personal-from-global]\n"
-    "                                    FedCGS: every node also trains a personal head aligned to the\n"
-    "                                    global class means (paper 001, Eq. 12); each node scored in\n"
-    "                                    its own class proportions (docs/methods/fedcgs.md); the\n"
-    "                                    last flag starts it from the node's federation head\n"
     "  --report FILE                     the JSON report (schema: docs/report.md)\n";
 
 std::set<std::string> valued_options() {
-  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report", "personal-lambda", "personal-epochs",
-                             "personal-rank", "personal-lr"};
+  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report"};
   v.insert(data_option_names().begin(), data_option_names().end());
   v.insert(partition_option_names().begin(), partition_option_names().end());
   v.insert(method_option_names().begin(), method_option_names().end());
@@ -72,7 +65,7 @@ std::set<std::string> valued_options() {
 }
 
 std::set<std::string> flag_options() {
-  std::set<std::string> f = {"no-baselines", "quiet", "personalize", "personal-from-global"};
+  std::set<std::string> f = {"no-baselines", "quiet"};
   f.insert(method_flag_names().begin(), method_flag_names().end());
   return f;
 }
@@ -164,19 +157,6 @@ int cmd_simulate(const std::vector<std::string>& argv) {
                      std::to_string(nodes));
   o.partition = option("partition options", [&] { return parse_partition_options(a, nodes, o.seed); });
   o.baselines = !a.flag("no-baselines");
-  if (a.flag("personalize")) {
-    if (o.method.method != "fedcgs") throw UsageError("--personalize is FedCGS's personalised variant (--method fedcgs)");
-    PersonalizeOptions p;
-    p.lambda = a.real("personal-lambda", p.lambda, 0.0, 1e6);
-    p.epochs = static_cast<int>(a.integer("personal-epochs", p.epochs, 1, 100000));
-    p.rank = static_cast<int>(a.integer("personal-rank", p.rank, 1, 100000));
-    if (a.has("personal-lr")) p.lr = a.real("personal-lr", 0.01, 1e-9, 10.0);
-    p.from_global_head = a.flag("personal-from-global");
-    o.personalize = p;
-  } else {
-    for (const char* name : {"personal-lambda", "personal-epochs", "personal-rank", "personal-lr", "personal-from-global"})
-      if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --personalize only");
-  }
   const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 

@@ -123,6 +123,13 @@ struct PrototypeKnowledge {
 
 using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge>;
 
+// Per class the mean feature of a federation's data (personalised FedCGS's alignment targets);
+// `present[c]` false, and row c zero, for a class no one holds.
+struct ClassMeans {
+  MatrixD means;  // C x d
+  std::vector<bool> present;
+};
+
 struct Knowledge {
   Contributors contributors;
   std::string backbone_fingerprint;

@@ -1,5 +1,7 @@
 #include "methods/method.h"
 
+#include <stdexcept>
+
 namespace fednode {
 
 const SecretKey32& NodeContext::secret_noise_key(const std::string& method) const {
@@ -17,6 +19,14 @@ std::vector<PrivacyRelease> Method::privacy(const Features&, const NodeContext&)
   r.epsilon = kNotPrivate;
   r.note = "an exact summary of the node's data";
   return {r};
+}
+
+ClassMeans Method::class_means(const KnowledgeList&, const Features*, const NodeContext&) const {
+  throw std::logic_error(name() + " does not personalise: no class means");
+}
+
+std::unique_ptr<Head> Method::personal_head(const Features&, const ClassMeans&, const Head&, const NodeContext&) const {
+  throw std::logic_error(name() + " does not personalise: no personal head");
 }
 
 const char* to_string(SecureAggregation s) {

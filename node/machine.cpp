@@ -594,6 +594,40 @@ void Machine::refit(Actions& out) {
   set_head(refitted, r.contributors, out);
 }
 
+std::shared_ptr<const ClassMeans> Machine::head_means() const {
+  const Method& method = *config_.method;
+  if (!method.personalizes() || !outcome_.head) return nullptr;
+  if (hub_head_ && outcome_.head == hub_head_->head) return hub_head_->class_means;
+  // The inputs the head was fitted on: the complete knowledge (with the pieces held, when it
+  // covers less than they do: see take_complete), or the pieces held and the folded sum.
+  const Piece* complete = nullptr;
+  for (const auto& p : pieces_)
+    if (p.kind == PlanMessage::Complete) complete = &p;
+  try {
+    if (complete) {
+      std::vector<const Knowledge*> inputs;
+      if (!includes(complete->knowledge->contributors, outcome_.contributors)) inputs = knowledge_in_order(pieces_);
+      inputs.push_back(complete->knowledge.get());
+      return std::make_shared<const ClassMeans>(method.class_means(inputs, config_.local, config_.ctx));
+    }
+    return std::make_shared<const ClassMeans>(method.class_means(knowledge_held(pieces_), config_.local, config_.ctx));
+  } catch (const InputError& e) {
+    // What it holds cannot be read (masked pieces of a first pass that never completed): its
+    // head stands on its own data, and so do the means.
+    warn(std::string("class means of the knowledge held: ") + e.what() + "; using the local data's");
+    return std::make_shared<const ClassMeans>(method.class_means({}, config_.local, config_.ctx));
+  }
+}
+
+std::shared_ptr<const Head> Machine::personal_head() const {
+  if (!config_.method->personalizes() || !outcome_.head || config_.local->size() == 0) return nullptr;
+  const auto means = head_means();
+  if (!means) throw InputError("no class means came with the head of " + who(*config_.plan.head_from) +
+                               ": a personal head needs them (does the hub run with --personalize?)");
+  say("training the personal head on " + std::to_string(config_.local->size()) + " local samples");
+  return config_.method->personal_head(*config_.local, *means, *outcome_.head, config_.ctx);
+}
+
 Contributors Machine::held_contributors() const {
   return select_for_combination(knowledge_held(pieces_), config_.local, config_.ctx, config_.method->name())
       .contributors;
@@ -633,6 +667,7 @@ void Machine::send_head(const std::shared_ptr<const Head>& head, const Contribut
   const auto& leaves = config_.plan.send_head_to;
   if (leaves.empty()) return;
   const int64_t bytes = head_bytes(*head);
+  const auto means = head_means();
   for (NodeId to : leaves) {
     Action a;
     a.kind = Action::Kind::Send;
@@ -641,7 +676,8 @@ void Machine::send_head(const std::shared_ptr<const Head>& head, const Contribut
     a.phase = phase;
     a.head = head;
     a.contributors = contributors;
-    a.counted_bytes = bytes;
+    a.class_means = means;
+    a.counted_bytes = bytes + (means ? static_cast<int64_t>(means->means.size() * sizeof(double)) : 0);
     out.push_back(std::move(a));
   }
   if (phase != kOfferPhase) return;

@@ -48,6 +48,7 @@ struct Action {
   std::shared_ptr<const Head> head;
   std::shared_ptr<const Payload> payload;     // secure aggregation's UnmaskRequest or UnmaskReply
   Contributors contributors;                  // of `head`
+  std::shared_ptr<const ClassMeans> class_means;  // with `head`, when the run personalises
   int64_t counted_bytes = 0;                  // the payload as `fednode simulate` counts it
   std::string line;
 };
@@ -157,6 +158,12 @@ class Machine {
   // A driver that will deliver nothing more (the simulator, once the machine is done) frees
   // the pieces it holds.
   void release_inputs();
+  // Personalisation (Method::personalizes): the node's personal head, trained on its own data
+  // from its current head, aligned to the class means of what that head was trained on (a star
+  // leaf: the means its hub sent with the head). Null when the method does not personalise, or
+  // the node has no head or no data. Asked once the plan is done; throws InputError where the
+  // method cannot train one (a local class no one else holds a mean of cannot be).
+  std::shared_ptr<const Head> personal_head() const;
 
  private:
   // A piece of knowledge as it arrived.
@@ -213,6 +220,9 @@ class Machine {
   void discard(const ReceivedPiece& piece, const std::string& why);
   // Whose data a head on the Knowledge pieces held and the local data would cover.
   Contributors held_contributors() const;
+  // The class means behind the node's current head (see personal_head); null when the method
+  // does not personalise, or a star leaf's hub sent none.
+  std::shared_ptr<const ClassMeans> head_means() const;
   bool held_knowledge_adds_to_head() const;
   std::string who(NodeId id) const;
   void say(const std::string& line) const;

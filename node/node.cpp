@@ -5,6 +5,8 @@
 // and when the node is done, the closing that keeps it answering for a moment.
 #include "node/node.h"
 
+#include "methods/fedcgs/personalize.h"
+
 #include "crypto/noise_key.h"
 #include "crypto/run_id.h"
 #include "node/beacon_socket.h"
@@ -297,7 +299,7 @@ struct Node::Impl {
         case Action::Kind::Send:
           if (a.knowledge) queue_knowledge(a);
           else if (a.payload) queue(a.to, a.type, a.phase, *a.payload, a.counted_bytes);
-          else queue(a.to, a.type, a.phase, Payload(HeadMessage{a.head, a.contributors, config.backbone_fingerprint}),
+          else queue(a.to, a.type, a.phase, Payload(HeadMessage{a.head, a.contributors, config.backbone_fingerprint, a.class_means}),
                      a.counted_bytes);
           break;
         case Action::Kind::HeadChanged:
@@ -543,6 +545,28 @@ struct Node::Impl {
     score_result(result, machine->outcome(), machine->never_delivered(), finish_status, config.test);
   }
 
+  // Personalised FedCGS: the personal head, once the node's head is final. A node that cannot
+  // train one (no class means came) says why and keeps its federation head as its result.
+  void personalize() {
+    result.personal_head.reset();
+    if (!method->personalizes() || !result.head) return;
+    try {
+      result.personal_head = machine->personal_head();
+    } catch (const InputError& e) {
+      log(LogLevel::Warning, std::string("no personal head: ") + e.what());
+      return;
+    }
+    if (!result.personal_head) return;
+    store->save_personal_head(*result.personal_head);
+    if (!config.test) return;
+    result.personal_accuracy = result.personal_head->accuracy(*config.test);
+    result.personal_per_class = result.personal_head->per_class_accuracy(*config.test);
+    std::vector<int64_t> counts(static_cast<size_t>(config.local.num_classes), 0);
+    for (int y : config.local.y) ++counts[static_cast<size_t>(y)];
+    result.accuracy_in_own_proportions = accuracy_in_proportion(result.per_class, counts);
+    result.personal_accuracy_in_own_proportions = accuracy_in_proportion(result.personal_per_class, counts);
+  }
+
   void finish(NodeStatus status) {
     sync_result();
     done = true;
@@ -554,6 +578,7 @@ struct Node::Impl {
     if (status != NodeStatus::Stopped) outbox->give_up_offers();  // a stopped node offers on when continued
     finish_status = status;
     score();
+    personalize();
     result.seconds_total = seconds_since(started);
     store->write_text("result.json", result_json(result, config.topology, config.run_name));
     log(result.status == NodeStatus::Finished ? LogLevel::Info : LogLevel::Warning, result_summary(result));

@@ -120,6 +120,13 @@ struct NodeResult {
   double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
   PrivacyLedger privacy;                               // what it released of its own data (node/privacy_ledger.h)
   std::shared_ptr<const Head> head;
+  // Personalised FedCGS (--personalize): the node's personal head, and with test features both
+  // heads' accuracy as the node would see it, each class weighted by the node's share of it
+  // (methods/fedcgs/personalize.h, accuracy_in_proportion).
+  std::shared_ptr<const Head> personal_head;
+  double personal_accuracy = -1;
+  std::vector<ClassAccuracy> personal_per_class;
+  double accuracy_in_own_proportions = -1, personal_accuracy_in_own_proportions = -1;
 };
 
 class Node {

@@ -104,6 +104,17 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
     w.key("accuracy").null();
   }
   w.key("head").value(r.head ? std::string("head") : std::string());
+  if (r.personal_head) {
+    w.key("personal_head").value("personal_head");
+    if (r.personal_accuracy >= 0) {
+      w.key("personal_accuracy").value(r.personal_accuracy);
+      std::vector<double> per_class;
+      for (const auto& c : r.personal_per_class) per_class.push_back(c.total ? c.value() : NAN);
+      w.key("personal_per_class_accuracy").array(per_class);
+      w.key("accuracy_in_own_proportions").value(r.accuracy_in_own_proportions);
+      w.key("personal_accuracy_in_own_proportions").value(r.personal_accuracy_in_own_proportions);
+    }
+  }
   w.key("bytes_sent").value(r.bytes_sent);
   w.key("bytes_received").value(r.bytes_received);
   write_links(w, r.links);

@@ -60,15 +60,6 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   w.key("backbone_fingerprint").value(o.backbone_fingerprint);
   write_method_options(w, o.method);
   write_linear_head_options(w, o.method.fedpft.head);
-  if (o.personalize) {
-    w.key("personalize").begin_object();
-    w.key("lambda").value(o.personalize->lambda);
-    w.key("rank").value(o.personalize->rank);
-    w.key("epochs").value(o.personalize->epochs);
-    w.key("lr").value(o.personalize->learning_rate());
-    w.key("from_global_head").value(o.personalize->from_global_head);
-    w.end_object();
-  }
   w.end_object();
   w.key("seed").value(o.seed);
   w.key("data").begin_object();
@@ -79,7 +70,7 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   w.key("absent_classes").array(r.absent_classes);
   w.end_object();
   w.key("nodes").begin_array();
-  for (const auto& n : r.nodes) write_node(w, n, r.has_baselines, o.personalize.has_value());
+  for (const auto& n : r.nodes) write_node(w, n, r.has_baselines, o.method.fedcgs.personalize.has_value());
   w.end_array();
   if (r.has_baselines) {
     w.key("centralized").begin_object();

@@ -47,9 +47,16 @@ class InMemoryFederation {
         if (actions.empty()) continue;
         deliver(i, std::move(actions));
         progressed = true;
+        if (!m.plan_done() || m.refit_due()) continue;
+        // Its personal head needs what it holds; a networked node trains it when it finishes.
+        if (personalizes_) try {
+            personal_[i] = m.personal_head();
+          } catch (const InputError& e) {  // as a networked node: its federation head stays its result
+            if (say_) say_("node " + std::to_string(i) + ": warning: no personal head: " + e.what());
+          }
         // Relays in graph mode pass pieces on unchanged, so machines hold many copies of the
         // same knowledge: a finished node's go as soon as it is done.
-        if (m.plan_done() && !m.refit_due()) m.release_inputs();
+        m.release_inputs();
       }
     }
     for (int i = 0; i < n; ++i)
@@ -57,6 +64,12 @@ class InMemoryFederation {
   }
 
   const Machine& machine(int i) const { return *machines_[i]; }
+  // With personalisation (Method::personalizes, set before run()): node i's personal head.
+  void personalize() {
+    personalizes_ = true;
+    personal_.assign(machines_.size(), nullptr);
+  }
+  std::shared_ptr<const Head> personal_head(int i) const { return personalizes_ ? personal_[i] : nullptr; }
 
  private:
   void deliver(int from, Actions actions) {
@@ -71,13 +84,15 @@ class InMemoryFederation {
       deliver(static_cast<int>(a.to),
               a.knowledge ? to.accept(sender, seq, a.type, std::move(a.knowledge), true, 0.0)
               : a.payload ? to.accept(sender, seq, a.type, Payload(*a.payload), true, 0.0)
-                          : to.accept(sender, seq, a.type, Payload(HeadMessage{a.head, a.contributors, fingerprint_}),
+                          : to.accept(sender, seq, a.type, Payload(HeadMessage{a.head, a.contributors, fingerprint_, a.class_means}),
                                       true, 0.0));
     }
   }
 
   std::vector<std::unique_ptr<Machine>> machines_;
   std::string fingerprint_;
+  bool personalizes_ = false;
+  std::vector<std::shared_ptr<const Head>> personal_;
   std::vector<SimNodeResult>& nodes_;
   std::function<void(const std::string&)> say_;
   std::vector<uint64_t> sent_;
@@ -107,9 +122,14 @@ std::vector<Features> partition_nodes(const Features& all, const PartitionOption
   return local;
 }
 
+// Every node's head, and its personal head with personalisation.
+struct FederationHeads {
+  std::vector<std::shared_ptr<const Head>> heads, personal;
+};
+
 // One machine per node over the built topology, run to the end; every node's head scored.
-std::vector<std::shared_ptr<const Head>> run_federation(const std::vector<Features>& local, const Features& test,
-                                                        const SimulationOptions& options, SimulationReport& report) {
+FederationHeads run_federation(const std::vector<Features>& local, const Features& test,
+                               const SimulationOptions& options, SimulationReport& report) {
   const int N = static_cast<int>(local.size());
   const auto method = make_method(options.method);
   TopologyBuildOptions build;
@@ -151,12 +171,14 @@ std::vector<std::shared_ptr<const Head>> run_federation(const std::vector<Featur
     machines.push_back(std::make_unique<Machine>(std::move(m)));
   }
   InMemoryFederation federation(std::move(machines), options.backbone_fingerprint, report.nodes, say);
+  if (method->personalizes()) federation.personalize();
   federation.run();
-  std::vector<std::shared_ptr<const Head>> heads;
+  FederationHeads heads;
   for (int i = 0; i < N; ++i) {
     const MachineOutcome& o = federation.machine(i).outcome();
     if (!o.head) throw InputError("node " + std::to_string(i) + " ended without a head in this topology");
-    heads.push_back(o.head);
+    heads.heads.push_back(o.head);
+    heads.personal.push_back(federation.personal_head(i));
     auto& r = report.nodes[i];
     r.accuracy = o.head->accuracy(test);
     r.per_class = o.head->per_class_accuracy(test);
@@ -195,27 +217,25 @@ void run_baselines(const Features& all, const std::vector<Features>& local, cons
 
 }  // namespace
 
-// Personalised FedCGS: the global class means the statistics' extra round brings every node (here:
-// of all training data, which is what the complete statistics hold), then each node's two heads.
-void run_personalization(const Features& all, const std::vector<Features>& local, const Features& test,
-                         const std::vector<std::shared_ptr<const Head>>& heads, const SimulationOptions& options,
-                         SimulationReport& report) {
-  std::vector<bool> present;
-  const MatrixD means = global_class_means(compute_stats(all), &present);
+// Personalised FedCGS: each node's personal head (trained by its machine, aligned to the class
+// means the run brought it) and, as the paper's Local-only baseline, the same model trained on
+// its own data alone (lambda = 0, from zero), all scored in the node's own class proportions.
+void score_personalization(const std::vector<Features>& local, const Features& test, const FederationHeads& heads,
+                           const SimulationOptions& options, SimulationReport& report) {
   for (size_t i = 0; i < local.size(); ++i) {
     auto& r = report.nodes[i];
-    if (local[i].size() == 0) continue;
-    PersonalizeOptions o = *options.personalize;
-    o.seed = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::HeadInit), 0x9E25, static_cast<uint64_t>(i)});
-    PersonalizeOptions alone = o;
+    if (local[i].size() == 0 || !heads.personal[i]) continue;
+    PersonalizeOptions alone = *options.method.fedcgs.personalize;
+    alone.seed = personal_seed(options.seed, static_cast<NodeId>(i));
     alone.lambda = 0;
-    alone.from_global_head = false;  // and so the paper's learning rate, unless one was given
+    alone.from_global_head = false;  // and so the paper's learning rate and epochs, unless given
+    std::vector<bool> present;
+    const MatrixD own_means = global_class_means(compute_stats(local[i]), &present);  // unused at lambda 0
     const auto t0 = Clock::now();
-    const auto own = personalize_head(local[i], means, present, alone);
-    const auto personal = personalize_head(local[i], means, present, o, dynamic_cast<const LinearHead*>(heads[i].get()));
+    const auto own = personalize_head(local[i], own_means, present, alone);
     r.personalized.local_only = accuracy_in_proportion(own->per_class_accuracy(test), r.class_counts);
     r.personalized.global = accuracy_in_proportion(r.per_class, r.class_counts);
-    r.personalized.personal = accuracy_in_proportion(personal->per_class_accuracy(test), r.class_counts);
+    r.personalized.personal = accuracy_in_proportion(heads.personal[i]->per_class_accuracy(test), r.class_counts);
     if (options.progress) {
       char line[160];
       std::snprintf(line, sizeof line, "node %zu: in its own proportions local-only %.4f, FedCGS %.4f, personalised %.4f (%.1f s)",
@@ -248,10 +268,9 @@ SimulationReport simulate(const Features& train, const Features& test, const Sim
   report.dim = all.dim();
   report.num_classes = C;
   const std::vector<Features> local = partition_nodes(all, options.partition, report);
-  if (options.personalize && (options.method.method != "fedcgs" || options.method.fedcgs.dp))
-    throw InputError("personalised heads are FedCGS's (paper 001, Eq. 12), without DP so far");
-  const auto heads = run_federation(local, test_all, options, report);
-  if (options.personalize) run_personalization(all, local, test_all, heads, options, report);
+  const FederationHeads heads = run_federation(local, test_all, options, report);
+  if (options.method.fedcgs.personalize && options.method.method == "fedcgs")
+    score_personalization(local, test_all, heads, options, report);
   if (options.baselines) run_baselines(all, local, test_all, options, report);
   report.wall_seconds = seconds_since(t_start);
   return report;

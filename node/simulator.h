@@ -33,10 +33,6 @@ struct SimulationOptions {
   // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns
   // from others (tests record what a hub sees under secure aggregation). May be empty.
   std::function<void(NodeId to, NodeId from, const Knowledge&)> on_knowledge;
-  // Personalised FedCGS (methods/fedcgs/personalize.h): after the run every node also trains a
-  // personal head on its own data aligned to the global class means, and one with lambda = 0
-  // (local-only); all three scored in the node's own class proportions. FedCGS without DP only.
-  std::optional<PersonalizeOptions> personalize;
 };
 
 struct SimNodeResult {
@@ -52,7 +48,7 @@ struct SimNodeResult {
   int64_t bytes_received = 0;
   double seconds = 0;
   PrivacyLedger privacy;              // what it released of its own data (node/privacy_ledger.h)
-  // With SimulationOptions::personalize, accuracies weighted by the node's class proportions: its
+  // With personalised FedCGS (FedCgsOptions::personalize), accuracies weighted by the node's class proportions: its
   // local-only head, its federation head, its personal head.
   struct Personalized {
     double local_only = -1, global = -1, personal = -1;

@@ -326,6 +326,12 @@ void StateStore::save_head(const Head& head, const Contributors& contributors) {
   write_file_durably(path("head"), head_bytes);
 }
 
+void StateStore::save_personal_head(const Head& head) {
+  std::ostringstream saved;
+  head.save(saved);
+  write_file_durably(path("personal_head"), saved.str());
+}
+
 std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) {
   const std::string where = path("head.state");
   if (!fs::exists(where)) return nullptr;

@@ -13,6 +13,7 @@
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
 //   head.state            the node's current head and whose data it holds (checksummed)
 //   head                  the same head alone, in Head::save's format, for applications
+//   personal_head         personalised FedCGS: the node's personal head, in the same format
 //   result.json           the node's result
 //   configuration         what decides the result (node/configuration_record.h)
 //   lock                  held (flock) by the node using the directory
@@ -98,6 +99,8 @@ class StateStore {
 
   // The head and whose data it was trained on.
   void save_head(const class Head& head, const Contributors& contributors);
+  // Personalised FedCGS: the personal head, in Head::save's format (recomputed at every finish).
+  void save_personal_head(const class Head& head);
   // Null when none was saved; throws InputError for a damaged record. Brings `head` (the copy
   // for applications) up to date if a crash left it behind.
   std::unique_ptr<Head> load_head(Contributors* contributors);

@@ -50,6 +50,28 @@ AdapterHead::Layer read_layer(const msgpack::object& o, const std::string& at, u
   return layer;
 }
 
+// Absent classes' rows must be zero: a mean for a class no one holds would be made up.
+std::shared_ptr<const ClassMeans> read_class_means(const msgpack::object& o, uint64_t classes, uint64_t dim) {
+  MapReader m(o, "head.class_means");
+  const TensorIn means = read_tensor(m.at("means"), m.path("means"));
+  const auto& present = as_array(m.at("present"), m.path("present"));
+  m.finish();
+  expect_shape(means, {classes, dim}, Layout::Dense);
+  if (present.size != classes)
+    fail(ProtocolErrorCode::DimensionMismatch, m.path("present") + ": " + std::to_string(present.size) +
+                                                   " entries for " + std::to_string(classes) + " classes");
+  auto r = std::make_shared<ClassMeans>();
+  r->means.resize(static_cast<Eigen::Index>(classes), static_cast<Eigen::Index>(dim));
+  unpack_tensor(means, r->means.data());
+  for (uint32_t c = 0; c < present.size; ++c) {
+    r->present.push_back(as_bool(present.ptr[c], m.path("present") + "[" + std::to_string(c) + "]"));
+    if (!r->present.back() && !r->means.row(c).isZero())
+      fail(ProtocolErrorCode::InvalidValue, m.path("means") + ": class " + std::to_string(c) +
+                                                " is absent but has a non-zero mean");
+  }
+  return r;
+}
+
 }  // namespace
 
 namespace wire {
@@ -63,7 +85,11 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
   if (!linear && !adapter)
     fail(ProtocolErrorCode::InvalidValue, "head: kind '" + head.kind() + "' cannot be sent (linear, lda or adapter)");
   const std::string kind = head.kind();
-  pk.pack_map(6);
+  const ClassMeans* means = h.class_means.get();
+  if (means && (means->means.rows() != head.num_classes() || means->means.cols() != head.dim() ||
+                means->present.size() != static_cast<size_t>(head.num_classes())))
+    fail(ProtocolErrorCode::DimensionMismatch, "head.class_means: not C x d for the head's C and d");
+  pk.pack_map(means ? 7 : 6);
   pack_str(pk, "kind");
   pack_str(pk, kind);
   pack_str(pk, "contributors");
@@ -84,6 +110,15 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
     for (size_t i = 0; i < layers.size(); ++i)
       pack_layer(pk, out, layers[i].W, layers[i].b, "head.layers[" + std::to_string(i) + "]");
   }
+  if (!means) return;
+  pack_str(pk, "class_means");
+  pk.pack_map(2);
+  pack_str(pk, "means");
+  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{u(means->means.rows()), u(means->means.cols())},
+              means->means.data(), "head.class_means.means");
+  pack_str(pk, "present");
+  pk.pack_array(static_cast<uint32_t>(means->present.size()));
+  for (bool p : means->present) p ? pk.pack_true() : pk.pack_false();
 }
 
 HeadMessage read_head(const msgpack::object& o, const Limits& limits) {
@@ -99,6 +134,7 @@ HeadMessage read_head(const msgpack::object& o, const Limits& limits) {
   const uint64_t classes =
       static_cast<uint64_t>(read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes"));
   const auto& layers = as_array(map.at("layers"), map.path("layers"));
+  if (const msgpack::object* means = map.find("class_means")) h.class_means = read_class_means(*means, classes, dim);
   map.finish();
   const uint32_t expected_layers = kind == "adapter" ? 3 : 1;
   if (layers.size != expected_layers)

@@ -79,6 +79,9 @@ struct HeadMessage {
   std::shared_ptr<const Head> head;  // LinearHead ("linear", "lda") or AdapterHead
   Contributors contributors;
   std::string backbone_fingerprint;
+  // Personalised FedCGS: the class means of what the head was trained on, the alignment targets
+  // of every leaf's personal head (docs/protocol.md, 5.3). Null unless the run personalises.
+  std::shared_ptr<const ClassMeans> class_means;
 };
 
 struct Ack {

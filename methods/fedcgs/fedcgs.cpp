@@ -2,8 +2,10 @@
 
 #include "methods/fedcgs/dp_stats.h"
 #include "methods/fedcgs/masked_stats.h"
+#include "methods/fedcgs/personalize.h"
 
 #include "core/json_writer.h"
+#include "core/rng.h"
 #include "methods/registry.h"
 
 #include <cmath>
@@ -52,6 +54,25 @@ class FedCgs final : public Method {
     if (!options_.dp) return Method::privacy(local, ctx);
     if (!distributes_noise(ctx)) return {private_stats_release(options_)};
     return {private_stats_release(options_, ctx.masking->group.size(), ctx.masking->counts_only)};
+  }
+
+  bool personalizes() const override { return options_.personalize.has_value(); }
+
+  // The means of exactly what the node's head trains on (its own data exact, noisy statistics
+  // under DP as they came).
+  ClassMeans class_means(const KnowledgeList& received, const Features* local, const NodeContext& ctx) const override {
+    const Knowledge k = combine(received, local, ctx, false);
+    ClassMeans m;
+    m.means = global_class_means(std::get<StatsKnowledge>(k.payload), &m.present);
+    return m;
+  }
+
+  std::unique_ptr<Head> personal_head(const Features& local, const ClassMeans& means, const Head& global,
+                                      const NodeContext& ctx) const override {
+    if (!options_.personalize) throw std::logic_error("FedCGS: personalisation is off");
+    PersonalizeOptions o = *options_.personalize;
+    o.seed = personal_seed(ctx.seed, ctx.node);
+    return personalize_head(local, means.means, means.present, o, dynamic_cast<const LinearHead*>(&global));
   }
 
   std::unique_ptr<KnowledgeSum> start_sum(const NodeContext& ctx) const override {
@@ -181,6 +202,26 @@ class FedCgs final : public Method {
   FedCgsOptions options_;
 };
 
+void parse_personalize_options(const Args& a, FedCgsOptions& c) {
+  static const char* const settings[] = {"personal-lambda", "personal-epochs", "personal-rank", "personal-lr",
+                                         "personal-start"};
+  if (!a.flag("personalize")) {
+    for (const char* name : settings)
+      if (a.has(name)) throw UsageError(std::string("--") + name + " applies to --personalize only");
+    return;
+  }
+  PersonalizeOptions p;
+  p.lambda = a.real("personal-lambda", p.lambda, 0.0, 1e6);
+  if (a.has("personal-epochs")) p.epochs = static_cast<int>(a.integer("personal-epochs", 50, 1, 100000));
+  p.rank = static_cast<int>(a.integer("personal-rank", p.rank, 1, 100000));
+  if (a.has("personal-lr")) p.lr = a.real("personal-lr", 0.01, 1e-9, 10.0);
+  const std::string start = a.str("personal-start", "global");
+  if (start != "global" && start != "scratch")
+    throw UsageError("--personal-start must be global or scratch, got '" + start + "'");
+  p.from_global_head = start == "global";
+  c.personalize = p;
+}
+
 void parse_fedcgs_options(const Args& a, MethodOptions& m) {
   auto& c = m.fedcgs;
   const std::string cov = a.str("lda-covariance", c.covariance == LdaCovariance::Total ? "total" : "within");
@@ -211,6 +252,7 @@ void parse_fedcgs_options(const Args& a, MethodOptions& m) {
       throw UsageError("--dp-split must be three positive numbers A,N,B (shares of the budget), got '" + text + "'");
     c.dp_split = {v[0], v[1], v[2]};
   }
+  parse_personalize_options(a, c);
 }
 
 std::string fedcgs_options_help() {
@@ -227,7 +269,15 @@ std::string fedcgs_options_help() {
     << ") shares of the budget\n"
     << "  --dp-distributed [--dp-colluders T (" << c.dp_colluders << ")]\n"
     << "                                    with --secure-aggregation: each of m members adds 1/(m-1-T) of\n"
-    << "                                    the noise; every sum read still carries all of it\n";
+    << "                                    the noise; every sum read still carries all of it\n"
+    << "  --personalize                     every node also trains a personal head on its own data,\n"
+    << "                                    aligned to the global class means (paper 001, Eq. 12; a\n"
+    << "                                    star's hub sends them with its head): result.json's\n"
+    << "                                    personal_accuracy (docs/methods/fedcgs.md)\n"
+    << "  --personal-start global|scratch   (global) from the node's federation head, or from zero as\n"
+    << "                                    the paper does\n"
+    << "  --personal-lambda L (1) --personal-rank R (16) --personal-epochs E (50; 200 from scratch)\n"
+    << "  --personal-lr LR                  (0.001; 0.01 from scratch)\n";
   return h.str();
 }
 
@@ -242,8 +292,9 @@ MethodDescriptor fedcgs_descriptor() {
   d.name = "fedcgs";
   d.knowledge = KnowledgeKind::Stats;
   d.options = {"lda-covariance", "shrinkage", "dp", "dp-epsilon", "dp-delta", "clip-norm", "dp-split",
-               "dp-distributed", "dp-colluders"};
-  d.flags = {"dp", "dp-distributed"};
+               "dp-distributed", "dp-colluders", "personalize", "personal-lambda", "personal-epochs", "personal-rank",
+               "personal-lr", "personal-start"};
+  d.flags = {"dp", "dp-distributed", "personalize"};
   d.parse_options = parse_fedcgs_options;
   d.help = fedcgs_options_help;
   d.make = [](const MethodOptions& o) { return make_fedcgs(o.fedcgs); };
@@ -265,6 +316,15 @@ MethodDescriptor fedcgs_descriptor() {
         w.key("dp_distributed").value(true);
         w.key("dp_colluders").value(static_cast<int64_t>(o.fedcgs.dp_colluders));
       }
+    }
+    if (const auto& p = o.fedcgs.personalize) {
+      w.key("personalize").begin_object();
+      w.key("start").value(p->from_global_head ? "global" : "scratch");
+      w.key("lambda").value(p->lambda);
+      w.key("rank").value(static_cast<int64_t>(p->rank));
+      w.key("epochs").value(static_cast<int64_t>(p->epoch_count()));
+      w.key("lr").value(p->learning_rate());
+      w.end_object();
     }
     w.end_object();
   };

@@ -13,6 +13,7 @@
 #include "core/types.h"
 #include "methods/heads/head.h"
 #include "methods/knowledge.h"
+#include "methods/method.h"
 
 #include <cstdint>
 #include <memory>
@@ -21,22 +22,10 @@
 
 namespace fednode {
 
-struct PersonalizeOptions {
-  double learning_rate() const { return lr.value_or(from_global_head ? 1e-3 : 1e-2); }
-  double lambda = 1.0;
-  int rank = 16;         // of the adapter's U V^T
-  int epochs = 200;
-  int batch_size = 128;
-  // Unset: the paper's 0.01 from scratch; 0.001 from the global head, whose LDA weights are large
-  // in these units (0.01 diverged there on MobileNetV2 features, 0.001 gained on every node).
-  std::optional<double> lr;
-  double momentum = 0.5;
-  double weight_decay = 5e-4;
-  uint64_t seed = 0;
-  // Start the classifier from the node's federation head (FedAvg-FT's idea, which the paper
-  // finds the strongest baseline: the global model fine-tuned on local data) instead of zero.
-  bool from_global_head = false;
-};
+
+// The seed of node `node`'s personal head in a run of seed `run_seed` (the simulator and the
+// networked node draw the same).
+uint64_t personal_seed(uint64_t run_seed, NodeId node);
 
 // The global class means of complete statistics: row c is A_c / N_c; `present[c]` false (and the
 // row zero) for a class with no samples.

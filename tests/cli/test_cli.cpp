@@ -85,7 +85,8 @@ TEST_F(Cli, SimulatePersonalizesFedCgsOnTheDominantPartition) {
   const nlohmann::json j = read_json(report);
   EXPECT_EQ(j["parameters"]["partition"], "dominant");
   EXPECT_EQ(j["parameters"]["uniform_share"], 0.2);
-  EXPECT_EQ(j["parameters"]["personalize"]["epochs"], 3);
+  EXPECT_EQ(j["parameters"]["fedcgs"]["personalize"]["epochs"], 3);
+  EXPECT_EQ(j["parameters"]["fedcgs"]["personalize"]["start"], "global");
   for (const auto& n : j["nodes"])
     for (const char* key : {"local_only", "fedcgs", "personal"}) {
       const double v = n["personalized"][key].get<double>();
@@ -93,7 +94,10 @@ TEST_F(Cli, SimulatePersonalizesFedCgsOnTheDominantPartition) {
     }
   const CliRun pft = run_cli("simulate " + data_args() + " --method fedpft --nodes 2 --personalize --quiet");
   EXPECT_EQ(pft.code, 2);
-  EXPECT_NE(pft.output.find("--personalize is FedCGS's"), std::string::npos) << pft.output;
+  EXPECT_NE(pft.output.find("--personalize is a fedcgs option"), std::string::npos) << pft.output;
+  const CliRun start = run_cli("simulate " + data_args() + " --method fedcgs --nodes 2 --personalize --personal-start zero --quiet");
+  EXPECT_EQ(start.code, 2);
+  EXPECT_NE(start.output.find("--personal-start must be global or scratch"), std::string::npos) << start.output;
   const CliRun stray = run_cli("simulate " + data_args() + " --method fedcgs --nodes 2 --personal-lambda 2 --quiet");
   EXPECT_EQ(stray.code, 2);
   EXPECT_NE(stray.output.find("applies to --personalize only"), std::string::npos) << stray.output;

@@ -35,6 +35,7 @@ TEST(Personalize, TrainsAFoldedLinearHeadThatTheAlignmentChanges) {
   std::vector<bool> present;
   const MatrixD mu = global_class_means(compute_stats(all), &present);
   PersonalizeOptions o;
+  o.from_global_head = false;  // the paper's recipe, from zero
   o.epochs = 200;  // one step an epoch on 120 samples
   o.lr = 0.1;
   o.rank = 4;

@@ -55,6 +55,8 @@ struct NodeOutcome {
   std::vector<long> contributors;
   long frames_rejected = 0, restarts = 0, duplicates = 0;
   long knowledge_bytes = -1;  // result.json's knowledge_bytes_sent, a report's bytes_sent
+  // Personalised FedCGS: the personal head's accuracy in the node's own class proportions.
+  double personal = -1;
 };
 
 // A node's result.json; a missing or unparsable file is a test failure naming it (and gives an
@@ -69,6 +71,7 @@ inline NodeOutcome read_result(const fs::path& state_dir) {
   o.restarts = integer_or(field(j, "restarts"), 0);
   o.duplicates = integer_or(field(j, "duplicates"), 0);
   o.knowledge_bytes = integer_or(field(j, "knowledge_bytes_sent"), -1);
+  o.personal = number_or(field(j, "personal_accuracy_in_own_proportions"), -1);
   return o;
 }
 
@@ -83,6 +86,7 @@ inline std::vector<NodeOutcome> read_report(const fs::path& report) {
     o.accuracy = number_or(field(n, "accuracy"), -1);
     o.contributors = int_list(field(n, "contributors"));
     o.knowledge_bytes = integer_or(field(n, "bytes_sent"), -1);
+    o.personal = number_or(field(field(n, "personalized"), "personal"), -1);
     nodes.push_back(o);
   }
   return nodes;
@@ -104,7 +108,9 @@ struct Federation {
                     to_string(topology.federation.mode) + " --nodes " + std::to_string(topology.nodes.size()) +
                     " --seed " + std::to_string(seed) + " --report " + report;
     for (const auto* m : {&data, &options})
-      for (const auto& [k, v] : *m) s += " --" + k + " " + v;
+      for (const auto& [k, v] : *m)
+        if (v == "true") s += " --" + k;  // a flag
+        else if (v != "false") s += " --" + k + " " + v;
     return s;
   }
 };
@@ -261,6 +267,7 @@ inline void expect_every_node_equals_simulate(const Federation& f) {
     EXPECT_DOUBLE_EQ(got.accuracy, expected[id].accuracy) << "node " << id;
     // Over the whole run, restarts included.
     EXPECT_EQ(got.knowledge_bytes, expected[id].knowledge_bytes) << "node " << id;
+    EXPECT_DOUBLE_EQ(got.personal, expected[id].personal) << "node " << id;
   }
 }
 

@@ -112,6 +112,34 @@ TEST(LoopbackSecureAggregation, ARingOfFourAChainOfFiveAndAGraphOfSevenMatchTheS
   launch_and_expect_simulate(graph);
 }
 
+// Personalised FedCGS over real processes (paper 001, Eq. 12): a star's hub sends its leaves the
+// global class means with its head, a ring's nodes take them from the complete statistics, and
+// every node trains its personal head on its own data once its head is final; each equals the
+// simulator's. On the paper's partition: 20 % of a node's data uniform, the rest from 2 classes.
+// Ports 23940-23946.
+TEST(LoopbackPersonalization, AStarsLeavesAndARingsNodesTrainTheSimulatorsPersonalHeads) {
+  const auto dir = test_dir("loopback_personal");
+  OptionMap data = small_data();
+  data.erase("dirichlet-alpha");
+  data.erase("min-samples");
+  data["partition"] = "dominant";
+  data["uniform-share"] = "0.2";
+  data["classes-per-node"] = "2";
+  const OptionMap personal = {{"personalize", "true"}, {"personal-epochs", "5"}};
+  const Federation star = make_federation(dir / "star", TopologyMode::Star, 4, "fedcgs", 23940, personal, data);
+  const CliRun launch = run_cli("launch " + star.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+  expect_every_node_equals_simulate(star);
+  for (NodeId id = 0; id < 4; ++id) {
+    EXPECT_TRUE(fs::exists(star.state_dir(id) / "personal_head")) << id;
+    EXPECT_GT(read_result(star.state_dir(id)).personal, 0.0) << id;
+  }
+  if (::testing::Test::HasFailure()) std::cerr << launch.output;
+  else fs::remove_all(star.dir);
+  const Federation ring = make_federation(dir / "ring", TopologyMode::Ring, 3, "fedcgs", 23944, personal, data);
+  launch_and_expect_simulate(ring);
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {

@@ -353,6 +353,35 @@ TEST(ProtocolRoundTrip, Heads) {
   EXPECT_EQ(h.head->scores(X), back.head->scores(X));
 }
 
+// Personalised FedCGS: a hub's head carries the class means its leaves align to (5.3); an absent
+// class's row must be zero, and the means must be C x d.
+TEST(ProtocolRoundTrip, AHeadWithClassMeans) {
+  HeadMessage h = test::sample_linear_head(4, 6, 4, "lda");
+  auto means = std::make_shared<ClassMeans>();
+  Rng rng(3);
+  means->means = test::random_matrix(rng, 4, 6).cast<double>();
+  means->means.row(2).setZero();
+  means->present = {true, true, false, true};
+  h.class_means = means;
+  const HeadMessage back = std::get<HeadMessage>(roundtrip(h));
+  ASSERT_TRUE(back.class_means);
+  EXPECT_EQ(back.class_means->means, means->means);
+  EXPECT_EQ(back.class_means->present, means->present);
+  EXPECT_FALSE(std::get<HeadMessage>(roundtrip(test::sample_linear_head(4, 6, 4, "lda"))).class_means);
+  means->present[1] = false;  // but row 1 is not zero
+  try {
+    roundtrip(h);
+    ADD_FAILURE() << "an absent class with a mean was accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("class 1 is absent but has a non-zero mean"), std::string::npos) << e.what();
+  }
+  auto wrong = std::make_shared<ClassMeans>();
+  wrong->means = MatrixD::Zero(3, 6);
+  wrong->present.assign(3, false);
+  h.class_means = wrong;
+  EXPECT_THROW(encode_payload(h), ProtocolError);
+}
+
 TEST(ProtocolRoundTrip, DecodedKnowledgeIsCompatibleWithTheMethodsRules) {
   const Knowledge k = std::get<Knowledge>(roundtrip(test::sample_gmm(2, CovarianceType::Diag)));
   EXPECT_NO_THROW(check_compatible(k, "fedpft", 6, 4, "resnet18:abc123", "test"));
