@@ -27,8 +27,12 @@ MaskSeed self_mask_seed(const Identity& me, const RunId& run) {
   return derive_run_secret(me, "fednode/1 secagg self mask", run);
 }
 
-MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
-                            uint64_t group_tag) {
+namespace {
+
+// BLAKE2b-256(context || X25519(sk_me, pk_peer) || run || group tag || min id || max id): what
+// both ends of a pair, and only they, can compute.
+MaskSeed pair_secret(const char* context, const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id,
+                     const RunId& run, uint64_t group_tag) {
   ensure_sodium();
   uint8_t q[crypto_scalarmult_BYTES];
   if (crypto_scalarmult(q, SecretKeyAccess::secret(me).data(), peer.bytes.data()) != 0) {
@@ -41,7 +45,7 @@ MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& p
   put_le(tail + 12, std::max(me_id, peer_id), 4);
   crypto_generichash_state st;
   crypto_generichash_init(&st, nullptr, 0, 32);
-  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kContext), sizeof(kContext) - 1);
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(context), std::strlen(context));
   crypto_generichash_update(&st, q, sizeof q);
   crypto_generichash_update(&st, run.bytes.data(), run.bytes.size());
   crypto_generichash_update(&st, tail, sizeof tail);
@@ -51,6 +55,46 @@ MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& p
   sodium_memzero(&st, sizeof st);
   return seed;
 }
+
+void hash_ids(crypto_generichash_state* st, const Contributors& ids) {
+  uint8_t count[4], id[4];
+  put_le(count, ids.size(), 4);
+  crypto_generichash_update(st, count, sizeof count);
+  for (NodeId n : ids) {
+    put_le(id, n, 4);
+    crypto_generichash_update(st, id, sizeof id);
+  }
+}
+
+}  // namespace
+
+MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
+                            uint64_t group_tag) {
+  return pair_secret(kContext, me, me_id, peer, peer_id, run, group_tag);
+}
+
+MaskSeed consistency_key(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
+                         uint64_t group_tag) {
+  return pair_secret("fednode/1 secagg consistency", me, me_id, peer, peer_id, run, group_tag);
+}
+
+ConsistencyTag consistency_tag(const MaskSeed& key, NodeId from, NodeId to, const Contributors& survivors,
+                               const Contributors& dropped) {
+  ensure_sodium();
+  uint8_t ends[8];
+  put_le(ends, from, 4);
+  put_le(ends + 4, to, 4);
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, key.data(), key.size(), 32);
+  crypto_generichash_update(&st, ends, sizeof ends);
+  hash_ids(&st, survivors);
+  hash_ids(&st, dropped);
+  ConsistencyTag tag;
+  crypto_generichash_final(&st, tag.data(), tag.size());
+  return tag;
+}
+
+bool tags_equal(const ConsistencyTag& a, const ConsistencyTag& b) { return sodium_memcmp(a.data(), b.data(), a.size()) == 0; }
 
 void apply_mask(const MaskSeed& seed, uint64_t stream, Ring128* values, size_t n, bool subtract) {
   ensure_sodium();

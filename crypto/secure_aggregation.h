@@ -11,11 +11,13 @@
 // for every j < i, so the masks of a whole group cancel in the sum of its members' values.
 #pragma once
 
+#include "core/contributors.h"
 #include "core/fixed_ring.h"
 #include "core/secret_rng.h"
 #include "core/types.h"
 #include "crypto/keys.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -33,6 +35,20 @@ MaskSeed self_mask_seed(const Identity& me, const RunId& run);
 // Throws SecurityError(InvalidKey) for a peer key that is a low-order point.
 MaskSeed pairwise_mask_seed(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
                             uint64_t group_tag);
+
+// The consistency round of a star's unmasking round (docs/privacy.md, "Dropouts"): a key per
+// pair, derived like the pair seed but under another context, so that a pair seed revealed for a
+// dropout gives the hub nothing towards forging a tag.
+MaskSeed consistency_key(const Identity& me, NodeId me_id, const PublicKey& peer, NodeId peer_id, const RunId& run,
+                         uint64_t group_tag);
+// Survivor `from`'s statement to survivor `to` that the hub told it this split: BLAKE2b-256
+// keyed by their consistency key over both ids (so that a tag cannot be reflected back to its
+// sender) and the two lists.
+using ConsistencyTag = std::array<uint8_t, 32>;
+ConsistencyTag consistency_tag(const MaskSeed& key, NodeId from, NodeId to, const Contributors& survivors,
+                               const Contributors& dropped);
+// In constant time.
+bool tags_equal(const ConsistencyTag& a, const ConsistencyTag& b);
 
 // values[k] += mask[k] (or -= with `subtract`) for k < n, mask = ChaCha20(seed, nonce = stream
 // as 8 little-endian bytes after 4 zero bytes) read as ring elements, entry k from bytes

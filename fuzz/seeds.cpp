@@ -53,10 +53,15 @@ std::vector<Payload> sample_payloads() {
   versions.ciphers = {"aes-256-gcm", "chacha20-poly1305"};
   out.push_back(versions);
   out.push_back(ErrorMessage{ErrorReason::Busy, 3, false, "later"});
-  out.push_back(UnmaskRequest{{1, 2, 4}, {3}});
-  UnmaskReply reply;
-  reply.survivors = {1, 2, 4};
-  reply.dropped = {3};
+  out.push_back(UnmaskRequest{{1, 2, 4}, {3}, {}});
+  UnmaskRequest tagged{{1, 2, 4}, {3}, {}};
+  tagged.tags.assign(2, Seed32{});
+  tagged.tags[0].fill(0x7a);
+  out.push_back(tagged);
+  // A survivor's two answers: its consistency tags, then its seeds.
+  UnmaskReply confirmation{tagged.survivors, tagged.dropped, tagged.tags, {}, {}};
+  out.push_back(confirmation);
+  UnmaskReply reply{tagged.survivors, tagged.dropped, {}, {}, {}};
   reply.self_seed.fill(0x5e);
   reply.pair_seeds[3].fill(0xa1);
   out.push_back(reply);

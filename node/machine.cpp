@@ -152,7 +152,7 @@ std::string Machine::unmask_refusal(NodeId from, MessageType type, const Payload
   const auto& masks = config_.masks;
   const bool request = type == MessageType::UnmaskRequest;
   const UnmaskRequest asked = request ? std::get<UnmaskRequest>(p)
-                                      : UnmaskRequest{std::get<UnmaskReply>(p).survivors, std::get<UnmaskReply>(p).dropped};
+                                      : UnmaskRequest{std::get<UnmaskReply>(p).survivors, std::get<UnmaskReply>(p).dropped, {}};
   if (request ? !(masks && masks->unmasking_round && masks->member && config_.plan.head_from == from)
               : !runs_unmasking_round())
     return std::string("only ") + (request ? "a star's leaf takes unmasking requests from its hub" : "a star's hub takes unmasking answers") +
@@ -167,8 +167,16 @@ std::string Machine::unmask_refusal(NodeId from, MessageType type, const Payload
     return "it names other survivors (" + to_string(asked.survivors) + ") than the request " +
            (request ? "this node answered" : "this hub made") + " (" + to_string(unmask_request_->survivors) +
            "): answering both could unmask one leaf's statistics";
-  if (!request && std::get<UnmaskReply>(p).pair_seeds.size() != asked.dropped.size())
-    return "it holds " + std::to_string(std::get<UnmaskReply>(p).pair_seeds.size()) + " pair seeds for " +
+  if (request) {
+    const std::string few = too_few_survivors(*masks, asked);
+    if (!few.empty()) return few;
+    const auto& tagged = std::get<UnmaskRequest>(p);
+    if (!tagged.tags.empty()) return inconsistent_tags(config_.ctx.node, tagged, config_.mask_secrets);
+    return "";
+  }
+  const auto& reply = std::get<UnmaskReply>(p);
+  if (!reply.consistency() && reply.pair_seeds.size() != asked.dropped.size())
+    return "it holds " + std::to_string(reply.pair_seeds.size()) + " pair seeds for " +
            std::to_string(asked.dropped.size()) + " dropped leaves";
   return "";
 }
@@ -182,7 +190,8 @@ bool Machine::awaits_knowledge_from(NodeId from) const {
 bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
   // A request is answered again: the hub may have lost the answer in a crash.
   if (type == MessageType::UnmaskRequest) return false;
-  if (type == MessageType::UnmaskReply) return unmask_replies_.count(from) > 0;
+  if (type == MessageType::UnmaskReply)
+    return (std::get<UnmaskReply>(p).consistency() ? unmask_tags_ : unmask_replies_).count(from) > 0;
   if (type == MessageType::Head) {
     // A head covering more than the one held is the hub's refit on knowledge that came late.
     return hub_head_ && includes(hub_head_->contributors, std::get<HeadMessage>(p).contributors);
@@ -219,7 +228,9 @@ KnowledgeList Machine::knowledge_held(const std::vector<P>& held) const {
 Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
   Actions out;
   if (type == MessageType::UnmaskRequest) {
-    unmask_request_ = std::get<UnmaskRequest>(std::move(payload));
+    auto request = std::get<UnmaskRequest>(std::move(payload));
+    if (!unmask_request_) unmask_request_ = UnmaskRequest{request.survivors, request.dropped, {}};
+    if (!request.tags.empty()) unmask_tagged_request_ = std::move(request);
     // A request replayed on a restart is answered once the restart says the head is not in yet.
     if (fresh) answer_unmask_request(out);
     else unmask_answer_due_ = true;
@@ -228,9 +239,10 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
   if (type == MessageType::UnmaskReply) {
     auto reply = std::get<UnmaskReply>(std::move(payload));
     // A hub restarted before its round ended takes its decision back from the answers it holds.
-    if (!unmask_request_) unmask_request_ = UnmaskRequest{reply.survivors, reply.dropped};
-    unmask_replies_[from] = std::move(reply);
-    if (fresh) say("received the unmasking answer of " + who(from));
+    if (!unmask_request_) unmask_request_ = UnmaskRequest{reply.survivors, reply.dropped, {}};
+    const bool tags = reply.consistency();
+    (tags ? unmask_tags_ : unmask_replies_)[from] = std::move(reply);
+    if (fresh) say(std::string("received the ") + (tags ? "consistency tags" : "unmasking seeds") + " of " + who(from));
     return out;
   }
   const auto kind = *routing_kind(type);
@@ -396,31 +408,47 @@ bool Machine::unmasking_round(Actions& out, double now) {
   if (!unmask_request_) {
     UnmaskRequest r;
     for (NodeId m : masks.group) (progress_.has(m, PlanMessage::Knowledge) ? r.survivors : r.dropped).insert(m);
-    if (r.survivors.size() < 2)
-      return give_up("secure aggregation: " + std::to_string(r.survivors.size()) +
-                     " leaf's masked statistics arrived, and a sum of one is that leaf's statistics");
+    const std::string few = too_few_survivors(masks, r);
+    if (!few.empty()) return give_up("secure aggregation: the masked statistics of " + to_string(r.survivors) + " arrived: " + few);
     unmask_request_ = r;
   }
   const UnmaskRequest& decision = *unmask_request_;
+  auto ask = [&](NodeId to, const UnmaskRequest& request) {
+    Action a;
+    a.kind = Action::Kind::Send;
+    a.to = to;
+    a.type = MessageType::UnmaskRequest;
+    a.phase = 1;
+    a.payload = std::make_shared<const Payload>(request);
+    out.push_back(std::move(a));
+  };
+  auto late = [&](double since) { return now - std::max(since, last_inbound_) > config_.plan.deadline_seconds; };
+  // The consistency step: every survivor's tags first, so that no survivor reveals a seed before
+  // it knows the others were told the same split.
   if (!unmask_asked_) {
     unmask_asked_ = true;
     unmask_asked_at_ = now;
-    for (NodeId s : decision.survivors) {
-      if (unmask_replies_.count(s)) continue;
-      Action a;
-      a.kind = Action::Kind::Send;
-      a.to = s;
-      a.type = MessageType::UnmaskRequest;
-      a.phase = 1;
-      a.payload = std::make_shared<const Payload>(decision);
-      out.push_back(std::move(a));
-    }
-    say("secure aggregation: asking " + to_string(decision.survivors) + " for the seeds that unmask their sum" +
+    for (NodeId s : decision.survivors)
+      if (!unmask_tags_.count(s)) ask(s, decision);
+    say("secure aggregation: asking " + to_string(decision.survivors) + " to confirm the split" +
         (decision.dropped.empty() ? std::string() : " (dropped: " + to_string(decision.dropped) + ")"));
   }
   for (NodeId s : decision.survivors)
+    if (!unmask_tags_.count(s)) {
+      if (!late(unmask_asked_at_)) return false;
+      return give_up("secure aggregation: " + who(s) + " did not confirm the split within " +
+                     seconds_text(config_.plan.deadline_seconds) + " s, and without its seeds the sum cannot be read");
+    }
+  if (!unmask_tagged_sent_) {
+    unmask_tagged_sent_ = true;
+    unmask_tagged_at_ = now;
+    for (NodeId s : decision.survivors)
+      if (!unmask_replies_.count(s)) ask(s, tagged_request(decision, s, unmask_tags_));
+    say("secure aggregation: every survivor confirmed the split; asking for the seeds that unmask their sum");
+  }
+  for (NodeId s : decision.survivors)
     if (!unmask_replies_.count(s)) {
-      if (now - std::max(unmask_asked_at_, last_inbound_) <= config_.plan.deadline_seconds) return false;
+      if (!late(unmask_tagged_at_)) return false;
       return give_up("secure aggregation: " + who(s) + " did not answer the unmasking request within " +
                      seconds_text(config_.plan.deadline_seconds) + " s, and without its seeds the sum cannot be read");
     }
@@ -436,13 +464,25 @@ void Machine::answer_unmask_request(Actions& out) {
   a.to = *config_.plan.head_from;
   a.type = MessageType::UnmaskReply;
   a.phase = 2;
-  a.counted_bytes = static_cast<int64_t>(32 * (1 + r.dropped.size()));
-  a.payload = std::make_shared<const Payload>(unmask_reply(r, config_.mask_secrets));
-  out.push_back(std::move(a));
   Action said;
   said.kind = Action::Kind::Say;
-  said.line = "secure aggregation: answering the hub's unmasking request with this node's self seed" +
-              (r.dropped.empty() ? std::string() : " and its pair seeds with the dropped " + to_string(r.dropped));
+  if (!unmask_tagged_request_) {
+    a.counted_bytes = static_cast<int64_t>(32 * (r.survivors.size() - 1));
+    a.payload = std::make_shared<const Payload>(consistency_reply(config_.ctx.node, r, config_.mask_secrets));
+    said.line = "secure aggregation: confirming the split " + to_string(r.survivors) + " to the other survivors";
+  } else {
+    // refusal() checked the tags of a request that arrived; this guards one handed over in memory.
+    const std::string why = inconsistent_tags(config_.ctx.node, *unmask_tagged_request_, config_.mask_secrets);
+    if (!why.empty()) {
+      warn("secure aggregation: " + why);
+      return;
+    }
+    a.counted_bytes = static_cast<int64_t>(32 * (1 + r.dropped.size()));
+    a.payload = std::make_shared<const Payload>(unmask_reply(r, config_.mask_secrets));
+    said.line = "secure aggregation: answering the hub's unmasking request with this node's self seed" +
+                (r.dropped.empty() ? std::string() : " and its pair seeds with the dropped " + to_string(r.dropped));
+  }
+  out.push_back(std::move(a));
   out.push_back(std::move(said));
 }
 

@@ -199,8 +199,8 @@ class Machine {
   // A star leaf whose hub's head leaves out the leaf's own data waits for the hub's refit.
   bool waiting_for_refit(double now);
   // A star's hub under secure aggregation, once its leaves' pieces are in or given up on: names
-  // the survivors, asks each for the seeds that unmask their sum, and waits for every answer (or
-  // a deadline). True when phase 1 may go on: with ctx.unmasking set, or without it when the
+  // the survivors, has each confirm the split to the others (consistency tags), then asks each
+  // for the seeds that unmask their sum, and waits for every answer (or a deadline at each step). True when phase 1 may go on: with ctx.unmasking set, or without it when the
   // round cannot complete (then the masked pieces cannot be read and are discarded).
   bool unmasking_round(Actions& out, double now);
   bool runs_unmasking_round() const { return config_.masks && config_.masks->unmasking_round && !config_.masks->member; }
@@ -252,10 +252,13 @@ class Machine {
   // the first request a leaf answered (a leaf answers no other: two answers for different
   // survivors could give one leaf's self seed and every pair seed with it away).
   std::optional<UnmaskRequest> unmask_request_;
-  std::map<NodeId, UnmaskReply> unmask_replies_;  // the hub's, by survivor
-  bool unmask_asked_ = false;        // the hub sent its requests in this life of the node
+  std::optional<UnmaskRequest> unmask_tagged_request_;  // a leaf: the second request, with tags
+  std::map<NodeId, UnmaskReply> unmask_tags_;     // the hub's: consistency answers, by survivor
+  std::map<NodeId, UnmaskReply> unmask_replies_;  // the hub's: seeds, by survivor
+  bool unmask_asked_ = false;        // the hub sent its first requests in this life of the node
+  bool unmask_tagged_sent_ = false;  // and its second, with the tags
   bool unmask_given_up_ = false;
-  double unmask_asked_at_ = 0;
+  double unmask_asked_at_ = 0, unmask_tagged_at_ = 0;
   bool unmask_answer_due_ = false;   // a leaf: a request replayed on a restart, answered at the next tick
 };
 

@@ -54,7 +54,11 @@ MaskSecrets mask_secrets(const Identity& me, NodeId me_id, const MaskPlan& plan,
     if (key == keys.end()) throw InputError("secure aggregation: node " + std::to_string(peer) + " has no public key");
     secrets.pairs[peer] = pairwise_mask_seed(me, me_id, key->second, peer, run, plan.tag);
   }
-  if (plan.unmasking_round) secrets.self = self_mask_seed(me, run);
+  if (plan.unmasking_round) {
+    secrets.self = self_mask_seed(me, run);
+    for (NodeId peer : plan.group)
+      if (peer != me_id) secrets.consistency[peer] = consistency_key(me, me_id, keys.at(peer), peer, run, plan.tag);
+  }
   return secrets;
 }
 
@@ -67,6 +71,51 @@ std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& pla
     if (secrets.self) apply_mask(*secrets.self, stream, values, n, /*subtract=*/false);
   };
   return m;
+}
+
+std::string too_few_survivors(const MaskPlan& plan, const UnmaskRequest& request) {
+  if (2 * request.survivors.size() > plan.group.size()) return "";
+  return "it names " + std::to_string(request.survivors.size()) + " survivors of " + std::to_string(plan.group.size()) +
+         " leaves, and a leaf answers only when more than half survive (two splits of half could each unmask the "
+         "other half's sum)";
+}
+
+UnmaskReply consistency_reply(NodeId me, const UnmaskRequest& request, const MaskSecrets& secrets) {
+  UnmaskReply r;
+  r.survivors = request.survivors;
+  r.dropped = request.dropped;
+  for (NodeId to : request.survivors)
+    if (to != me) r.tags.push_back(consistency_tag(secrets.consistency.at(to), me, to, request.survivors, request.dropped));
+  return r;
+}
+
+UnmaskRequest tagged_request(const UnmaskRequest& decision, NodeId to, const std::map<NodeId, UnmaskReply>& answers) {
+  UnmaskRequest r{decision.survivors, decision.dropped, {}};
+  for (NodeId from : decision.survivors) {
+    if (from == to) continue;
+    // `from`'s tags skip `from` itself: `to`'s place among the others.
+    size_t at = 0;
+    for (NodeId s : decision.survivors) {
+      if (s == to) break;
+      if (s != from) ++at;
+    }
+    r.tags.push_back(answers.at(from).tags.at(at));
+  }
+  return r;
+}
+
+std::string inconsistent_tags(NodeId me, const UnmaskRequest& tagged, const MaskSecrets& secrets) {
+  size_t i = 0;
+  for (NodeId from : tagged.survivors) {
+    if (from == me) continue;
+    const auto key = secrets.consistency.find(from);
+    if (key == secrets.consistency.end() || i >= tagged.tags.size() ||
+        !tags_equal(tagged.tags[i], consistency_tag(key->second, from, me, tagged.survivors, tagged.dropped)))
+      return "node " + std::to_string(from) + "'s consistency tag does not confirm this split (the hub may have told it "
+             "another): no seeds are revealed";
+    ++i;
+  }
+  return "";
 }
 
 UnmaskReply unmask_reply(const UnmaskRequest& request, const MaskSecrets& secrets) {

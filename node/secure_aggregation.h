@@ -37,6 +37,7 @@ struct MaskPlan {
 struct MaskSecrets {
   std::map<NodeId, MaskSeed> pairs;  // with every other member
   std::optional<MaskSeed> self;      // with MaskPlan::unmasking_round
+  std::map<NodeId, MaskSeed> consistency;  // with every other member, with MaskPlan::unmasking_round
 };
 
 // How secure aggregation changes the nodes' plans (topology/plan.h).
@@ -55,7 +56,20 @@ MaskSecrets mask_secrets(const Identity& me, NodeId me_id, const MaskPlan& plan,
 // stream of every pair seed, or subtracts it when the peer's id is the smaller, and its self mask.
 std::shared_ptr<const LocalMasking> local_masking(NodeId me, const MaskPlan& plan, const MaskSecrets& secrets);
 
-// A survivor's answer to the hub's unmasking request: its self seed and its pair seeds with the
+// The unmasking round's consistency step (docs/privacy.md, "Dropouts"). A leaf answers a split
+// only when more than half the leaves survive in it: two disjoint groups, each told the other
+// dropped, cannot then both be answered. Empty when it may; otherwise why not.
+std::string too_few_survivors(const MaskPlan& plan, const UnmaskRequest& request);
+// A survivor's first answer: its consistency tag to every other survivor.
+UnmaskReply consistency_reply(NodeId me, const UnmaskRequest& request, const MaskSecrets& secrets);
+// The hub's second request to survivor `to`: the split, with the tag every other survivor
+// addressed to `to` (from their consistency answers, which must all be in).
+UnmaskRequest tagged_request(const UnmaskRequest& decision, NodeId to, const std::map<NodeId, UnmaskReply>& answers);
+// Empty when every tag of a second request is the one its sender makes for this split;
+// otherwise who did not say so (the hub told it another split, or forged the tag).
+std::string inconsistent_tags(NodeId me, const UnmaskRequest& tagged, const MaskSecrets& secrets);
+
+// A survivor's answer to the hub's second request: its self seed and its pair seeds with the
 // dropped (UnmaskReply). Throws std::logic_error for a node without those secrets.
 UnmaskReply unmask_reply(const UnmaskRequest& request, const MaskSecrets& secrets);
 

@@ -118,18 +118,28 @@ struct ErrorMessage {
 // masked statistics are in or their deadline passed, the hub asks every leaf whose piece it holds
 // (the survivors) for what removes the masks that did not cancel: each survivor's self mask, and
 // the masks each shared with a leaf whose piece never came (the dropped).
+using Seed32 = std::array<uint8_t, 32>;
+
+// The round has two steps (the consistency round first): the hub asks with the split alone and
+// gets every survivor's consistency tags; then it asks again with the tags addressed to the
+// recipient, and gets the seeds from each survivor whose tags all match its split.
 struct UnmaskRequest {
   Contributors survivors;  // non-empty, the recipient among them
   Contributors dropped;    // the rest of the mask group; may be empty
+  // Empty in the first step. In the second: the tag of every other survivor to the recipient, in
+  // the order of `survivors` with the recipient left out.
+  std::vector<Seed32> tags;
 };
-
-using Seed32 = std::array<uint8_t, 32>;
 
 struct UnmaskReply {
   Contributors survivors;  // the request answered, repeated: a restarted hub takes its decision back
   Contributors dropped;
+  // A consistency answer (first step): the sender's tag to every other survivor, in the order of
+  // `survivors` with the sender left out; then no seeds.
+  std::vector<Seed32> tags;
   Seed32 self_seed{};                  // the sender's self-mask seed
   std::map<NodeId, Seed32> pair_seeds;  // the sender's pair seed with each dropped leaf, exactly those
+  bool consistency() const { return !tags.empty(); }
 };
 
 // A Knowledge alternative travels as Knowledge or Complete: the header's type tells the two apart.

@@ -218,11 +218,44 @@ Seed32 read_seed(const msgpack::object& o, const std::string& path) {
   return s;
 }
 
+// Consistency tags: one for every survivor but one (the recipient of a request, the sender of a
+// reply), in the survivors' order.
+void check_tag_count(const std::vector<Seed32>& tags, const Contributors& survivors, const std::string& where) {
+  if (tags.size() + 1 != survivors.size())
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, where + ".tags: " + std::to_string(tags.size()) + " tags for " +
+                                                             std::to_string(survivors.size()) +
+                                                             " survivors (one for each but one)");
+}
+
+void pack_tags(Packer& pk, const std::vector<Seed32>& tags) {
+  pack_str(pk, "tags");
+  pk.pack_array(static_cast<uint32_t>(tags.size()));
+  for (const auto& t : tags) pack_seed(pk, t);
+}
+
+std::vector<Seed32> read_tags(MapReader& map, const Contributors& survivors) {
+  const auto& array = as_array(map.at("tags"), map.path("tags"));
+  // Empty, it would read as a step without tags: a reply as seeds that are not there.
+  if (array.size == 0)
+    throw ProtocolError(ProtocolErrorCode::InvalidValue,
+                        map.path("tags") + ": empty (the consistency step needs two survivors or more)");
+  if (array.size + 1 != survivors.size())
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, map.path("tags") + ": " + std::to_string(array.size) +
+                                                             " tags for " + std::to_string(survivors.size()) +
+                                                             " survivors (one for each but one)");
+  std::vector<Seed32> tags;
+  for (uint32_t i = 0; i < array.size; ++i)
+    tags.push_back(read_seed(array.ptr[i], map.path("tags") + "[" + std::to_string(i) + "]"));
+  return tags;
+}
+
 void pack_unmask_request(Packer& pk, const UnmaskRequest& r) {
   check_split(r.survivors, r.dropped, "unmask request");
-  pk.pack_map(2);
+  if (!r.tags.empty()) check_tag_count(r.tags, r.survivors, "unmask request");
+  pk.pack_map(r.tags.empty() ? 2 : 3);
   pack_ids(pk, "survivors", r.survivors);
   pack_ids(pk, "dropped", r.dropped);
+  if (!r.tags.empty()) pack_tags(pk, r.tags);
 }
 
 UnmaskRequest read_unmask_request(const msgpack::object& o, const Limits& limits) {
@@ -230,13 +263,22 @@ UnmaskRequest read_unmask_request(const msgpack::object& o, const Limits& limits
   UnmaskRequest r;
   r.survivors = read_ids(map, "survivors", limits);
   r.dropped = read_ids(map, "dropped", limits);
-  map.finish();
   check_split(r.survivors, r.dropped, "unmask request");
+  if (map.find("tags")) r.tags = read_tags(map, r.survivors);
+  map.finish();
   return r;
 }
 
 void pack_unmask_reply(Packer& pk, const UnmaskReply& r) {
   check_split(r.survivors, r.dropped, "unmask reply");
+  if (r.consistency()) {
+    check_tag_count(r.tags, r.survivors, "unmask reply");
+    pk.pack_map(3);
+    pack_ids(pk, "survivors", r.survivors);
+    pack_ids(pk, "dropped", r.dropped);
+    pack_tags(pk, r.tags);
+    return;
+  }
   Contributors named;
   for (const auto& entry : r.pair_seeds) named.insert(entry.first);
   if (named != r.dropped)
@@ -257,6 +299,11 @@ UnmaskReply read_unmask_reply(const msgpack::object& o, const Limits& limits) {
   r.survivors = read_ids(map, "survivors", limits);
   r.dropped = read_ids(map, "dropped", limits);
   check_split(r.survivors, r.dropped, "unmask reply");
+  if (map.find("tags")) {
+    r.tags = read_tags(map, r.survivors);
+    map.finish();  // a consistency answer carries no seeds
+    return r;
+  }
   r.self_seed = read_seed(map.at("self"), map.path("self"));
   const auto& pairs = as_array(map.at("pairs"), map.path("pairs"));
   if (pairs.size != r.dropped.size())

@@ -149,8 +149,9 @@ class Planner {
           p.forward_to = {g_.ids[hub_]};
           p.fits_head = false;
           p.head_from = g_.ids[hub_];
-          // The hub's own wait (and its unmasking round under secure aggregation), then ours.
-          p.return_deadline_seconds = (options_.secure_aggregation ? 3 : 2) * p.deadline_seconds;
+          // The hub's own wait (and the two steps of its unmasking round under secure
+          // aggregation), then ours.
+          p.return_deadline_seconds = (options_.secure_aggregation ? 4 : 2) * p.deadline_seconds;
         }
         everyone(p);
         break;

@@ -73,8 +73,8 @@ struct PlanOptions {
   // Secure aggregation (docs/privacy.md, "Secure aggregation"). On a chain or ring the first pass
   // carries masked sums that nobody but its last node can read, so only that node fits a head in
   // phase 1, and a chain gains the ring's second pass, which brings every node the head on the
-  // total. On a star the hub runs an unmasking round before it fits its head: its leaves wait one
-  // deadline more for the head. On a graph, one sink collects every piece (the others forward to
+  // total. On a star the hub runs an unmasking round before it fits its head: its leaves wait two
+  // deadlines more for the head (the round's two steps). On a graph, one sink collects every piece (the others forward to
   // it): it alone fits a head in phase 1, on the total, which then travels to every other node in
   // topological order as complete knowledge; feedback edges are refused (InputError).
   bool secure_aggregation = false;

@@ -62,6 +62,24 @@ TEST(SecureAggregation, BothEndsOfAPairDeriveOneSeedThatDependsOnRunGroupAndPair
 
 // A leaf's self seed is its own (another key gives another), the same on a restart, another in
 // another run, and not its DP noise key, which the same construction makes under another name.
+// The unmasking round's consistency tags: only the two ends of a pair can make one, it binds the
+// direction (a tag reflected back to its sender does not pass as the peer's) and the split, and
+// its key is not the pair seed a dropout reveals.
+TEST(SecureAggregation, AConsistencyTagBindsThePairTheDirectionAndTheSplit) {
+  const Identity a = identity(1), b = identity(2), c = identity(3);
+  const RunId run = derive_run_id("consistency");
+  const MaskSeed ab = consistency_key(a, 1, b.public_key(), 2, run, 7);
+  EXPECT_EQ(consistency_key(b, 2, a.public_key(), 1, run, 7), ab);
+  EXPECT_NE(consistency_key(a, 1, c.public_key(), 3, run, 7), ab);
+  EXPECT_NE(pairwise_mask_seed(a, 1, b.public_key(), 2, run, 7), ab);
+  const Contributors s{1, 2, 3}, d{4};
+  const ConsistencyTag tag = consistency_tag(ab, 1, 2, s, d);
+  EXPECT_TRUE(tags_equal(tag, consistency_tag(consistency_key(b, 2, a.public_key(), 1, run, 7), 1, 2, s, d)));
+  EXPECT_FALSE(tags_equal(tag, consistency_tag(ab, 2, 1, s, d))) << "the direction is bound";
+  EXPECT_FALSE(tags_equal(tag, consistency_tag(ab, 1, 2, Contributors{1, 2}, Contributors{3, 4})));
+  EXPECT_FALSE(tags_equal(tag, consistency_tag(ab, 1, 2, Contributors{1, 2, 3, 4}, Contributors{})));
+}
+
 TEST(SecureAggregation, ASelfSeedIsTheNodesOwnPerRunSecret) {
   const RunId run = derive_run_id("self-seed-test"), other = derive_run_id("self-seed-test-2");
   EXPECT_EQ(self_mask_seed(identity(1), run), self_mask_seed(identity(1), run));

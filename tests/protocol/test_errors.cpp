@@ -292,6 +292,34 @@ TEST(ProtocolErrors, UnmaskingRound) {
   // An encoder never sends a reply whose seeds are not for exactly the dropped.
   reply.pair_seeds.clear();
   expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(Payload(reply)); }, "exactly the dropped");
+
+  // The consistency step: a tag for every survivor but one, in requests and answers alike; an
+  // answer with tags carries no seeds.
+  UnmaskRequest tagged = request;
+  tagged.tags.assign(2, Seed32{});
+  tagged.tags[1].fill(4);
+  EXPECT_EQ(std::get<UnmaskRequest>(decode(MessageType::UnmaskRequest, encode_payload(Payload(tagged)))).tags, tagged.tags);
+  UnmaskReply confirmation;
+  confirmation.survivors = request.survivors;
+  confirmation.dropped = request.dropped;
+  confirmation.tags.assign(2, Seed32{});
+  const auto confirmed = std::get<UnmaskReply>(decode(MessageType::UnmaskReply, encode_payload(Payload(confirmation))));
+  EXPECT_TRUE(confirmed.consistency());
+  EXPECT_EQ(confirmed.tags.size(), 2u);
+  tagged.tags.pop_back();
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { encode_payload(Payload(tagged)); }, "1 tags for 3 survivors");
+  auto tags_value = [](int n) {
+    Array tags;
+    for (int i = 0; i < n; ++i) tags.push_back(Value(Bin{std::string(32, '\3')}));
+    return Value(Map{{"survivors", Array{1, 3}}, {"dropped", Array{2}}, {"tags", tags}});
+  };
+  EXPECT_NO_THROW(decode(MessageType::UnmaskReply, pack(tags_value(1))));
+  EXPECT_NO_THROW(decode(MessageType::UnmaskRequest, pack(tags_value(1))));
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskReply, pack(tags_value(2))); }, "2 tags for 2 survivors");
+  expect_code(ProtocolErrorCode::InvalidValue, [&] { decode(MessageType::UnmaskReply, pack(tags_value(0))); }, "empty");
+  v = tags_value(1);
+  v.add("self", Bin{std::string(32, '\1')});
+  expect_code(ProtocolErrorCode::UnknownField, [&] { decode(MessageType::UnmaskReply, pack(v)); }, "self");
 }
 
 TEST(ProtocolErrors, NoisyStatistics) {
