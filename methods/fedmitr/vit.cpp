@@ -89,7 +89,9 @@ VitModel vit_init(const VitSpec& spec, uint64_t seed) {
   return m;
 }
 
-VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep) {
+namespace {
+
+void check_model(const VitModel& model, const MatrixF& images) {
   const VitSpec& s = model.spec;
   s.validate("ViT spec");
   if (static_cast<int64_t>(model.parameters.size()) != s.parameter_count())
@@ -99,6 +101,13 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
     throw InputError("ViT: images of " + std::to_string(images.cols()) + " values, the spec takes " +
                      std::to_string(s.channels) + " x " + std::to_string(s.image_size) + " x " +
                      std::to_string(s.image_size) + " = " + std::to_string(s.pixels()));
+}
+
+}  // namespace
+
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep) {
+  const VitSpec& s = model.spec;
+  check_model(model, images);
   if (!keep.empty()) {
     const int64_t T = s.tokens();
     if (static_cast<int64_t>(keep.size()) != images.rows() * T)
@@ -116,6 +125,24 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
     return out;
   }
   torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, &out);
+  return out;
+}
+
+VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& o) {
+  check_model(start, images);
+  if (static_cast<Eigen::Index>(labels.size()) != images.rows())
+    throw InputError("ViT training: " + std::to_string(labels.size()) + " labels for " + std::to_string(images.rows()) +
+                     " images");
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= start.spec.classes)
+      throw InputError("ViT training: label " + std::to_string(labels[i]) + " of image " + std::to_string(i) +
+                       " is outside [0, " + std::to_string(start.spec.classes) + ")");
+  if (o.epochs < 0 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0))
+    throw InputError("ViT training: epochs must be >= 0, the batch size >= 1, the learning rate > 0, momentum and "
+                     "weight decay >= 0");
+  if (images.rows() == 0 || o.epochs == 0) return start;
+  VitModel out;
+  torch_function<decltype(fednode_torch_vit_train)>("fednode_torch_vit_train")(start, images, labels, o, &out);
   return out;
 }
 

@@ -73,4 +73,22 @@ struct VitOutput {
 // than the spec's, or an image with every patch dropped.
 VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep = {});
 
+// A client's training (paper 004, Section V: SGD with momentum 0.9 and weight decay 1e-4, as
+// torch.optim.SGD; batch 64) from the federation's shared initialisation. The epochs and the
+// learning rate are the node's settings: the paper fine-tunes a pretrained DeiT for 50 epochs at
+// 0.001, while ours starts from scratch (no pretrained ViT can be had here).
+struct VitTrainOptions {
+  int epochs = 3;
+  double lr = 0.05;
+  int batch_size = 64;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  uint64_t seed = 0;  // the batches' order
+};
+
+// Labels in [0, classes). Throws InputError for shapes that do not fit, labels out of range,
+// options out of range, or training that diverges. The same start, data and options give the
+// same parameters (LibTorch's threads set as the caller leaves them).
+VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& options);
+
 }  // namespace fednode

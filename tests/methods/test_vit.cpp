@@ -120,5 +120,46 @@ TEST(Vit, ShapesThatDoNotFitAreRefused) {
   EXPECT_THROW(vit_forward(m, images), InputError);
 }
 
+// Images whose class c sets their brightness (noise on top): what a ViT learns at once.
+void brightness_classes(const VitSpec& s, int n, uint64_t seed, MatrixF* images, Labels* labels) {
+  Rng rng(seed);
+  *images = MatrixF(n, s.pixels());
+  labels->resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(rng.below(static_cast<uint64_t>(s.classes)));
+    (*labels)[static_cast<size_t>(i)] = c;
+    for (int k = 0; k < s.pixels(); ++k) (*images)(i, k) = static_cast<float>(0.3 * rng.uniform() + 0.25 * c);
+  }
+}
+
+TEST(Vit, AClientTrainsItFromTheSharedStartDeterministically) {
+  VitSpec s;
+  s.classes = 4;
+  MatrixF train, test;
+  Labels y, y_test;
+  brightness_classes(s, 320, 1, &train, &y);
+  brightness_classes(s, 200, 2, &test, &y_test);
+  const VitModel start = vit_init(s, 5);
+  VitTrainOptions o;
+  o.epochs = 12;
+  o.seed = 3;
+  const VitModel trained = vit_train(start, train, y, o);
+  EXPECT_NE(trained.parameters, start.parameters);
+  const VitOutput out = vit_forward(trained, test);
+  int correct = 0;
+  for (int i = 0; i < test.rows(); ++i) {
+    Eigen::Index best;
+    out.logits.row(i).maxCoeff(&best);
+    correct += static_cast<int>(best) == y_test[static_cast<size_t>(i)];
+  }
+  EXPECT_GT(correct, 180) << "of 200";
+  EXPECT_EQ(vit_train(start, train, y, o).parameters, trained.parameters);
+  Labels bad = y;
+  bad[7] = 4;
+  EXPECT_THROW(vit_train(start, train, bad, o), InputError);
+  o.lr = 0;
+  EXPECT_THROW(vit_train(start, train, y, o), InputError);
+}
+
 }  // namespace
 }  // namespace fednode
