@@ -1,0 +1,105 @@
+// FedMITR's ViT (methods/fedmitr/vit.h) against the same ViT in PyTorch in Python (bench/ref_vit.py),
+// in the same run, on the same images, with the same thread count; the two sides take turns, so
+// that background load hits both alike (issue 23, acceptance 4). Client training: images/s over
+// --epochs of SGD (momentum 0.9, weight decay 1e-4, batch 64) from a fresh model; forward: images/s
+// of a no-grad pass (logits and CLS attention) in batches of 256.
+//
+//   bench_vit [--n 4096] [--epochs 1] [--threads 1] [--reps 3] [--seed 1]
+//             [--python /usr/bin/python3] [--script bench/ref_vit.py]
+//
+// fednode is timed around vit_train() / vit_forward() as a node calls them (tensor copies and the
+// parameters copied back out included); PyTorch around its loop alone.
+#include "core/rng.h"
+#include "core/torch_library.h"
+#include "features/npy.h"
+#include "methods/fedmitr/vit.h"
+#include "bench_common.h"
+#include "python_peer.h"
+#include "../tests/common/temp_dir.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace fednode;
+
+namespace {
+
+const char* kProgram = "bench_vit";
+
+double answer_seconds(const std::string& line) {
+  if (line.rfind("seconds ", 0) != 0) throw std::runtime_error("the Python reference answered '" + line + "'");
+  return std::stod(line.substr(8));
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  int n = 4096, epochs = 1, threads = 1, reps = 3, seed = 1;
+  std::string python = "/usr/bin/python3", script = std::string(FEDNODE_SOURCE_DIR) + "/bench/ref_vit.py";
+  if (bench::wants_help(argc, argv)) {
+    std::printf("usage: %s [--n 4096] [--epochs 1] [--threads 1] [--reps 3] [--seed 1] [--python PATH] [--script PATH]\n",
+                kProgram);
+    return 0;
+  }
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], v = argv[i + 1];
+    if (flag == "--python") python = v;
+    else if (flag == "--script") script = v;
+    else {
+      int* into = flag == "--n" ? &n : flag == "--epochs" ? &epochs : flag == "--threads" ? &threads
+                : flag == "--reps" ? &reps : flag == "--seed" ? &seed : nullptr;
+      if (!into) {
+        std::fprintf(stderr, "%s: unknown option %s (see --help)\n", kProgram, flag.c_str());
+        return 2;
+      }
+      *into = bench::parse_int(kProgram, flag.c_str(), v.c_str());
+    }
+  }
+  const VitSpec spec;
+  Rng rng(static_cast<uint64_t>(seed));
+  MatrixF X(n, spec.pixels());
+  Labels y(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    y[static_cast<size_t>(i)] = static_cast<int>(rng.below(10));
+    for (int k = 0; k < spec.pixels(); ++k) X(i, k) = static_cast<float>(rng.uniform());
+  }
+  const test::TempDir tmp(kProgram);
+  write_npy_features(tmp.str() + "/X.npy", X);
+  write_npy_labels(tmp.str() + "/y.npy", y);
+  set_torch_threads(threads);
+  std::printf("ViT %d x %d, patch %d, dim %d, depth %d, heads %d (%lld parameters); %d images, %d epoch(s), "
+              "%d thread(s), %d rounds\n",
+              spec.image_size, spec.image_size, spec.patch, spec.dim, spec.depth, spec.heads,
+              static_cast<long long>(spec.parameter_count()), n, epochs, threads, reps);
+  std::fflush(stdout);
+  VitTrainOptions o;
+  o.epochs = epochs;
+  std::vector<double> train_ours, train_ref, fwd_ours, fwd_ref;
+  bench::PythonPeer py({python, script, "--dir", tmp.str(), "--epochs", std::to_string(epochs), "--threads",
+                        std::to_string(threads), "--seed", std::to_string(seed)});
+  for (int r = 0; r < reps; ++r) {
+    o.seed = static_cast<uint64_t>(seed + r);
+    const VitModel start = vit_init(spec, o.seed);
+    VitModel trained;
+    train_ours.push_back(bench::seconds([&] { trained = vit_train(start, X, y, o); }));
+    train_ref.push_back(answer_seconds(py.request("train")));
+    fwd_ours.push_back(bench::seconds([&] {
+      for (int first = 0; first < n; first += 256) vit_forward(trained, X.middleRows(first, std::min(256, n - first)));
+    }));
+    fwd_ref.push_back(answer_seconds(py.request("forward")));
+  }
+  const double images = static_cast<double>(n) * epochs;
+  const double to = bench::median(train_ours), tr = bench::median(train_ref);
+  const double fo = bench::median(fwd_ours), fr = bench::median(fwd_ref);
+  std::printf("%-26s %12s %12s %8s\n", "", "fednode", "PyTorch", "ratio");
+  std::printf("%-26s %12.0f %12.0f %8.2f\n", "training images/s", images / to, images / tr, tr / to);
+  std::printf("%-26s %12.0f %12.0f %8.2f\n", "forward images/s", n / fo, n / fr, fr / fo);
+  std::printf("ratio: PyTorch's time / fednode's (medians); above 1, fednode is faster\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  return fednode::bench::guarded(kProgram, [&] { return bench_main(argc, argv); });
+}

@@ -1,0 +1,112 @@
+"""Reference for bench_vit: FedMITR's ViT (methods/fedmitr/vit.h) as a PyTorch user writes it.
+
+Patch embedding (a Linear on flattened 7x7 patches, channel-major then row then column, as
+torch.nn.functional.unfold lays them out), a CLS token and position embeddings, pre-norm blocks
+(LayerNorm, multi-head self-attention written out so that the CLS attention can be read, LayerNorm,
+GELU MLP), a final LayerNorm and a Linear head on CLS. Training: torch.optim.SGD (momentum 0.9,
+weight decay 1e-4), softmax cross-entropy, batches of --batch-size from a fresh permutation every
+epoch.
+
+Loads --dir/{X,y}.npy (images as rows of pixels) once, prints "ready", then answers each line on
+stdin: "train" with "seconds S" for --epochs epochs of training from a fresh model (the loop
+alone), "forward" with "seconds S" for a no-grad forward pass over every image in batches of 256
+(logits and the last layer's CLS attention).
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim, heads, mlp):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(dim, eps=1e-6)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.ln2 = torch.nn.LayerNorm(dim, eps=1e-6)
+        self.fc1 = torch.nn.Linear(dim, mlp)
+        self.fc2 = torch.nn.Linear(mlp, dim)
+
+    def forward(self, h):
+        B, N, D = h.shape
+        dh = D // self.heads
+        qkv = self.qkv(self.ln1(h)).reshape(B, N, 3, self.heads, dh).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(qkv[0] @ qkv[1].transpose(-2, -1) / dh ** 0.5, -1)
+        h = h + self.proj((a @ qkv[2]).transpose(1, 2).reshape(B, N, D))
+        h = h + self.fc2(F.gelu(self.fc1(self.ln2(h))))
+        return h, a
+
+
+class Vit(torch.nn.Module):
+    def __init__(self, size=28, channels=1, patch=7, dim=64, depth=4, heads=4, mlp=128, classes=10):
+        super().__init__()
+        self.size, self.channels, self.patch = size, channels, patch
+        tokens = (size // patch) ** 2
+        self.embed = torch.nn.Linear(channels * patch * patch, dim)
+        self.cls = torch.nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = torch.nn.Parameter(torch.zeros(1, tokens + 1, dim))
+        torch.nn.init.trunc_normal_(self.cls, std=0.02)
+        torch.nn.init.trunc_normal_(self.pos, std=0.02)
+        self.blocks = torch.nn.ModuleList([Block(dim, heads, mlp) for _ in range(depth)])
+        self.ln = torch.nn.LayerNorm(dim, eps=1e-6)
+        self.head = torch.nn.Linear(dim, classes)
+
+    def forward(self, x):
+        B = x.shape[0]
+        img = x.view(B, self.channels, self.size, self.size)
+        patches = F.unfold(img, kernel_size=self.patch, stride=self.patch).transpose(1, 2)
+        h = torch.cat([self.cls.expand(B, -1, -1), self.embed(patches)], 1) + self.pos
+        for block in self.blocks:
+            h, a = block(h)
+        h = self.ln(h)
+        return self.head(h[:, 0]), a[:, :, 0, 1:].mean(1)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--dir", required=True)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    X = torch.from_numpy(np.load(a.dir + "/X.npy").astype(np.float32))
+    y = torch.from_numpy(np.load(a.dir + "/y.npy").astype(np.int64))
+    n = X.shape[0]
+    print("ready", flush=True)
+    run = 0
+    for line in sys.stdin:
+        torch.manual_seed(a.seed + run)
+        run += 1
+        model = Vit()
+        if line.strip() == "train":
+            sgd = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
+            t0 = time.perf_counter()
+            for _ in range(a.epochs):
+                order = torch.randperm(n)
+                for first in range(0, n, a.batch_size):
+                    idx = order[first:first + a.batch_size]
+                    loss = F.cross_entropy(model(X[idx])[0], y[idx])
+                    sgd.zero_grad()
+                    loss.backward()
+                    sgd.step()
+            print("seconds %f" % (time.perf_counter() - t0), flush=True)
+        elif line.strip() == "forward":
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                for first in range(0, n, 256):
+                    model(X[first:first + 256])
+            print("seconds %f" % (time.perf_counter() - t0), flush=True)
+        else:
+            print("error: unknown request", flush=True)
+
+
+if __name__ == "__main__":
+    main()

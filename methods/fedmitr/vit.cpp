@@ -1,0 +1,149 @@
+#include "methods/fedmitr/vit.h"
+
+#include "core/rng.h"
+#include "methods/fedmitr/vit_torch.h"
+
+#include <algorithm>
+
+namespace fednode {
+
+int64_t VitSpec::parameter_count() const {
+  const int64_t d = dim, m = mlp_dim, T = tokens();
+  const int64_t per_block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (m * d + m) + (d * m + d);
+  return (d * channels * patch * patch + d) + d + (T + 1) * d + depth * per_block + 2 * d + (int64_t{classes} * d + classes);
+}
+
+void VitSpec::validate(const std::string& where) const {
+  auto positive = [&](const char* name, int v, int most) {
+    if (v < 1 || v > most)
+      throw InputError(where + ": " + name + " must lie in [1, " + std::to_string(most) + "], got " + std::to_string(v));
+  };
+  positive("image_size", image_size, 4096);
+  positive("channels", channels, 16);
+  positive("patch", patch, image_size);
+  positive("dim", dim, 1 << 14);
+  positive("depth", depth, 256);
+  positive("heads", heads, dim);
+  positive("mlp_dim", mlp_dim, 1 << 16);
+  positive("classes", classes, 1 << 16);
+  if (image_size % patch != 0)
+    throw InputError(where + ": patch " + std::to_string(patch) + " does not divide image_size " + std::to_string(image_size));
+  if (dim % heads != 0)
+    throw InputError(where + ": dim " + std::to_string(dim) + " is not a multiple of heads " + std::to_string(heads));
+  if (tokens() > 65536) throw InputError(where + ": " + std::to_string(tokens()) + " patch tokens, at most 65536");
+  if (parameter_count() > kMaxVitParameters)
+    throw InputError(where + ": " + std::to_string(parameter_count()) + " parameters, at most " +
+                     std::to_string(kMaxVitParameters));
+}
+
+bool operator==(const VitSpec& a, const VitSpec& b) {
+  return a.image_size == b.image_size && a.channels == b.channels && a.patch == b.patch && a.dim == b.dim &&
+         a.depth == b.depth && a.heads == b.heads && a.mlp_dim == b.mlp_dim && a.classes == b.classes;
+}
+
+namespace {
+
+// Appends to the flat vector in the layout of vit.h.
+class Filler {
+ public:
+  Filler(std::vector<float>& p, Rng& rng) : p_(p), rng_(rng) {}
+  void normal(int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      double v;
+      do v = rng_.normal();
+      while (v < -2.0 || v > 2.0);  // truncated at two standard deviations
+      p_.push_back(static_cast<float>(0.02 * v));
+    }
+  }
+  void constant(int64_t n, float v) { p_.insert(p_.end(), static_cast<size_t>(n), v); }
+
+ private:
+  std::vector<float>& p_;
+  Rng& rng_;
+};
+
+}  // namespace
+
+VitModel vit_init(const VitSpec& spec, uint64_t seed) {
+  spec.validate("ViT spec");
+  VitModel m;
+  m.spec = spec;
+  m.parameters.reserve(static_cast<size_t>(spec.parameter_count()));
+  Rng rng = Rng::stream(seed, Purpose::ModelInit);
+  Filler f(m.parameters, rng);
+  const int64_t d = spec.dim, mlp = spec.mlp_dim;
+  f.normal(d * spec.channels * spec.patch * spec.patch);
+  f.constant(d, 0);
+  f.normal(d);                          // CLS
+  f.normal((spec.tokens() + 1) * d);    // positions
+  for (int b = 0; b < spec.depth; ++b) {
+    f.constant(d, 1), f.constant(d, 0);  // LayerNorm 1
+    f.normal(3 * d * d), f.constant(3 * d, 0);
+    f.normal(d * d), f.constant(d, 0);
+    f.constant(d, 1), f.constant(d, 0);  // LayerNorm 2
+    f.normal(mlp * d), f.constant(mlp, 0);
+    f.normal(d * mlp), f.constant(d, 0);
+  }
+  f.constant(d, 1), f.constant(d, 0);    // final LayerNorm
+  f.normal(int64_t{spec.classes} * d), f.constant(spec.classes, 0);
+  return m;
+}
+
+namespace {
+
+void check_model(const VitModel& model, const MatrixF& images) {
+  const VitSpec& s = model.spec;
+  s.validate("ViT spec");
+  if (static_cast<int64_t>(model.parameters.size()) != s.parameter_count())
+    throw InputError("ViT: " + std::to_string(model.parameters.size()) + " parameters for a spec of " +
+                     std::to_string(s.parameter_count()));
+  if (images.cols() != s.pixels())
+    throw InputError("ViT: images of " + std::to_string(images.cols()) + " values, the spec takes " +
+                     std::to_string(s.channels) + " x " + std::to_string(s.image_size) + " x " +
+                     std::to_string(s.image_size) + " = " + std::to_string(s.pixels()));
+}
+
+}  // namespace
+
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep) {
+  const VitSpec& s = model.spec;
+  check_model(model, images);
+  if (!keep.empty()) {
+    const int64_t T = s.tokens();
+    if (static_cast<int64_t>(keep.size()) != images.rows() * T)
+      throw InputError("ViT: a keep-mask of " + std::to_string(keep.size()) + " flags for " +
+                       std::to_string(images.rows()) + " images of " + std::to_string(T) + " patches");
+    for (int64_t b = 0; b < images.rows(); ++b)
+      if (std::none_of(keep.begin() + b * T, keep.begin() + (b + 1) * T, [](uint8_t k) { return k != 0; }))
+        throw InputError("ViT: the keep-mask drops every patch of image " + std::to_string(b));
+  }
+  VitOutput out;
+  if (images.rows() == 0) {
+    out.logits.resize(0, s.classes);
+    out.token_logits.resize(0, s.classes);
+    out.cls_attention.resize(0, s.tokens());
+    return out;
+  }
+  torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, &out);
+  return out;
+}
+
+VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& o) {
+  check_model(start, images);
+  if (static_cast<Eigen::Index>(labels.size()) != images.rows())
+    throw InputError("ViT training: " + std::to_string(labels.size()) + " labels for " + std::to_string(images.rows()) +
+                     " images");
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= start.spec.classes)
+      throw InputError("ViT training: label " + std::to_string(labels[i]) + " of image " + std::to_string(i) +
+                       " is outside [0, " + std::to_string(start.spec.classes) + ")");
+  if (o.epochs < 0 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0))
+    throw InputError("ViT training: epochs must be >= 0, the batch size >= 1, the learning rate > 0, momentum and "
+                     "weight decay >= 0");
+  if (images.rows() == 0 || o.epochs == 0) return start;
+  VitModel out;
+  torch_function<decltype(fednode_torch_vit_train)>("fednode_torch_vit_train")(start, images, labels, o, &out);
+  return out;
+}
+
+}  // namespace fednode

@@ -1,0 +1,94 @@
+// FedMITR's model (paper 004): a small Vision Transformer whose parameters are one flat vector in
+// a documented order, so that a node can send it as knowledge and any node can run it. It
+// returns what sparse inversion and token relabelling need beside the class scores: the last
+// layer's attention from the CLS token to every patch token, and a class score per patch token;
+// and it takes a keep-mask, so that the patches whose inversion was stopped take no part.
+//
+// No LibTorch here: the forward pass runs in libfednode_torch.so (core/torch_library.h), loaded
+// the first time one is asked for. The initialisation is fednode's own seeded draw, so that every
+// node of a federation starts from the same model (FedAvg's premise) without LibTorch's RNG.
+#pragma once
+
+#include "core/types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+// The architecture. The defaults are the measured small ViT for 28x28 images: patch 7
+// (16 tokens and CLS), dim 64, depth 4, 4 heads, MLP 128 (about 139 000 parameters).
+struct VitSpec {
+  int image_size = 28;  // square images
+  int channels = 1;
+  int patch = 7;        // must divide image_size
+  int dim = 64;         // must be a multiple of heads
+  int depth = 4;
+  int heads = 4;
+  int mlp_dim = 128;
+  int classes = 10;
+
+  int grid() const { return image_size / patch; }
+  int tokens() const { return grid() * grid(); }  // patch tokens, CLS not counted
+  int pixels() const { return channels * image_size * image_size; }
+  int64_t parameter_count() const;
+  // Throws InputError naming `where` and the setting for a spec no ViT can have, or one beyond
+  // the bounds a received model may claim (kMaxVitParameters), checked before any allocation.
+  void validate(const std::string& where) const;
+};
+
+bool operator==(const VitSpec& a, const VitSpec& b);
+
+// What a received model may claim at most: 64 M parameters (256 MB as float32).
+constexpr int64_t kMaxVitParameters = int64_t{1} << 26;
+
+// The parameters, flat, in this order (the wire order too): the patch embedding W [dim,
+// channels*patch*patch] (a patch flattened channel-major, then row, then column) and b [dim];
+// the CLS token [dim]; the position embedding [tokens+1, dim] (CLS first); per block: LayerNorm
+// 1 gain and bias [dim], qkv W [3*dim, dim] (q, then k, then v; heads contiguous within each) and b
+// [3*dim], the attention's output W [dim, dim] and b [dim], LayerNorm 2 gain and bias, MLP fc1
+// W [mlp_dim, dim] and b, fc2 W [dim, mlp_dim] and b; the final LayerNorm gain and bias; the head
+// W [classes, dim] and b [classes]. Matrices row-major.
+struct VitModel {
+  VitSpec spec;
+  std::vector<float> parameters;
+};
+
+// The shared initialisation of a federation's run: weights from N(0, 0.02^2) truncated at two
+// standard deviations (as timm's ViTs), biases zero, LayerNorm gains one, CLS and position
+// embeddings from the same normal. The same spec and seed give the same bytes.
+VitModel vit_init(const VitSpec& spec, uint64_t seed);
+
+struct VitOutput {
+  MatrixF logits;         // [B, classes], from the CLS token
+  MatrixF token_logits;   // [B * tokens, classes]: row b * tokens + t is patch token t of image b
+  MatrixF cls_attention;  // [B, tokens]: the last layer's attention from CLS, averaged over heads
+};
+
+// Images as rows of `pixels()` values, channel-major then row then column (as .npy and IDX
+// images are laid out). `keep`, if not empty, holds B * tokens flags (row-major, 1 = keep): a
+// dropped patch is no key for any query, so no output depends on its pixels, and CLS gives it
+// attention 0. Throws InputError for shapes that do not fit the spec, a parameter count other
+// than the spec's, or an image with every patch dropped.
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep = {});
+
+// A client's training (paper 004, Section V: SGD with momentum 0.9 and weight decay 1e-4, as
+// torch.optim.SGD; batch 64) from the federation's shared initialisation. The epochs and the
+// learning rate are the node's settings: the paper fine-tunes a pretrained DeiT for 50 epochs at
+// 0.001, while ours starts from scratch (no pretrained ViT can be had here).
+struct VitTrainOptions {
+  int epochs = 3;
+  double lr = 0.05;
+  int batch_size = 64;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  uint64_t seed = 0;  // the batches' order
+};
+
+// Labels in [0, classes). Throws InputError for shapes that do not fit, labels out of range,
+// options out of range, or training that diverges. The same start, data and options give the
+// same parameters (LibTorch's threads set as the caller leaves them).
+VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& options);
+
+}  // namespace fednode

@@ -1,0 +1,15 @@
+// The ViT forward pass of libfednode_torch.so (core/torch_library.h), which vit.cpp calls after
+// checking its arguments. Internal to the library: not installed.
+#pragma once
+
+#include "core/torch_library.h"
+#include "methods/fedmitr/vit.h"
+
+// `keep`: empty, or B * tokens flags. Fills `out`; throws std::exception on a LibTorch failure.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
+                                                    const std::vector<uint8_t>& keep, fednode::VitOutput* out);
+// Trains from `start` on `images` with `labels` (checked by vit.cpp); fills `out`. Throws
+// InputError when training diverges.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,
+                                                  const fednode::Labels& labels, const fednode::VitTrainOptions& options,
+                                                  fednode::VitModel* out);

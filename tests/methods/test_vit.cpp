@@ -1,0 +1,165 @@
+// FedMITR's ViT (methods/fedmitr/vit.h): the documented parameter layout and count, the seeded
+// shared initialisation, and the two things sparse inversion and token relabelling rely on: the
+// last layer's CLS attention is a distribution over the patches, and a dropped patch takes no
+// part (no output depends on its pixels, and it gets no attention).
+#include "core/rng.h"
+#include "methods/fedmitr/vit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace fednode {
+namespace {
+
+MatrixF random_images(const VitSpec& s, int n, uint64_t seed) {
+  Rng rng(seed);
+  MatrixF m(n, s.pixels());
+  for (Eigen::Index k = 0; k < m.size(); ++k) m.data()[k] = static_cast<float>(rng.uniform());
+  return m;
+}
+
+// The init's weights are small; these make the attention far from uniform, as after training.
+VitModel scaled_model(const VitSpec& s, uint64_t seed) {
+  VitModel m = vit_init(s, seed);
+  for (float& p : m.parameters) p *= 20.0f;
+  return m;
+}
+
+TEST(Vit, TheDefaultSpecHasTheDocumentedParameterCount) {
+  const VitSpec s;
+  EXPECT_EQ(s.tokens(), 16);
+  // 3 200 (patches) + 64 (CLS) + 1 088 (positions) + 4 x 33 472 (blocks) + 128 + 650 (head).
+  EXPECT_EQ(s.parameter_count(), 139018);
+  EXPECT_EQ(static_cast<int64_t>(vit_init(s, 1).parameters.size()), s.parameter_count());
+}
+
+TEST(Vit, TheInitialisationIsSharedBySeed) {
+  const VitSpec s;
+  EXPECT_EQ(vit_init(s, 7).parameters, vit_init(s, 7).parameters);
+  EXPECT_NE(vit_init(s, 7).parameters, vit_init(s, 8).parameters);
+  const VitModel m = vit_init(s, 7);
+  // The first LayerNorm's gain follows the patch embedding, CLS and positions: all ones.
+  const size_t ln1 = static_cast<size_t>(64 * 49 + 64 + 64 + 17 * 64);
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(m.parameters[ln1 + i], 1.0f);
+  for (size_t i = 0; i < 64 * 49; ++i) EXPECT_LE(std::abs(m.parameters[i]), 0.04f);
+}
+
+TEST(Vit, ASpecNoViTCanHaveIsRefusedBeforeAnyAllocation) {
+  VitSpec s;
+  s.patch = 5;
+  EXPECT_THROW(s.validate("spec"), InputError);
+  s = VitSpec{};
+  s.dim = 66;
+  EXPECT_THROW(s.validate("spec"), InputError);
+  s = VitSpec{};
+  s.dim = 8192;
+  s.depth = 64;
+  try {
+    s.validate("received model");
+    ADD_FAILURE() << "a ViT of " << s.parameter_count() << " parameters was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameters, at most"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Vit, TheClsAttentionIsADistributionOverThePatches) {
+  const VitSpec s;
+  const VitModel m = scaled_model(s, 3);
+  const MatrixF images = random_images(s, 3, 11);
+  const VitOutput out = vit_forward(m, images);
+  ASSERT_EQ(out.logits.rows(), 3);
+  ASSERT_EQ(out.logits.cols(), 10);
+  ASSERT_EQ(out.token_logits.rows(), 3 * 16);
+  ASSERT_EQ(out.cls_attention.cols(), 16);
+  for (int b = 0; b < 3; ++b) {
+    // What CLS does not give the patches it gives itself.
+    EXPECT_GT(out.cls_attention.row(b).sum(), 0.0f);
+    EXPECT_LE(out.cls_attention.row(b).sum(), 1.0f + 1e-5f);
+    EXPECT_GE(out.cls_attention.row(b).minCoeff(), 0.0f);
+  }
+  // Each image is its own: a batch gives what the images give one by one.
+  const VitOutput one = vit_forward(m, images.row(1));
+  const float scale = 1.0f + out.logits.cwiseAbs().maxCoeff();  // float32 sums in another order
+  EXPECT_LT((one.logits.row(0) - out.logits.row(1)).cwiseAbs().maxCoeff(), 1e-4f * scale);
+  EXPECT_LT((one.cls_attention.row(0) - out.cls_attention.row(1)).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+TEST(Vit, ADroppedPatchTakesNoPart) {
+  const VitSpec s;
+  const VitModel m = scaled_model(s, 4);
+  MatrixF images = random_images(s, 2, 12);
+  std::vector<uint8_t> keep(2 * 16, 1);
+  for (int t : {0, 5, 6, 15}) keep[static_cast<size_t>(t)] = 0;  // image 0 loses four patches
+  const VitOutput before = vit_forward(m, images, keep);
+  for (int t : {0, 5, 6, 15}) EXPECT_EQ(before.cls_attention(0, t), 0.0f) << t;
+  EXPECT_GT(before.cls_attention.row(0).sum(), 0.0f);
+  // New pixels in dropped patch 5 (row 1, column 1 of the 4 x 4 grid) change nothing that is read.
+  MatrixF changed = images;
+  for (int r = 7; r < 14; ++r)
+    for (int col = 7; col < 14; ++col) changed(0, r * 28 + col) = 1.0f - changed(0, r * 28 + col);
+  const VitOutput after = vit_forward(m, changed, keep);
+  EXPECT_EQ(after.logits, before.logits);
+  EXPECT_EQ(after.cls_attention, before.cls_attention);
+  for (int t = 0; t < 16; ++t)
+    if (keep[static_cast<size_t>(t)]) EXPECT_EQ(after.token_logits.row(t), before.token_logits.row(t)) << t;
+  // Without the mask the same change is seen.
+  EXPECT_NE(vit_forward(m, changed).logits, vit_forward(m, images).logits);
+}
+
+TEST(Vit, ShapesThatDoNotFitAreRefused) {
+  const VitSpec s;
+  VitModel m = vit_init(s, 1);
+  const MatrixF images = random_images(s, 2, 13);
+  EXPECT_THROW(vit_forward(m, images.leftCols(700)), InputError);
+  EXPECT_THROW(vit_forward(m, images, std::vector<uint8_t>(31, 1)), InputError);
+  std::vector<uint8_t> keep(32, 1);
+  std::fill(keep.begin() + 16, keep.end(), 0);
+  EXPECT_THROW(vit_forward(m, images, keep), InputError) << "every patch of image 1 dropped";
+  m.parameters.pop_back();
+  EXPECT_THROW(vit_forward(m, images), InputError);
+}
+
+// Images whose class c sets their brightness (noise on top): what a ViT learns at once.
+void brightness_classes(const VitSpec& s, int n, uint64_t seed, MatrixF* images, Labels* labels) {
+  Rng rng(seed);
+  *images = MatrixF(n, s.pixels());
+  labels->resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(rng.below(static_cast<uint64_t>(s.classes)));
+    (*labels)[static_cast<size_t>(i)] = c;
+    for (int k = 0; k < s.pixels(); ++k) (*images)(i, k) = static_cast<float>(0.3 * rng.uniform() + 0.25 * c);
+  }
+}
+
+TEST(Vit, AClientTrainsItFromTheSharedStartDeterministically) {
+  VitSpec s;
+  s.classes = 4;
+  MatrixF train, test;
+  Labels y, y_test;
+  brightness_classes(s, 320, 1, &train, &y);
+  brightness_classes(s, 200, 2, &test, &y_test);
+  const VitModel start = vit_init(s, 5);
+  VitTrainOptions o;
+  o.epochs = 12;
+  o.seed = 3;
+  const VitModel trained = vit_train(start, train, y, o);
+  EXPECT_NE(trained.parameters, start.parameters);
+  const VitOutput out = vit_forward(trained, test);
+  int correct = 0;
+  for (int i = 0; i < test.rows(); ++i) {
+    Eigen::Index best;
+    out.logits.row(i).maxCoeff(&best);
+    correct += static_cast<int>(best) == y_test[static_cast<size_t>(i)];
+  }
+  EXPECT_GT(correct, 180) << "of 200";
+  EXPECT_EQ(vit_train(start, train, y, o).parameters, trained.parameters);
+  Labels bad = y;
+  bad[7] = 4;
+  EXPECT_THROW(vit_train(start, train, bad, o), InputError);
+  o.lr = 0;
+  EXPECT_THROW(vit_train(start, train, y, o), InputError);
+}
+
+}  // namespace
+}  // namespace fednode
