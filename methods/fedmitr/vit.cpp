@@ -146,4 +146,41 @@ VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& l
   return out;
 }
 
+Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
+                     const InversionOptions& o) {
+  if (ensemble.empty()) throw InputError("ViT inversion: no model to invert");
+  const VitSpec& s = ensemble[0].spec;
+  MatrixF noise(static_cast<Eigen::Index>(targets.size()), s.pixels());
+  for (const VitModel& m : ensemble) {
+    if (!(m.spec == s)) throw InputError("ViT inversion: the ensemble's models have different specs");
+    check_model(m, noise);
+  }
+  if (student) {
+    if (!(student->spec == s)) throw InputError("ViT inversion: the student's spec is not the ensemble's");
+    check_model(*student, noise);
+  }
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (targets[i] < 0 || targets[i] >= s.classes)
+      throw InputError("ViT inversion: target " + std::to_string(targets[i]) + " of image " + std::to_string(i) +
+                       " is outside [0, " + std::to_string(s.classes) + ")");
+  if (o.iterations < 0 || !(o.lr > 0) || !(o.tv_weight >= 0) || !(o.l2_weight >= 0) || !(o.js_weight >= 0) ||
+      !(o.mask_ratio >= 0 && o.mask_ratio < 1))
+    throw InputError("ViT inversion: iterations must be >= 0, the learning rate > 0, the weights >= 0 and the mask "
+                     "ratio in [0, 1)");
+  for (int at : o.mask_at)
+    if (at < 1 || at >= std::max(o.iterations, 1))
+      throw InputError("ViT inversion: a masking iteration " + std::to_string(at) + " outside [1, " +
+                       std::to_string(o.iterations) + ")");
+  Rng rng = Rng::stream(o.seed, Purpose::Generic, 0x1A7E);
+  for (Eigen::Index k = 0; k < noise.size(); ++k) noise.data()[k] = static_cast<float>(rng.uniform());
+  Inversion out;
+  if (targets.empty()) {
+    out.images = noise;
+    out.cls_attention.resize(0, s.tokens());
+    return out;
+  }
+  torch_function<decltype(fednode_torch_vit_invert)>("fednode_torch_vit_invert")(ensemble, student, targets, o, noise, &out);
+  return out;
+}
+
 }  // namespace fednode

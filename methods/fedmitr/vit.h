@@ -91,4 +91,36 @@ struct VitTrainOptions {
 // same parameters (LibTorch's threads set as the caller leaves them).
 VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& options);
 
+// The receiver's model inversion (paper 004, Section IV-A): images synthesised from noise by Adam
+// on the pixels so that the received models' ensemble (the mean of their logits) predicts the
+// target labels, with a total-variation prior, and, given a student, pushed to where the student
+// and the ensemble disagree (the Jensen-Shannon term, subtracted):
+//   loss = CE(ensemble(x), y) - js_weight * JS(student(x), ensemble(x)) + tv_weight * TV(x) + l2_weight * ||x||^2.
+// Sparse inversion: at each iteration in `mask_at`, every image stops inverting the mask_ratio of
+// its remaining patches that the ensemble's CLS attention of the iteration before rated lowest;
+// a stopped patch keeps its pixels and, through the keep-mask, takes no part in any model's
+// output from then on. Empty `mask_at` is dense inversion.
+struct InversionOptions {
+  int iterations = 100;      // Adam steps (the paper's 100)
+  double lr = 0.1;           // Adam's, on pixels in [0, 1]
+  double tv_weight = 1e-4;   // the paper's image prior scale
+  double l2_weight = 0.0;
+  double js_weight = 1.0;    // the paper's; used only with a student
+  double mask_ratio = 0.3;   // the paper's
+  std::vector<int> mask_at = {25, 50, 75};
+  uint64_t seed = 0;         // the starting noise, uniform in [0, 1]
+};
+
+struct Inversion {
+  MatrixF images;               // [B, pixels]
+  std::vector<uint8_t> keep;    // [B * tokens]: the patches still inverted at the end
+  MatrixF cls_attention;        // [B, tokens]: the ensemble's, at the last iteration
+  double first_loss = 0, last_loss = 0;  // the ensemble's cross-entropy on the targets
+};
+
+// Throws InputError for an empty ensemble, models of different specs, targets out of range, or
+// options out of range.
+Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
+                     const InversionOptions& options);
+
 }  // namespace fednode

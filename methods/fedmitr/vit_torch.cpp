@@ -142,6 +142,83 @@ void train(const VitModel& start, const MatrixF& images, const Labels& labels, c
   out->parameters.assign(done.data_ptr<float>(), done.data_ptr<float>() + done.numel());
 }
 
+// Jensen-Shannon divergence between the rows' softmax distributions, averaged over rows.
+torch::Tensor js_divergence(const torch::Tensor& a_logits, const torch::Tensor& b_logits) {
+  const torch::Tensor p = torch::softmax(a_logits, -1), q = torch::softmax(b_logits, -1);
+  const torch::Tensor m_log = (0.5 * (p + q)).clamp_min(1e-12).log();
+  const torch::Tensor kl_pm = (p * (p.clamp_min(1e-12).log() - m_log)).sum(-1);
+  const torch::Tensor kl_qm = (q * (q.clamp_min(1e-12).log() - m_log)).sum(-1);
+  return (0.5 * (kl_pm + kl_qm)).mean();
+}
+
+// Squared differences of neighbouring pixels, per image, averaged.
+torch::Tensor total_variation(const torch::Tensor& x, const VitSpec& s) {
+  const torch::Tensor img = x.view({x.size(0), s.channels, s.image_size, s.image_size});
+  const torch::Tensor dh = img.narrow(3, 1, s.image_size - 1) - img.narrow(3, 0, s.image_size - 1);
+  const torch::Tensor dv = img.narrow(2, 1, s.image_size - 1) - img.narrow(2, 0, s.image_size - 1);
+  return dh.pow(2).mean() + dv.pow(2).mean();
+}
+
+void invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
+            const InversionOptions& o, const MatrixF& noise, Inversion* out) {
+  const VitSpec& s = ensemble[0].spec;
+  const int64_t B = noise.rows(), T = s.tokens(), p = s.patch, g = s.grid();
+  std::vector<torch::Tensor> models;
+  for (const VitModel& m : ensemble) models.push_back(flat_view(m));
+  const torch::Tensor student_flat = student ? flat_view(*student) : torch::Tensor();
+  torch::Tensor y = torch::empty({B}, torch::kInt64);
+  for (int64_t i = 0; i < B; ++i) y[i] = static_cast<int64_t>(targets[static_cast<size_t>(i)]);
+  torch::Tensor x = to_tensor(noise).set_requires_grad(true);
+  torch::optim::Adam adam({x}, torch::optim::AdamOptions(o.lr));
+  torch::Tensor keep = torch::ones({B, T}, torch::kBool);
+  torch::Tensor frozen;  // the pixels of stopped patches, as they were when they stopped
+  torch::Tensor attention;
+  auto pixel_keep = [&] {  // [B, pixels]: whether each pixel's patch is still inverted
+    return keep.view({B, 1, g, 1, g, 1}).expand({B, s.channels, g, p, g, p}).reshape({B, s.pixels()});
+  };
+  for (int it = 0; it < o.iterations; ++it) {
+    if (std::find(o.mask_at.begin(), o.mask_at.end(), it) != o.mask_at.end() && attention.defined()) {
+      // Stop the lowest-attention mask_ratio of each image's remaining patches.
+      torch::NoGradGuard no_grad;
+      const torch::Tensor scores = attention.masked_fill(keep.logical_not(), std::numeric_limits<float>::infinity());
+      const torch::Tensor order = std::get<1>(scores.sort(/*dim=*/1, /*descending=*/false));
+      const auto kept = keep.sum(1);
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t k = kept[b].item<int64_t>();
+        const int64_t stop = std::min<int64_t>(static_cast<int64_t>(o.mask_ratio * static_cast<double>(k)), k - 1);
+        for (int64_t j = 0; j < stop; ++j) keep[b][order[b][j].item<int64_t>()] = false;
+      }
+      frozen = x.detach().clone();
+    }
+    torch::Tensor logits_sum, attention_sum;
+    for (const torch::Tensor& flat : models) {
+      const Graph gr = run(s, flat, x, keep);
+      logits_sum = logits_sum.defined() ? logits_sum + gr.logits : gr.logits;
+      attention_sum = attention_sum.defined() ? attention_sum + gr.cls_attention.detach() : gr.cls_attention.detach();
+    }
+    const torch::Tensor logits = logits_sum / static_cast<double>(models.size());
+    attention = attention_sum / static_cast<double>(models.size());
+    const torch::Tensor ce = F::cross_entropy(logits, y);
+    torch::Tensor loss = ce + o.tv_weight * total_variation(x, s);
+    if (o.l2_weight > 0) loss = loss + o.l2_weight * x.pow(2).sum(1).mean();
+    if (student_flat.defined() && o.js_weight > 0)
+      loss = loss - o.js_weight * js_divergence(run(s, student_flat, x, keep).logits, logits);
+    if (it == 0) out->first_loss = ce.item<double>();
+    out->last_loss = ce.item<double>();
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+    if (frozen.defined()) {  // Adam's momentum would move them on
+      torch::NoGradGuard no_grad;
+      x.copy_(torch::where(pixel_keep(), x, frozen));
+    }
+  }
+  out->images = to_matrix(x);
+  const torch::Tensor k = keep.to(torch::kUInt8).contiguous();
+  out->keep.assign(k.data_ptr<uint8_t>(), k.data_ptr<uint8_t>() + k.numel());
+  out->cls_attention = attention.defined() ? to_matrix(attention) : MatrixF::Zero(B, T);
+}
+
 }  // namespace
 }  // namespace fednode
 
@@ -154,4 +231,11 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start
                                                   const fednode::Labels& labels, const fednode::VitTrainOptions& options,
                                                   fednode::VitModel* out) {
   fednode::train(start, images, labels, options, out);
+}
+
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_invert(const std::vector<fednode::VitModel>& ensemble,
+                                                   const fednode::VitModel* student, const fednode::Labels& targets,
+                                                   const fednode::InversionOptions& options,
+                                                   const fednode::MatrixF& noise, fednode::Inversion* out) {
+  fednode::invert(ensemble, student, targets, options, noise, out);
 }

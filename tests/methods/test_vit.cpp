@@ -3,6 +3,7 @@
 // last layer's CLS attention is a distribution over the patches, and a dropped patch takes no
 // part (no output depends on its pixels, and it gets no attention).
 #include "core/rng.h"
+#include "core/torch_library.h"
 #include "methods/fedmitr/vit.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,14 @@
 
 namespace fednode {
 namespace {
+
+// One LibTorch thread: ctest runs suites side by side, and OpenMP threads spinning against
+// another suite's made a 3 s test take 25.
+class Vit : public ::testing::Test {
+ protected:
+  void SetUp() override { set_torch_threads(1); }
+};
+using VitInversion = Vit;
 
 MatrixF random_images(const VitSpec& s, int n, uint64_t seed) {
   Rng rng(seed);
@@ -26,7 +35,7 @@ VitModel scaled_model(const VitSpec& s, uint64_t seed) {
   return m;
 }
 
-TEST(Vit, TheDefaultSpecHasTheDocumentedParameterCount) {
+TEST_F(Vit, TheDefaultSpecHasTheDocumentedParameterCount) {
   const VitSpec s;
   EXPECT_EQ(s.tokens(), 16);
   // 3 200 (patches) + 64 (CLS) + 1 088 (positions) + 4 x 33 472 (blocks) + 128 + 650 (head).
@@ -34,7 +43,7 @@ TEST(Vit, TheDefaultSpecHasTheDocumentedParameterCount) {
   EXPECT_EQ(static_cast<int64_t>(vit_init(s, 1).parameters.size()), s.parameter_count());
 }
 
-TEST(Vit, TheInitialisationIsSharedBySeed) {
+TEST_F(Vit, TheInitialisationIsSharedBySeed) {
   const VitSpec s;
   EXPECT_EQ(vit_init(s, 7).parameters, vit_init(s, 7).parameters);
   EXPECT_NE(vit_init(s, 7).parameters, vit_init(s, 8).parameters);
@@ -45,7 +54,7 @@ TEST(Vit, TheInitialisationIsSharedBySeed) {
   for (size_t i = 0; i < 64 * 49; ++i) EXPECT_LE(std::abs(m.parameters[i]), 0.04f);
 }
 
-TEST(Vit, ASpecNoViTCanHaveIsRefusedBeforeAnyAllocation) {
+TEST_F(Vit, ASpecNoViTCanHaveIsRefusedBeforeAnyAllocation) {
   VitSpec s;
   s.patch = 5;
   EXPECT_THROW(s.validate("spec"), InputError);
@@ -63,7 +72,7 @@ TEST(Vit, ASpecNoViTCanHaveIsRefusedBeforeAnyAllocation) {
   }
 }
 
-TEST(Vit, TheClsAttentionIsADistributionOverThePatches) {
+TEST_F(Vit, TheClsAttentionIsADistributionOverThePatches) {
   const VitSpec s;
   const VitModel m = scaled_model(s, 3);
   const MatrixF images = random_images(s, 3, 11);
@@ -85,7 +94,7 @@ TEST(Vit, TheClsAttentionIsADistributionOverThePatches) {
   EXPECT_LT((one.cls_attention.row(0) - out.cls_attention.row(1)).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
-TEST(Vit, ADroppedPatchTakesNoPart) {
+TEST_F(Vit, ADroppedPatchTakesNoPart) {
   const VitSpec s;
   const VitModel m = scaled_model(s, 4);
   MatrixF images = random_images(s, 2, 12);
@@ -107,7 +116,7 @@ TEST(Vit, ADroppedPatchTakesNoPart) {
   EXPECT_NE(vit_forward(m, changed).logits, vit_forward(m, images).logits);
 }
 
-TEST(Vit, ShapesThatDoNotFitAreRefused) {
+TEST_F(Vit, ShapesThatDoNotFitAreRefused) {
   const VitSpec s;
   VitModel m = vit_init(s, 1);
   const MatrixF images = random_images(s, 2, 13);
@@ -132,7 +141,7 @@ void brightness_classes(const VitSpec& s, int n, uint64_t seed, MatrixF* images,
   }
 }
 
-TEST(Vit, AClientTrainsItFromTheSharedStartDeterministically) {
+TEST_F(Vit, AClientTrainsItFromTheSharedStartDeterministically) {
   VitSpec s;
   s.classes = 4;
   MatrixF train, test;
@@ -159,6 +168,76 @@ TEST(Vit, AClientTrainsItFromTheSharedStartDeterministically) {
   EXPECT_THROW(vit_train(start, train, bad, o), InputError);
   o.lr = 0;
   EXPECT_THROW(vit_train(start, train, y, o), InputError);
+}
+
+// Inversion (paper 004, Section IV-A) lowers the ensemble's loss on the targets, densely and
+// sparsely; sparse inversion stops the lowest-attention share of each image's patches at each
+// masking iteration and keeps their pixels from then on.
+TEST_F(VitInversion, LowersTheEnsemblesLossOnTheTargets) {
+  const VitSpec s;
+  const std::vector<VitModel> ensemble = {scaled_model(s, 21), scaled_model(s, 22)};
+  const Labels targets = {0, 1, 2, 3, 4, 5, 6, 7};
+  InversionOptions o;
+  o.iterations = 24;
+  o.mask_at = {};
+  const Inversion dense = vit_invert(ensemble, nullptr, targets, o);
+  EXPECT_LT(dense.last_loss, 0.5 * dense.first_loss) << dense.first_loss << " -> " << dense.last_loss;
+  o.mask_at = {6, 12, 18};
+  const Inversion sparse = vit_invert(ensemble, nullptr, targets, o);
+  EXPECT_LT(sparse.last_loss, 0.5 * sparse.first_loss) << sparse.first_loss << " -> " << sparse.last_loss;
+  // 16 patches: 4 stop, then 3 of 12, then 2 of 9.
+  for (size_t b = 0; b < targets.size(); ++b) {
+    int kept = 0;
+    for (int t = 0; t < 16; ++t) kept += sparse.keep[b * 16 + static_cast<size_t>(t)];
+    EXPECT_EQ(kept, 7) << b;
+  }
+}
+
+TEST_F(VitInversion, AStoppedPatchKeepsItsPixels) {
+  const VitSpec s;
+  const std::vector<VitModel> ensemble = {scaled_model(s, 23)};
+  const Labels targets = {1, 2, 3};
+  InversionOptions o;
+  o.iterations = 10;
+  o.mask_at = {};
+  const Inversion first = vit_invert(ensemble, nullptr, targets, o);  // the first ten steps alone
+  o.iterations = 30;
+  o.mask_at = {10};
+  const Inversion on = vit_invert(ensemble, nullptr, targets, o);
+  EXPECT_EQ(vit_invert(ensemble, nullptr, targets, o).images, on.images) << "the same seed, the same images";
+  int stopped = 0;
+  for (int b = 0; b < 3; ++b)
+    for (int t = 0; t < 16; ++t) {
+      const int r0 = (t / 4) * 7, c0 = (t % 4) * 7;
+      bool same = true;
+      for (int r = r0; r < r0 + 7; ++r)
+        for (int c = c0; c < c0 + 7; ++c) same = same && on.images(b, r * 28 + c) == first.images(b, r * 28 + c);
+      if (!on.keep[static_cast<size_t>(b * 16 + t)]) {
+        ++stopped;
+        EXPECT_TRUE(same) << "image " << b << ", patch " << t << " moved after it stopped";
+      } else {
+        EXPECT_FALSE(same) << "image " << b << ", patch " << t << " did not move";
+      }
+    }
+  EXPECT_EQ(stopped, 3 * 4);
+}
+
+TEST_F(VitInversion, AStudentPushesTheImagesAndBadInputIsRefused) {
+  const VitSpec s;
+  const std::vector<VitModel> ensemble = {scaled_model(s, 24)};
+  const VitModel student = scaled_model(s, 25);
+  const Labels targets = {0, 9};
+  InversionOptions o;
+  o.iterations = 5;
+  o.mask_at = {};
+  EXPECT_NE(vit_invert(ensemble, &student, targets, o).images, vit_invert(ensemble, nullptr, targets, o).images);
+  EXPECT_THROW(vit_invert({}, nullptr, targets, o), InputError);
+  EXPECT_THROW(vit_invert(ensemble, nullptr, Labels{10}, o), InputError);
+  o.mask_at = {5};
+  EXPECT_THROW(vit_invert(ensemble, nullptr, targets, o), InputError);
+  VitSpec other = s;
+  other.classes = 4;
+  EXPECT_THROW(vit_invert({ensemble[0], vit_init(other, 1)}, nullptr, targets, InversionOptions{}), InputError);
 }
 
 }  // namespace
