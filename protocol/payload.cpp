@@ -220,9 +220,9 @@ Seed32 read_seed(const msgpack::object& o, const std::string& path) {
 
 // Consistency tags: one for every survivor but one (the recipient of a request, the sender of a
 // reply), in the survivors' order.
-void check_tag_count(const std::vector<Seed32>& tags, const Contributors& survivors, const std::string& where) {
-  if (tags.size() + 1 != survivors.size())
-    throw ProtocolError(ProtocolErrorCode::InvalidValue, where + ".tags: " + std::to_string(tags.size()) + " tags for " +
+void check_tag_count(size_t tags, const Contributors& survivors, const std::string& path) {
+  if (tags + 1 != survivors.size())
+    throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": " + std::to_string(tags) + " tags for " +
                                                              std::to_string(survivors.size()) +
                                                              " survivors (one for each but one)");
 }
@@ -239,10 +239,7 @@ std::vector<Seed32> read_tags(MapReader& map, const Contributors& survivors) {
   if (array.size == 0)
     throw ProtocolError(ProtocolErrorCode::InvalidValue,
                         map.path("tags") + ": empty (the consistency step needs two survivors or more)");
-  if (array.size + 1 != survivors.size())
-    throw ProtocolError(ProtocolErrorCode::InvalidValue, map.path("tags") + ": " + std::to_string(array.size) +
-                                                             " tags for " + std::to_string(survivors.size()) +
-                                                             " survivors (one for each but one)");
+  check_tag_count(array.size, survivors, map.path("tags"));
   std::vector<Seed32> tags;
   for (uint32_t i = 0; i < array.size; ++i)
     tags.push_back(read_seed(array.ptr[i], map.path("tags") + "[" + std::to_string(i) + "]"));
@@ -251,7 +248,7 @@ std::vector<Seed32> read_tags(MapReader& map, const Contributors& survivors) {
 
 void pack_unmask_request(Packer& pk, const UnmaskRequest& r) {
   check_split(r.survivors, r.dropped, "unmask request");
-  if (!r.tags.empty()) check_tag_count(r.tags, r.survivors, "unmask request");
+  if (!r.tags.empty()) check_tag_count(r.tags.size(), r.survivors, "unmask request.tags");
   pk.pack_map(r.tags.empty() ? 2 : 3);
   pack_ids(pk, "survivors", r.survivors);
   pack_ids(pk, "dropped", r.dropped);
@@ -272,7 +269,7 @@ UnmaskRequest read_unmask_request(const msgpack::object& o, const Limits& limits
 void pack_unmask_reply(Packer& pk, const UnmaskReply& r) {
   check_split(r.survivors, r.dropped, "unmask reply");
   if (r.consistency()) {
-    check_tag_count(r.tags, r.survivors, "unmask reply");
+    check_tag_count(r.tags.size(), r.survivors, "unmask reply.tags");
     pk.pack_map(3);
     pack_ids(pk, "survivors", r.survivors);
     pack_ids(pk, "dropped", r.dropped);
