@@ -24,6 +24,7 @@ enum class Purpose : uint64_t {
   HeadValidation = 9,    // the held-out part of a head's training set (methods/heads/train_common.h)
   DpStatsNoise = 10,     // DP-FedCGS's noise on A, N and B (drawn with core/secret_rng.h)
   ModelInit = 11,        // a federation's shared model initialisation (FedMITR's ViT)
+  ModelInversion = 12,   // FedMITR's receiver: each stage's noise, targets and distillation order
   TopologyBuild = 20,  // random graphs of `fednode topology graph`
   Generic = 99,
 };

@@ -86,6 +86,11 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
     for (const auto& c : p->classes) bytes += c.prototypes.size() * scalar + 8;
     return bytes;
   }
+  if (auto* m = std::get_if<ModelKnowledge>(&payload)) {
+    int64_t bytes = 0;
+    for (const auto& c : m->models) bytes += static_cast<int64_t>(c.model.parameters.size()) * scalar + 16 + 7 * 4;
+    return bytes;
+  }
   return 0;
 }
 

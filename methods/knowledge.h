@@ -4,6 +4,7 @@
 
 #include "core/fixed_ring.h"
 #include "core/types.h"
+#include "methods/fedmitr/vit.h"
 
 #include <functional>
 #include <initializer_list>
@@ -121,7 +122,20 @@ struct PrototypeKnowledge {
   std::vector<ClassPrototypes> classes;  // sorted by label
 };
 
-using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge>;
+// FedMITR: one trained model per contributor, and the samples it was trained on (one-shot FedAvg
+// weighs by them). Merging is the union of models: an ensemble, never an average, so that no
+// contributor is counted twice and the receiver still sees every client's model.
+struct ClientModel {
+  NodeId owner = 0;
+  int64_t count = 0;
+  VitModel model;  // spec.classes is the knowledge's class count, spec.pixels() its dimension
+};
+
+struct ModelKnowledge {
+  std::vector<ClientModel> models;  // sorted by owner; the owners are the knowledge's contributors
+};
+
+using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, ModelKnowledge>;
 
 // Per class the mean feature of a federation's data (personalised FedCGS's alignment targets);
 // `present[c]` false, and row c zero, for a class no one holds.

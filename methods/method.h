@@ -9,6 +9,7 @@
 
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
+#include "methods/fedmitr/receiver.h"
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
@@ -127,6 +128,17 @@ struct FedTcOptions {
   AdapterTrainOptions head;
 };
 
+// FedMITR (methods/fedmitr/, docs/methods/fedmitr.md): clients train a ViT from the federation's
+// shared initialisation and send it; receivers distil the ensemble of what they hold.
+struct FedMitrOptions {
+  // image_size and classes come from the data: features of dimension channels * s * s are s x s
+  // images.
+  VitSpec vit;
+  VitTrainOptions client;          // seed: per node, from the run's seed
+  bool half_precision = false;     // send the parameters as float16 (rounded where they are made)
+  ReceiverOptions receiver;        // seeds: per node, from the run's seed
+};
+
 // Secure aggregation of additive knowledge (docs/privacy.md): off, every part masked, or the
 // class counts alone (the FedCGS paper's cheaper option).
 enum class SecureAggregation { Off, All, Counts };
@@ -141,6 +153,7 @@ struct MethodOptions {
   FedPftOptions fedpft;
   FedCgsOptions fedcgs;
   FedTcOptions fedtc;
+  FedMitrOptions fedmitr;
 };
 
 // Who is running the method, for seeding and contributor bookkeeping.

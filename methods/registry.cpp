@@ -3,13 +3,15 @@
 #include "methods/registry.h"
 
 #include "methods/fedcgs/fedcgs.h"
+#include "methods/fedmitr/fedmitr.h"
 #include "methods/fedpft/fedpft.h"
 #include "methods/fedtc/fedtc.h"
 
 namespace fednode {
 
 const std::vector<MethodDescriptor>& method_registry() {
-  static const std::vector<MethodDescriptor> methods = {fedpft_descriptor(), fedcgs_descriptor(), fedtc_descriptor()};
+  static const std::vector<MethodDescriptor> methods = {fedpft_descriptor(), fedcgs_descriptor(), fedtc_descriptor(),
+                                                               fedmitr_descriptor()};
   return methods;
 }
 

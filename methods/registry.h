@@ -17,7 +17,25 @@ namespace fednode {
 class JsonWriter;
 
 // Which alternative of KnowledgePayload a method sends: the wire codec dispatches on it.
-enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2 };
+enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Models = 3 };
+
+// What a method measures beside the common baselines of a simulation (the centralised linear and
+// LDA heads, each node's linear head on its own data): named test accuracies for the run, as the
+// method's paper compares, and each node's local-only accuracy where the method has a better
+// local-only reference than a linear head (FedMITR: the node's own ViT).
+struct MethodBaseline {
+  std::string name;
+  double accuracy = -1;
+  double seconds = 0;  // what computing it took, shared work (the clients' models) not included
+};
+struct MethodBaselines {
+  std::vector<MethodBaseline> run;
+  std::vector<double> local_only;              // per node, or empty
+  std::vector<MethodBaseline> shared_seconds;  // work the baselines share, by name (accuracy unused)
+};
+using BaselineFunction = std::function<MethodBaselines(
+    const Features& all, const std::vector<Features>& local, const Features& test, const MethodOptions& options,
+    uint64_t seed, const std::function<void(const std::string&)>& progress)>;
 
 struct MethodDescriptor {
   std::string name;        // on the command line, in topology files, hellos and knowledge
@@ -39,6 +57,8 @@ struct MethodDescriptor {
   std::function<uint64_t(const MethodOptions&)> head_seed;
   // Writes the key `name` and the object of its options as a run used them (docs/report.md).
   std::function<void(JsonWriter&, const MethodOptions&)> write_options;
+  // Its own baselines in `simulate` (empty: none beyond the common ones).
+  BaselineFunction baselines;
 };
 
 const std::vector<MethodDescriptor>& method_registry();

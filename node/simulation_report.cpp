@@ -87,6 +87,18 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
     w.key("per_node").array(local_only);
     w.key("mean").value(mean);
     w.end_object();
+    w.key("method_baselines").begin_array();
+    for (const auto& b : r.method_baselines) {
+      w.begin_object();
+      w.key("name").value(b.name);
+      w.key("accuracy").value(b.accuracy);
+      w.key("seconds").value(b.seconds);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("method_baseline_shared_seconds").begin_object();
+    for (const auto& b : r.method_baseline_seconds) w.key(b.name).value(b.seconds);
+    w.end_object();
   } else {
     w.key("centralized").null();
     w.key("local_only").null();
@@ -119,6 +131,11 @@ void print_report_table(const SimulationReport& r, std::ostream& out) {
     std::snprintf(line, sizeof line, "centralised: linear %.4f, lda %.4f\n", r.centralized_linear,
                   r.centralized_lda);
     out << line;
+    for (const auto& b : r.method_baselines) {
+      std::snprintf(line, sizeof line, "%s baseline %-20s %.4f (%.1f s)\n", o.method.method.c_str(), b.name.c_str(),
+                    b.accuracy, b.seconds);
+      out << line;
+    }
   }
   const bool private_run = std::any_of(r.nodes.begin(), r.nodes.end(), [](const SimNodeResult& n) {
     return ledger_summary(n.privacy) != "not private";

@@ -212,6 +212,13 @@ void run_baselines(const Features& all, const std::vector<Features>& local, cons
     h.seed = derive_seed(options.seed, {static_cast<uint64_t>(Purpose::HeadInit), static_cast<uint64_t>(i)});
     report.nodes[i].local_only_accuracy = train_linear_head(local[i], h)->accuracy(test);
   }
+  if (const BaselineFunction& own = method_named(options.method.method).baselines) {
+    MethodBaselines b = own(all, local, test, options.method, options.seed, options.progress);
+    report.method_baselines = std::move(b.run);
+    report.method_baseline_seconds = std::move(b.shared_seconds);
+    for (size_t i = 0; i < b.local_only.size() && i < report.nodes.size(); ++i)
+      if (b.local_only[i] >= 0) report.nodes[i].local_only_accuracy = b.local_only[i];
+  }
   report.has_baselines = true;
 }
 

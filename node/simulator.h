@@ -6,6 +6,7 @@
 #include "features/partition.h"
 #include "methods/fedcgs/personalize.h"
 #include "methods/method.h"
+#include "methods/registry.h"
 #include "node/privacy_ledger.h"
 #include "topology/topology.h"
 
@@ -62,6 +63,8 @@ struct SimulationReport {
   std::vector<SimNodeResult> nodes;
   bool has_baselines = false;
   double centralized_linear = -1, centralized_lda = -1;
+  // The method's own baselines (MethodDescriptor::baselines), when it has any.
+  std::vector<MethodBaseline> method_baselines, method_baseline_seconds;
   std::vector<int> absent_classes;    // classes no node holds
   double wall_seconds = 0;
 };

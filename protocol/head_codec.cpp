@@ -1,4 +1,6 @@
-// Head payloads: a trained LinearHead ("linear", "lda") or AdapterHead ("adapter").
+// Head payloads: a trained LinearHead ("linear", "lda"), AdapterHead ("adapter") or FedMITR's
+// distilled ViT ("vit").
+#include "methods/fedmitr/vit_head.h"
 #include "protocol/payload_parts.h"
 #include "protocol/tensor.h"
 
@@ -72,6 +74,24 @@ std::shared_ptr<const ClassMeans> read_class_means(const msgpack::object& o, uin
   return r;
 }
 
+// The spec is checked against the message's dim and classes before the parameters are sized.
+std::shared_ptr<const Head> read_vit(MapReader& map, uint64_t dim, uint64_t classes) {
+  VitModel m;
+  m.spec = read_vit_spec(map.at("spec"), map.path("spec"), static_cast<int>(classes));
+  if (static_cast<uint64_t>(m.spec.pixels()) != dim)
+    fail(ProtocolErrorCode::DimensionMismatch, map.path("spec") + ": a ViT of " + std::to_string(m.spec.pixels()) +
+                                                   " pixels per image in a head of dimension " + std::to_string(dim));
+  const TensorIn t = read_tensor(map.at("parameters"), map.path("parameters"));
+  expect_shape(t, {static_cast<uint64_t>(m.spec.parameter_count())}, Layout::Dense);
+  m.parameters.resize(static_cast<size_t>(m.spec.parameter_count()));
+  unpack_tensor(t, m.parameters.data());
+  try {
+    return std::make_shared<VitHead>(std::move(m));
+  } catch (const std::exception& e) {
+    fail(ProtocolErrorCode::InvalidValue, std::string("head: ") + e.what());
+  }
+}
+
 }  // namespace
 
 namespace wire {
@@ -82,14 +102,15 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
   const Head& head = *h.head;
   const auto* linear = dynamic_cast<const LinearHead*>(&head);
   const auto* adapter = dynamic_cast<const AdapterHead*>(&head);
-  if (!linear && !adapter)
-    fail(ProtocolErrorCode::InvalidValue, "head: kind '" + head.kind() + "' cannot be sent (linear, lda or adapter)");
+  const auto* vit = dynamic_cast<const VitHead*>(&head);
+  if (!linear && !adapter && !vit)
+    fail(ProtocolErrorCode::InvalidValue, "head: kind '" + head.kind() + "' cannot be sent (linear, lda, adapter or vit)");
   const std::string kind = head.kind();
   const ClassMeans* means = h.class_means.get();
   if (means && (means->means.rows() != head.num_classes() || means->means.cols() != head.dim() ||
                 means->present.size() != static_cast<size_t>(head.num_classes())))
     fail(ProtocolErrorCode::DimensionMismatch, "head.class_means: not C x d for the head's C and d");
-  pk.pack_map(means ? 7 : 6);
+  pk.pack_map((means ? 7 : 6) + (vit ? 1 : 0));  // a ViT's spec and parameters stand for the layers
   pack_str(pk, "kind");
   pack_str(pk, kind);
   pack_str(pk, "contributors");
@@ -100,11 +121,18 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
   pk.pack_uint32(static_cast<uint32_t>(head.dim()));
   pack_str(pk, "classes");
   pk.pack_uint32(static_cast<uint32_t>(head.num_classes()));
-  pack_str(pk, "layers");
-  if (linear) {
+  if (vit) {
+    pack_str(pk, "spec");
+    pack_vit_spec(pk, vit->model().spec);
+    pack_str(pk, "parameters");
+    pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{vit->model().parameters.size()}, vit->model().parameters.data(),
+                "head.parameters");
+  } else if (linear) {
+    pack_str(pk, "layers");
     pk.pack_array(1);
     pack_layer(pk, out, linear->weights(), linear->bias(), "head.layers[0]");
   } else {
+    pack_str(pk, "layers");
     const auto& layers = adapter->layers();
     pk.pack_array(static_cast<uint32_t>(layers.size()));
     for (size_t i = 0; i < layers.size(); ++i)
@@ -125,14 +153,20 @@ HeadMessage read_head(const msgpack::object& o, const Limits& limits) {
   MapReader map(o, "head");
   HeadMessage h;
   const std::string kind = read_string(map.at("kind"), map.path("kind"));
-  if (kind != "linear" && kind != "lda" && kind != "adapter")
+  if (kind != "linear" && kind != "lda" && kind != "adapter" && kind != "vit")
     fail(ProtocolErrorCode::InvalidValue, "head.kind: unknown head kind '" + printable(kind) +
-                                              "' (linear, lda or adapter)");
+                                              "' (linear, lda, adapter or vit)");
   h.contributors = read_contributors(map.at("contributors"), map.path("contributors"), limits);
   h.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
   const uint64_t dim = static_cast<uint64_t>(read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim"));
   const uint64_t classes =
       static_cast<uint64_t>(read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes"));
+  if (kind == "vit") {
+    h.head = read_vit(map, dim, classes);
+    if (const msgpack::object* means = map.find("class_means")) h.class_means = read_class_means(*means, classes, dim);
+    map.finish();
+    return h;
+  }
   const auto& layers = as_array(map.at("layers"), map.path("layers"));
   if (const msgpack::object* means = map.find("class_means")) h.class_means = read_class_means(*means, classes, dim);
   map.finish();

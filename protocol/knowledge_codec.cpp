@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -81,6 +82,46 @@ void check_class_entry(int label, int64_t count, int previous, int num_classes, 
     fail(ProtocolErrorCode::InvalidValue, where + ": labels must be strictly increasing (" +
                                               std::to_string(label) + " after " + std::to_string(previous) + ")");
   if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
+}
+
+// A received spec must be one the receiver can run, and must describe the knowledge's images
+// and classes; checked before its parameters are allocated.
+void check_spec(const VitSpec& spec, const Knowledge& k, const std::string& at) {
+  try {
+    spec.validate(at);
+  } catch (const InputError& e) {
+    fail(ProtocolErrorCode::InvalidValue, e.what());
+  }
+  if (spec.classes != k.num_classes)
+    fail(ProtocolErrorCode::DimensionMismatch, at + ": a model of " + std::to_string(spec.classes) +
+                                                   " classes in knowledge of " + std::to_string(k.num_classes));
+  if (spec.pixels() != k.dim)
+    fail(ProtocolErrorCode::DimensionMismatch, at + ": a model of " + std::to_string(spec.pixels()) +
+                                                   " pixels per image in knowledge of dimension " + std::to_string(k.dim));
+}
+
+// One model per contributor, no more, no fewer: the owners listed in order are the contributors.
+void check_models(const ModelKnowledge& m, const Knowledge& k, const std::string& where, bool check_finite) {
+  if (m.models.size() != k.contributors.size())
+    fail(ProtocolErrorCode::InvalidValue, where + ".body.models: " + std::to_string(m.models.size()) + " models for " +
+                                              std::to_string(k.contributors.size()) + " contributors");
+  auto owner = k.contributors.begin();
+  for (size_t i = 0; i < m.models.size(); ++i, ++owner) {
+    const auto& c = m.models[i];
+    const std::string at = where + ".body.models[" + std::to_string(i) + "]";
+    if (c.owner != *owner)
+      fail(ProtocolErrorCode::InvalidValue, at + ".owner: " + std::to_string(c.owner) + ", expected contributor " +
+                                                std::to_string(*owner) + " (one model per contributor, in order)");
+    if (c.count < 1) fail(ProtocolErrorCode::InvalidValue, at + ".count: must be at least 1");
+    check_spec(c.model.spec, k, at + ".spec");
+    if (static_cast<int64_t>(c.model.parameters.size()) != c.model.spec.parameter_count())
+      fail(ProtocolErrorCode::DimensionMismatch, at + ".parameters: " + std::to_string(c.model.parameters.size()) +
+                                                     " values, the spec has " +
+                                                     std::to_string(c.model.spec.parameter_count()));
+    if (check_finite)
+      for (float v : c.model.parameters)
+        if (!std::isfinite(v)) fail(ProtocolErrorCode::InvalidValue, at + ".parameters: NaN or Inf");
+  }
 }
 
 void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
@@ -162,6 +203,8 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
       if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
       previous = c.label;
     }
+  } else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) {
+    check_models(*m, k, where, check_finite);
   }
 }
 
@@ -330,6 +373,26 @@ void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, 
     pack_str(pk, "prototypes");
     pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(c.prototypes.rows()), u(c.prototypes.cols())},
                 c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes", false, &jobs);
+  }
+}
+
+void pack_models(Packer& pk, std::string& out, const ModelKnowledge& m, DType dtype, TensorJobs& jobs) {
+  pk.pack_map(1);
+  pack_str(pk, "models");
+  pk.pack_array(static_cast<uint32_t>(m.models.size()));
+  for (size_t i = 0; i < m.models.size(); ++i) {
+    const auto& c = m.models[i];
+    const VitSpec& s = c.model.spec;
+    pk.pack_map(4);
+    pack_str(pk, "owner");
+    pk.pack_uint32(c.owner);
+    pack_str(pk, "count");
+    pk.pack_uint64(static_cast<uint64_t>(c.count));
+    pack_str(pk, "spec");
+    pack_vit_spec(pk, s);
+    pack_str(pk, "parameters");
+    pack_tensor(pk, out, dtype, Layout::Dense, Shape{c.model.parameters.size()}, c.model.parameters.data(),
+                "knowledge.body.models[" + std::to_string(i) + "].parameters", false, &jobs);
   }
 }
 
@@ -552,6 +615,43 @@ PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k,
   return p;
 }
 
+// The spec's numbers are read as 32-bit values and checked (VitSpec::validate) before the
+// parameters' tensor is sized; its length must then be the spec's parameter count.
+ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
+  MapReader body(o, "knowledge.body");
+  const auto& list = as_array(body.at("models"), body.path("models"));
+  if (list.size != k.contributors.size())
+    fail(ProtocolErrorCode::InvalidValue, body.path("models") + ": " + std::to_string(list.size) + " models for " +
+                                              std::to_string(k.contributors.size()) + " contributors");
+  ModelKnowledge m;
+  m.models.reserve(list.size);
+  TensorJobs jobs;
+  uint64_t samples = 0;
+  for (uint32_t i = 0; i < list.size; ++i) {
+    MapReader e(list.ptr[i], body.path("models") + "[" + std::to_string(i) + "]");
+    ClientModel c;
+    const uint64_t owner = e.uint("owner");
+    if (owner > UINT32_MAX) fail(ProtocolErrorCode::InvalidValue, e.path("owner") + ": node id exceeds 32 bits");
+    c.owner = static_cast<NodeId>(owner);
+    const uint64_t count = e.uint("count");
+    if (count < 1) fail(ProtocolErrorCode::InvalidValue, e.path("count") + ": must be at least 1");
+    add_samples(samples, count, e.path("count"), limits);
+    c.count = static_cast<int64_t>(count);
+    c.model.spec = read_vit_spec(e.at("spec"), e.path("spec"), k.num_classes);
+    check_spec(c.model.spec, k, e.path("spec"));
+    const TensorIn t = read_tensor(e.at("parameters"), e.path("parameters"));
+    e.finish();
+    const uint64_t P = static_cast<uint64_t>(c.model.spec.parameter_count());
+    expect_shape(t, {P}, Layout::Dense);
+    c.model.parameters.resize(static_cast<size_t>(P));
+    unpack_tensor(t, c.model.parameters.data(), &jobs);
+    m.models.push_back(std::move(c));
+  }
+  body.finish();
+  jobs.run();
+  return m;
+}
+
 }  // namespace
 
 void validate_knowledge(const Knowledge& k, const Limits& limits, const std::string& where) {
@@ -578,6 +678,8 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
     for (const auto& c : p->classes) count(c.count, where + ".body.classes.count");
   if (auto* s = std::get_if<StatsKnowledge>(&k.payload))
     for (int64_t n : s->N) count(n, where + ".body.N");
+  if (auto* m = std::get_if<ModelKnowledge>(&k.payload))
+    for (const auto& c : m->models) count(c.count, where + ".body.models.count");
   check_structure(k, where, true);
 }
 
@@ -604,7 +706,8 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
   TensorJobs& jobs = deferred ? *deferred : local;
   if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats, jobs);
   else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s, jobs);
-  else pack_prototypes(pk, out, std::get<PrototypeKnowledge>(k.payload), floats, jobs);
+  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) pack_prototypes(pk, out, *p, floats, jobs);
+  else pack_models(pk, out, std::get<ModelKnowledge>(k.payload), floats, jobs);
   if (!deferred) local.run();
 }
 
@@ -624,6 +727,7 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
     case KnowledgeKind::Gmm: k.payload = read_gmm(body, k, limits); break;
     case KnowledgeKind::Stats: k.payload = read_stats(body, k, limits); break;
     case KnowledgeKind::Prototypes: k.payload = read_prototypes(body, k, limits); break;
+    case KnowledgeKind::Models: k.payload = read_models(body, k, limits); break;
   }
   check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
   return k;

@@ -183,4 +183,78 @@ Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* stud
   return out;
 }
 
+const char* to_string(DistillLoss loss) {
+  switch (loss) {
+    case DistillLoss::Kd: return "kd";
+    case DistillLoss::PseudoLabel: return "pseudo-label";
+    case DistillLoss::TokenRelabel: return "token-relabel";
+  }
+  return "?";
+}
+
+DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high) {
+  if (ensemble.empty()) throw InputError("ViT distillation: no model to learn from");
+  DistillTargets t;
+  t.teacher_logits = MatrixF::Zero(images.rows(), ensemble[0].spec.classes);
+  for (const VitModel& m : ensemble) {
+    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT distillation: the ensemble's models have different specs");
+    t.teacher_logits += vit_forward(m, images).logits;
+  }
+  t.teacher_logits /= static_cast<float>(ensemble.size());
+  t.pseudo.resize(static_cast<size_t>(images.rows()));
+  for (Eigen::Index b = 0; b < images.rows(); ++b) {
+    Eigen::Index best = 0;
+    t.teacher_logits.row(b).maxCoeff(&best);
+    t.pseudo[static_cast<size_t>(b)] = static_cast<int>(best);
+  }
+  t.high = high.empty() ? std::vector<uint8_t>(static_cast<size_t>(images.rows() * ensemble[0].spec.tokens()), 1)
+                        : std::move(high);
+  return t;
+}
+
+namespace {
+
+void check_distillation(const VitModel& student, const MatrixF& images, const DistillTargets& t, const DistillOptions& o) {
+  check_model(student, images);
+  const VitSpec& s = student.spec;
+  const Eigen::Index B = images.rows();
+  if (t.teacher_logits.rows() != B || t.teacher_logits.cols() != s.classes)
+    throw InputError("ViT distillation: the teacher's scores are " + std::to_string(t.teacher_logits.rows()) + " x " +
+                     std::to_string(t.teacher_logits.cols()) + ", expected " + std::to_string(B) + " x " +
+                     std::to_string(s.classes));
+  if (!t.teacher_logits.allFinite()) throw InputError("ViT distillation: the teacher's scores hold NaN or Inf");
+  if (static_cast<Eigen::Index>(t.pseudo.size()) != B)
+    throw InputError("ViT distillation: " + std::to_string(t.pseudo.size()) + " pseudo-labels for " + std::to_string(B) +
+                     " images");
+  for (int y : t.pseudo)
+    if (y < 0 || y >= s.classes) throw InputError("ViT distillation: a pseudo-label " + std::to_string(y) + " out of range");
+  if (static_cast<int64_t>(t.high.size()) != B * s.tokens())
+    throw InputError("ViT distillation: " + std::to_string(t.high.size()) + " high-attention flags for " +
+                     std::to_string(B) + " images of " + std::to_string(s.tokens()) + " tokens");
+  if (o.epochs < 0 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0) ||
+      !(o.temperature > 0) || !(o.token_weight >= 0) || !(o.high_weight >= 0) || !(o.low_weight >= 0))
+    throw InputError("ViT distillation: epochs must be >= 0, the batch size >= 1, the learning rate and temperature > 0, "
+                     "momentum, weight decay and the loss weights >= 0");
+}
+
+}  // namespace
+
+VitModel vit_distill(const VitModel& student, const MatrixF& images, const DistillTargets& targets, const DistillOptions& o) {
+  check_distillation(student, images, targets, o);
+  if (images.rows() == 0 || o.epochs == 0) return student;
+  VitModel out;
+  torch_function<decltype(fednode_torch_vit_distill)>("fednode_torch_vit_distill")(student, images, targets, o, &out);
+  return out;
+}
+
+double vit_distill_loss(const VitModel& student, const MatrixF& images, const DistillTargets& targets,
+                        const DistillOptions& o) {
+  check_distillation(student, images, targets, o);
+  if (images.rows() == 0) return 0.0;
+  double loss = 0;
+  torch_function<decltype(fednode_torch_vit_distill_loss)>("fednode_torch_vit_distill_loss")(student, images, targets, o,
+                                                                                              &loss);
+  return loss;
+}
+
 }  // namespace fednode

@@ -123,4 +123,50 @@ struct Inversion {
 Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
                      const InversionOptions& options);
 
+// The receiver's distillation (paper 004, Section IV-B): the student learns the ensemble on the
+// synthetic images. What the student is taught is `loss`:
+//   Kd:           KL(ensemble || student) on the class scores at `temperature`, times its square
+//                 (the paper's KD baseline);
+//   PseudoLabel:  cross-entropy of the class scores against the ensemble's pseudo-label (its argmax);
+//   TokenRelabel: Kd, plus token_weight times the token relabelling loss: every patch token's own
+//                 class scores learn the pseudo-label where the token is a high-attention one
+//                 (`high`), the ensemble's soft label elsewhere,
+//                   high_weight * mean over high tokens CE(token, pseudo)
+//                 + low_weight * mean over low tokens KL(ensemble || token)
+//                 (the paper's 0.5 / 0.5; a mean over no token is 0).
+// The student sees the whole image: the test images it will classify have every patch.
+enum class DistillLoss { Kd, PseudoLabel, TokenRelabel };
+const char* to_string(DistillLoss loss);  // "kd" | "pseudo-label" | "token-relabel"
+
+struct DistillTargets {
+  MatrixF teacher_logits;     // [B, classes]: the ensemble's, on the whole image
+  Labels pseudo;              // [B]: the ensemble's argmax
+  std::vector<uint8_t> high;  // [B * tokens]: 1 where a token is a high-attention one
+};
+
+struct DistillOptions {
+  DistillLoss loss = DistillLoss::TokenRelabel;
+  int epochs = 5;             // over all the images synthesised so far, at each stage
+  double lr = 0.01;           // SGD, as the clients' optimiser
+  int batch_size = 64;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  double temperature = 1.0;
+  double token_weight = 1.0;
+  double high_weight = 0.5;   // the paper's
+  double low_weight = 0.5;    // the paper's
+  uint64_t seed = 0;          // the batches' order
+};
+
+// The ensemble's targets for `images`: the mean of the models' class scores on the whole image,
+// its argmax, and `high` as given (B * tokens flags, or empty for every token high).
+DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high);
+
+// Trains `student` on `images` against `targets`. Throws InputError for shapes that do not fit,
+// options out of range, or training that diverges. Deterministic like vit_train.
+VitModel vit_distill(const VitModel& student, const MatrixF& images, const DistillTargets& targets, const DistillOptions& options);
+// The loss vit_distill minimises, on all of `images` at once, without training (tests, progress).
+double vit_distill_loss(const VitModel& student, const MatrixF& images, const DistillTargets& targets,
+                        const DistillOptions& options);
+
 }  // namespace fednode

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 
@@ -111,35 +112,44 @@ void forward(const VitModel& model, const MatrixF& images, const std::vector<uin
 }
 
 // Mini-batch SGD with momentum and weight decay (torch.optim.SGD's update) over the flat
-// parameters, on batches drawn by fednode's seeded shuffle.
-void train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& o, VitModel* out) {
-  const VitSpec& s = start.spec;
-  const int64_t n = images.rows();
+// parameters of `start`, on batches of the n rows drawn by the seeded `shuffle`;
+// `batch_loss(flat, index)` is the loss on the rows `index`. `what` names the run when it diverges.
+void sgd_epochs(const VitModel& start, int64_t n, int epochs, int batch_size, double lr, double momentum,
+                double weight_decay, Rng shuffle, const char* what,
+                const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& batch_loss, VitModel* out) {
   torch::Tensor flat = flat_view(start).clone().set_requires_grad(true);
-  torch::optim::SGD sgd({flat}, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-  const torch::Tensor X = to_tensor(images);
-  torch::Tensor y = torch::empty({n}, torch::kInt64);
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int64_t>(labels[static_cast<size_t>(i)]);
-  Rng shuffle = Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D);
+  torch::optim::SGD sgd({flat}, torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+  for (int epoch = 0; epoch < epochs; ++epoch) {
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.below(i)]);
-    for (int64_t first = 0; first < n; first += o.batch_size) {
-      const int64_t m = std::min<int64_t>(o.batch_size, n - first);
-      const torch::Tensor index = torch::from_blob(order.data() + first, {m}, torch::kInt64);
-      const Graph g = run(s, flat, X.index_select(0, index), torch::Tensor());
-      const torch::Tensor loss = F::cross_entropy(g.logits, y.index_select(0, index));
+    for (int64_t first = 0; first < n; first += batch_size) {
+      const int64_t m = std::min<int64_t>(batch_size, n - first);
+      const torch::Tensor loss = batch_loss(flat, torch::from_blob(order.data() + first, {m}, torch::kInt64));
       sgd.zero_grad();
       loss.backward();
       sgd.step();
     }
     if (!torch::isfinite(flat).all().item<bool>())
-      throw InputError("ViT training diverged in epoch " + std::to_string(epoch + 1) + " (lower the learning rate)");
+      throw InputError(std::string(what) + " diverged in epoch " + std::to_string(epoch + 1) + " (lower the learning rate)");
   }
-  out->spec = s;
+  out->spec = start.spec;
   const torch::Tensor done = flat.detach().contiguous();
   out->parameters.assign(done.data_ptr<float>(), done.data_ptr<float>() + done.numel());
+}
+
+void train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& o, VitModel* out) {
+  const int64_t n = images.rows();
+  const torch::Tensor X = to_tensor(images);
+  torch::Tensor y = torch::empty({n}, torch::kInt64);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int64_t>(labels[static_cast<size_t>(i)]);
+  sgd_epochs(start, n, o.epochs, o.batch_size, o.lr, o.momentum, o.weight_decay, Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D),
+             "ViT training",
+             [&](const torch::Tensor& flat, const torch::Tensor& index) {
+               return F::cross_entropy(run(start.spec, flat, X.index_select(0, index), torch::Tensor()).logits,
+                                       y.index_select(0, index));
+             },
+             out);
 }
 
 // Jensen-Shannon divergence between the rows' softmax distributions, averaged over rows.
@@ -219,6 +229,62 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
   out->cls_attention = attention.defined() ? to_matrix(attention) : MatrixF::Zero(B, T);
 }
 
+// The distillation loss of vit.h on a batch: `teacher` [B, classes], `pseudo` [B], `high` [B, tokens].
+torch::Tensor distill_loss(const Graph& g, const torch::Tensor& teacher, const torch::Tensor& pseudo,
+                           const torch::Tensor& high, const DistillOptions& o) {
+  if (o.loss == DistillLoss::PseudoLabel) return F::cross_entropy(g.logits, pseudo);
+  const double T = o.temperature;
+  const torch::Tensor soft = torch::softmax(teacher / T, -1);
+  const torch::Tensor kd = F::kl_div(torch::log_softmax(g.logits / T, -1), soft,
+                                     F::KLDivFuncOptions().reduction(torch::kBatchMean)) * (T * T);
+  if (o.loss == DistillLoss::Kd || o.token_weight == 0) return kd;
+  // Every token of image b against image b's targets: [B, tokens].
+  const int64_t B = g.token_logits.size(0), tokens = g.token_logits.size(1);
+  const torch::Tensor log_p = torch::log_softmax(g.token_logits, -1);  // [B, tokens, classes]
+  const torch::Tensor ce = -log_p.gather(2, pseudo.view({B, 1, 1}).expand({B, tokens, 1})).squeeze(2);
+  const torch::Tensor p_teacher = torch::softmax(teacher, -1).unsqueeze(1);  // [B, 1, classes]
+  const torch::Tensor kl = (p_teacher * (p_teacher.clamp_min(1e-12).log() - log_p)).sum(-1);
+  const torch::Tensor hi = high.to(torch::kFloat32), lo = 1.0 - hi;
+  const torch::Tensor token_loss = o.high_weight * (ce * hi).sum() / hi.sum().clamp_min(1.0) +
+                                   o.low_weight * (kl * lo).sum() / lo.sum().clamp_min(1.0);
+  return kd + o.token_weight * token_loss;
+}
+
+struct DistillTensors {
+  torch::Tensor X, teacher, pseudo, high;
+};
+
+DistillTensors distill_tensors(const VitSpec& s, const MatrixF& images, const DistillTargets& t) {
+  const int64_t B = images.rows();
+  DistillTensors d;
+  d.X = to_tensor(images);
+  d.teacher = to_tensor(t.teacher_logits);
+  d.pseudo = torch::empty({B}, torch::kInt64);
+  for (int64_t i = 0; i < B; ++i) d.pseudo[i] = static_cast<int64_t>(t.pseudo[static_cast<size_t>(i)]);
+  d.high = torch::from_blob(const_cast<uint8_t*>(t.high.data()), {B, s.tokens()}, torch::kUInt8).to(torch::kBool);
+  return d;
+}
+
+void distill(const VitModel& student, const MatrixF& images, const DistillTargets& t, const DistillOptions& o, VitModel* out) {
+  const DistillTensors d = distill_tensors(student.spec, images, t);
+  sgd_epochs(student, images.rows(), o.epochs, o.batch_size, o.lr, o.momentum, o.weight_decay,
+             Rng::stream(o.seed, Purpose::HeadShuffle, 0xD157), "ViT distillation",
+             [&](const torch::Tensor& flat, const torch::Tensor& index) {
+               const Graph g = run(student.spec, flat, d.X.index_select(0, index), torch::Tensor());
+               return distill_loss(g, d.teacher.index_select(0, index), d.pseudo.index_select(0, index),
+                                   d.high.index_select(0, index), o);
+             },
+             out);
+}
+
+void distillation_loss(const VitModel& student, const MatrixF& images, const DistillTargets& t, const DistillOptions& o,
+                       double* out) {
+  torch::NoGradGuard no_grad;
+  const DistillTensors d = distill_tensors(student.spec, images, t);
+  const Graph g = run(student.spec, flat_view(student), d.X, torch::Tensor());
+  *out = distill_loss(g, d.teacher, d.pseudo, d.high, o).item<double>();
+}
+
 }  // namespace
 }  // namespace fednode
 
@@ -238,4 +304,16 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_invert(const std::vector<fednode::Vi
                                                    const fednode::InversionOptions& options,
                                                    const fednode::MatrixF& noise, fednode::Inversion* out) {
   fednode::invert(ensemble, student, targets, options, noise, out);
+}
+
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_distill(const fednode::VitModel& student, const fednode::MatrixF& images,
+                                                    const fednode::DistillTargets& targets,
+                                                    const fednode::DistillOptions& options, fednode::VitModel* out) {
+  fednode::distill(student, images, targets, options, out);
+}
+
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_distill_loss(const fednode::VitModel& student, const fednode::MatrixF& images,
+                                                         const fednode::DistillTargets& targets,
+                                                         const fednode::DistillOptions& options, double* out) {
+  fednode::distillation_loss(student, images, targets, options, out);
 }

@@ -18,3 +18,12 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_invert(const std::vector<fednode::Vi
                                                    const fednode::VitModel* student, const fednode::Labels& targets,
                                                    const fednode::InversionOptions& options,
                                                    const fednode::MatrixF& noise, fednode::Inversion* out);
+// Distils `targets` into `student` (checked by vit.cpp); fills `out`. Throws InputError when
+// training diverges.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_distill(const fednode::VitModel& student, const fednode::MatrixF& images,
+                                                    const fednode::DistillTargets& targets,
+                                                    const fednode::DistillOptions& options, fednode::VitModel* out);
+// The same loss on all the images, without training.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_distill_loss(const fednode::VitModel& student, const fednode::MatrixF& images,
+                                                         const fednode::DistillTargets& targets,
+                                                         const fednode::DistillOptions& options, double* out);

@@ -1,5 +1,8 @@
 #include "methods/heads/head.h"
 
+#include "methods/fedmitr/vit_head.h"
+#include "methods/heads/head_format.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -8,9 +11,8 @@
 #include <ostream>
 
 namespace fednode {
-namespace {
+namespace head_format {
 
-constexpr char kMagic[8] = {'F', 'N', 'H', 'E', 'A', 'D', '1', '\0'};
 // Heads are small; anything larger than this in a file is corruption, not a model.
 constexpr uint64_t kMaxHeadScalars = uint64_t{1} << 28;
 
@@ -75,6 +77,14 @@ VectorF read_vector(std::istream& in, const std::string& where) {
   if (m.rows() != 1) throw InputError(where + ": expected a bias vector");
   return m.row(0).transpose();
 }
+
+}  // namespace head_format
+
+using namespace head_format;
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'N', 'H', 'E', 'A', 'D', '1', '\0'};
 
 // X W^T + b through BLAS: Eigen's own float product, built for the baseline ISA without
 // threads, made scoring the test set with the FedTC adapter (two layers of 1280 x 1024 and
@@ -173,6 +183,7 @@ std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {
     }
     return std::make_unique<AdapterHead>(std::move(layers));
   }
+  if (kind == "vit") return load_vit_head(in, where);
   throw InputError(where + ": unknown head kind '" + kind + "'");
 }
 

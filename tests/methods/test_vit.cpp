@@ -5,6 +5,7 @@
 #include "core/rng.h"
 #include "core/torch_library.h"
 #include "methods/fedmitr/vit.h"
+#include "vit_samples.h"
 
 #include <gtest/gtest.h>
 
@@ -13,27 +14,10 @@
 namespace fednode {
 namespace {
 
-// One LibTorch thread: ctest runs suites side by side, and OpenMP threads spinning against
-// another suite's made a 3 s test take 25.
-class Vit : public ::testing::Test {
- protected:
-  void SetUp() override { set_torch_threads(1); }
-};
+using Vit = test::OneTorchThread;
 using VitInversion = Vit;
-
-MatrixF random_images(const VitSpec& s, int n, uint64_t seed) {
-  Rng rng(seed);
-  MatrixF m(n, s.pixels());
-  for (Eigen::Index k = 0; k < m.size(); ++k) m.data()[k] = static_cast<float>(rng.uniform());
-  return m;
-}
-
-// The init's weights are small; these make the attention far from uniform, as after training.
-VitModel scaled_model(const VitSpec& s, uint64_t seed) {
-  VitModel m = vit_init(s, seed);
-  for (float& p : m.parameters) p *= 20.0f;
-  return m;
-}
+using test::random_images;
+using test::scaled_model;
 
 TEST_F(Vit, TheDefaultSpecHasTheDocumentedParameterCount) {
   const VitSpec s;

@@ -140,6 +140,19 @@ TEST(LoopbackPersonalization, AStarsLeavesAndARingsNodesTrainTheSimulatorsPerson
   launch_and_expect_simulate(ring);
 }
 
+// FedMITR over real processes (paper 004): a star's leaves send their ViTs to the hub, which
+// distils them by sparse inversion and token relabelling and sends the distilled ViT back as its
+// head; a chain forwards the growing ensemble, here as float16 models. Every node's head equals
+// the simulator's. Ports 23950-23955.
+TEST(LoopbackFedMitr, AStarAndAChainOfFloat16ModelsMatchTheSimulator) {
+  const auto dir = test_dir("loopback_fedmitr");
+  OptionMap options = {{"client-epochs", "1"},   {"distill-stages", "1"}, {"images-per-stage", "16"},
+                       {"inversion-iterations", "6"}, {"mask-at", "2,4"},   {"distill-epochs", "1"}};
+  launch_and_expect_simulate(make_federation(dir / "star", TopologyMode::Star, 3, "fedmitr", 23950, options, small_data()));
+  options["model-precision"] = "float16";
+  launch_and_expect_simulate(make_federation(dir / "chain", TopologyMode::Linear, 3, "fedmitr", 23953, options, small_data()));
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {

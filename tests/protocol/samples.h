@@ -1,6 +1,7 @@
 // Small, seeded sample messages shared by the protocol tests.
 #pragma once
 
+#include "methods/fedmitr/vit_head.h"
 #include "core/rng.h"
 #include "protocol/codec.h"
 
@@ -148,6 +149,48 @@ inline HeadMessage sample_linear_head(uint64_t seed, int d = 6, int C = 4, const
   h.head = std::make_shared<LinearHead>(kind, W, b);
   h.contributors = {1, 2, 3};
   h.backbone_fingerprint = "resnet18:abc123";
+  return h;
+}
+
+// A ViT for 8x8 images of 3 classes, `depth` blocks.
+inline VitSpec small_vit(int depth = 1) {
+  VitSpec s;
+  s.image_size = 8;
+  s.patch = 4;
+  s.dim = 8;
+  s.depth = depth;
+  s.heads = 2;
+  s.mlp_dim = 8;
+  s.classes = 3;
+  return s;
+}
+
+// FedMITR's models of nodes 2 and 7, with values float16 rounds.
+inline Knowledge sample_models(uint64_t seed, int depth = 1) {
+  const VitSpec s = small_vit(depth);
+  Knowledge k;
+  k.contributors = {2, 7};
+  k.backbone_fingerprint = "pixels";
+  k.dim = s.pixels();
+  k.num_classes = s.classes;
+  ModelKnowledge m;
+  for (NodeId owner : {2u, 7u}) {
+    ClientModel c;
+    c.owner = owner;
+    c.count = 100 + owner;
+    c.model = vit_init(s, seed + owner);
+    for (float& v : c.model.parameters) v *= 3.7f;
+    m.models.push_back(c);
+  }
+  k.payload = std::move(m);
+  return k;
+}
+
+inline HeadMessage sample_vit_head(uint64_t seed) {
+  HeadMessage h;
+  h.head = std::make_shared<VitHead>(vit_init(small_vit(), seed));
+  h.contributors = {0, 1};
+  h.backbone_fingerprint = "pixels";
   return h;
 }
 

@@ -22,6 +22,32 @@ inline Value prototypes_value() {
                                                                       f32_bytes({5, 6}))}}}}}}};
 }
 
+// docs/protocol.md, "FedMITR models": the smallest ViT (4x4 images, patch 2, dim 2, one block of
+// one head, MLP 2, 2 classes: 76 parameters), sent by node 4.
+inline std::vector<float> model_parameters() {
+  std::vector<float> p(76);
+  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.01f * static_cast<float>(i) - 0.3f;
+  return p;
+}
+inline Value models_value() {
+  return Map{{"method", "fedmitr"},
+             {"contributors", Array{4}},
+             {"backbone", "pixels"},
+             {"dim", 16},
+             {"classes", 2},
+             {"body", Map{{"models", Array{Map{{"owner", 4},
+                                               {"count", 30},
+                                               {"spec", Map{{"image_size", 4},
+                                                            {"channels", 1},
+                                                            {"patch", 2},
+                                                            {"dim", 2},
+                                                            {"depth", 1},
+                                                            {"heads", 1},
+                                                            {"mlp_dim", 2}}},
+                                               {"parameters", tensor("f32", Array{76}, "dense",
+                                                                     f32_bytes(model_parameters()))}}}}}}};
+}
+
 // docs/protocol.md, "FedCGS statistics".
 inline Value stats_value() {
   return Map{{"method", "fedcgs"},

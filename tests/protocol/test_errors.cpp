@@ -25,6 +25,7 @@ using test::tensor;
 using test::prototypes_value;
 using test::stats_value;
 using test::gmm_value;
+using test::models_value;
 
 void expect_code(ProtocolErrorCode code, const std::function<void()>& f, const std::string& mentions = "") {
   try {
@@ -395,6 +396,55 @@ TEST(ProtocolErrors, MaskedStatistics) {
   v["body"].erase("A");
   v["body"].erase("B");
   EXPECT_NO_THROW(decode_knowledge(v));
+}
+
+// FedMITR's models: a spec no ViT can have, or one that would need more than 2^26 parameters, is
+// refused from its numbers before the parameters are sized; the parameters must be the spec's
+// count; the owners must be the contributors, one model each; the images must be the dimension.
+TEST(ProtocolErrors, Models) {
+  EXPECT_NO_THROW(decode_knowledge(models_value()));
+  const auto model = [](Value& v) -> Value& { return v["body"]["models"][0]; };
+  Value v = models_value();
+  model(v)["spec"]["dim"] = 16384;
+  model(v)["spec"]["depth"] = 256;
+  model(v)["spec"]["heads"] = 1;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "parameters, at most");
+  v = models_value();
+  model(v)["spec"]["depth"] = uint64_t{1} << 40;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "spec.depth");
+  v = models_value();
+  model(v)["spec"]["patch"] = 3;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "does not divide");
+  v = models_value();
+  model(v)["spec"]["heads"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "heads");
+  v = models_value();
+  model(v)["spec"]["image_size"] = 8;
+  model(v)["spec"]["patch"] = 4;
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "64 pixels");
+  v = models_value();
+  model(v)["spec"].erase("mlp_dim");
+  expect_knowledge_error(ProtocolErrorCode::MissingField, v, "mlp_dim");
+  v = models_value();
+  model(v)["parameters"] = tensor("f32", Array{75}, "dense", f32_bytes(std::vector<float>(75, 0.5f)));
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "parameters");
+  v = models_value();
+  std::vector<float> p = test::model_parameters();
+  p[10] = std::numeric_limits<float>::quiet_NaN();
+  model(v)["parameters"] = tensor("f32", Array{76}, "dense", f32_bytes(p));
+  expect_knowledge_error(ProtocolErrorCode::NonFinite, v, "parameters");
+  v = models_value();
+  model(v)["owner"] = 5;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "owner");
+  v = models_value();
+  v["contributors"] = Array{4, 5};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "1 models for 2 contributors");
+  v = models_value();
+  model(v)["count"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "count");
+  v = models_value();
+  model(v)["count"] = uint64_t{1} << 50;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
 }
 
 TEST(ProtocolErrors, Mixtures) {

@@ -326,6 +326,28 @@ TEST(ProtocolRoundTrip, Prototypes) {
   }
 }
 
+// FedMITR's models: float32 bit-exact, float16 as rounded; spec, owner and count as sent.
+TEST(ProtocolRoundTrip, Models) {
+  const Knowledge k = test::sample_models(1, 2);
+  const VitSpec s = test::small_vit(2);
+  const ModelKnowledge& m = std::get<ModelKnowledge>(k.payload);
+  for (Precision p : {Precision::Float32, Precision::Float16}) {
+    const Knowledge back = std::get<Knowledge>(roundtrip(k, {p}));
+    expect_same_frame(k, back);
+    const auto& out = std::get<ModelKnowledge>(back.payload).models;
+    ASSERT_EQ(out.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(out[i].owner, m.models[i].owner);
+      EXPECT_EQ(out[i].count, m.models[i].count);
+      EXPECT_TRUE(out[i].model.spec == s);
+      std::vector<float> expected = m.models[i].model.parameters;
+      if (p == Precision::Float16)
+        for (float& v : expected) v = round_to_half(v);
+      EXPECT_EQ(out[i].model.parameters, expected);
+    }
+  }
+}
+
 TEST(ProtocolRoundTrip, Heads) {
   for (const std::string kind : {"linear", "lda"}) {
     const HeadMessage h = test::sample_linear_head(4, 6, 4, kind);
@@ -351,6 +373,15 @@ TEST(ProtocolRoundTrip, Heads) {
   Rng rng(1);
   const MatrixF X = test::random_matrix(rng, 5, 6);
   EXPECT_EQ(h.head->scores(X), back.head->scores(X));
+
+  // FedMITR's head is its distilled ViT, float32 on the wire.
+  const VitSpec s = test::small_vit();
+  const HeadMessage v = test::sample_vit_head(3);
+  const HeadMessage vit_back = std::get<HeadMessage>(roundtrip(v));
+  ASSERT_EQ(vit_back.head->kind(), "vit");
+  EXPECT_EQ(dynamic_cast<const VitHead&>(*vit_back.head).model().parameters,
+            dynamic_cast<const VitHead&>(*v.head).model().parameters);
+  EXPECT_TRUE(dynamic_cast<const VitHead&>(*vit_back.head).model().spec == s);
 }
 
 // Personalised FedCGS: a hub's head carries the class means its leaves align to (5.3); an absent

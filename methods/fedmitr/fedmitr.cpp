@@ -1,0 +1,427 @@
+// FedMITR (paper 004): every client trains the federation's ViT on its own images and sends the
+// model; knowledge is the set of models received, merged by union (an ensemble: a model is one
+// contributor's, so the union never counts anyone twice, even where the pieces that carried the
+// models overlap). A node's head is the ensemble distilled into one ViT by sparse model inversion
+// and token relabelling (methods/fedmitr/receiver.h).
+#include "methods/fedmitr/fedmitr.h"
+
+#include "core/float16.h"
+#include "core/json_writer.h"
+#include "core/rng.h"
+#include "methods/fedmitr/vit_head.h"
+#include "methods/method_options.h"
+#include "methods/registry.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+constexpr const char* kMethod = "fedmitr";
+
+// The ensemble a node holds: every model it received and its own, one per owner, by owner.
+std::vector<const ClientModel*> union_of_models(const KnowledgeList& received, const ClientModel* own) {
+  std::map<NodeId, const ClientModel*> by_owner;
+  for (const Knowledge& k : received)
+    for (const ClientModel& m : std::get<ModelKnowledge>(k.payload).models) by_owner.emplace(m.owner, &m);
+  if (own) by_owner.emplace(own->owner, own);
+  std::vector<const ClientModel*> out;
+  for (const auto& [owner, m] : by_owner) out.push_back(m);
+  return out;
+}
+
+// A cheap identity of a node's data, so that training is not repeated when merge and fit_head
+// both need the node's own model (a chain's node does both, and training takes most of a node's time).
+uint64_t data_digest(const Features& f) {
+  uint64_t h = 0xCBF29CE484222325ULL ^ static_cast<uint64_t>(f.size());
+  const auto mix = [&h](const void* p, size_t bytes) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 0x100000001B3ULL;
+  };
+  mix(f.X.data(), static_cast<size_t>(f.X.size()) * sizeof(float));
+  mix(f.y.data(), f.y.size() * sizeof(int));
+  return h;
+}
+
+class FedMitr final : public Method {
+ public:
+  explicit FedMitr(const FedMitrOptions& options) : options_(options) {}
+
+  std::string name() const override { return kMethod; }
+
+  Knowledge summarize(const Features& local, const NodeContext& ctx) const override {
+    const std::string where = "fedmitr: node " + std::to_string(ctx.node) + " local images";
+    if (local.size() == 0) throw InputError(where + ": no images to train on");
+    if (local.dim() != ctx.dim)
+      throw InputError(where + ": dimension " + std::to_string(local.dim()) + ", node expects " + std::to_string(ctx.dim));
+    local.validate(where);
+    Knowledge k;
+    k.contributors = {ctx.node};
+    k.backbone_fingerprint = ctx.backbone_fingerprint;
+    k.dim = ctx.dim;
+    k.num_classes = ctx.num_classes;
+    k.payload = ModelKnowledge{{own_model(local, ctx)}};
+    return k;
+  }
+
+  Knowledge merge(const KnowledgeList& received, const Features* local, const NodeContext& ctx) const override {
+    check_received(received, ctx);
+    std::optional<ClientModel> own;
+    if (local && local->size() > 0 && !holds(received, ctx.node)) own = own_model(*local, ctx);
+    Knowledge k;
+    k.backbone_fingerprint = ctx.backbone_fingerprint;
+    k.dim = ctx.dim;
+    k.num_classes = ctx.num_classes;
+    ModelKnowledge models;
+    for (const ClientModel* m : union_of_models(received, own ? &*own : nullptr)) {
+      models.models.push_back(*m);
+      k.contributors.insert(m->owner);
+    }
+    k.payload = std::move(models);
+    return k;
+  }
+
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    check_compatible(piece, kMethod, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+    const auto* m = std::get_if<ModelKnowledge>(&piece.payload);
+    if (!m) throw InputError(where + ": not model knowledge");
+    const VitSpec spec = fedmitr_spec(options_, ctx.dim, ctx.num_classes);
+    Contributors owners;
+    for (const ClientModel& c : m->models) {
+      const std::string at = where + ", model of node " + std::to_string(c.owner);
+      if (!(c.model.spec == spec))
+        throw InputError(at + ": its ViT is not this federation's (patch " + std::to_string(c.model.spec.patch) + ", dim " +
+                         std::to_string(c.model.spec.dim) + ", depth " + std::to_string(c.model.spec.depth) + "; this node's: patch " +
+                         std::to_string(spec.patch) + ", dim " + std::to_string(spec.dim) + ", depth " +
+                         std::to_string(spec.depth) + ")");
+      if (static_cast<int64_t>(c.model.parameters.size()) != spec.parameter_count())
+        throw InputError(at + ": " + std::to_string(c.model.parameters.size()) + " parameters, the spec has " +
+                         std::to_string(spec.parameter_count()));
+      for (float v : c.model.parameters)
+        if (!std::isfinite(v)) throw InputError(at + ": parameters hold NaN or Inf");
+      if (c.count < 1) throw InputError(at + ": trained on no sample");
+      if (!owners.insert(c.owner).second) throw InputError(at + ": a second model of the same node");
+    }
+    if (owners != piece.contributors)
+      throw InputError(where + ": the models' owners " + to_string(owners) + " are not its contributors " +
+                       to_string(piece.contributors));
+  }
+
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local, const NodeContext& ctx) const override {
+    check_received(received, ctx);
+    std::optional<ClientModel> own;
+    if (local && local->size() > 0 && !holds(received, ctx.node)) own = own_model(*local, ctx);
+    const std::vector<const ClientModel*> models = union_of_models(received, own ? &*own : nullptr);
+    if (models.empty())
+      throw InputError("fedmitr: node " + std::to_string(ctx.node) + " has no model to build its head from (no local images, "
+                       "nothing received)");
+    if (models.size() == 1) return std::make_unique<VitHead>(models[0]->model);  // nothing to distil
+    std::vector<VitModel> ensemble;
+    std::vector<double> weights;
+    for (const ClientModel* m : models) {
+      ensemble.push_back(m->model);
+      weights.push_back(static_cast<double>(m->count));
+    }
+    const VitModel student = average_models(ensemble, weights);
+    const auto say = [&ctx](const std::string& line) {
+      if (ctx.progress) ctx.progress(line);
+    };
+    say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
+    return std::make_unique<VitHead>(distil_ensemble(ensemble, student, options_.receiver, ReceiverVariant::FedMitr,
+                                                     fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop));
+  }
+
+ private:
+  void check_received(const KnowledgeList& received, const NodeContext& ctx) const {
+    for (size_t i = 0; i < received.size(); ++i)
+      validate(received[i], ctx, "fedmitr: received knowledge #" + std::to_string(i));
+  }
+
+  static bool holds(const KnowledgeList& received, NodeId node) {
+    for (const Knowledge& k : received)
+      if (k.contributors.count(node)) return true;
+    return false;
+  }
+
+  ClientModel own_model(const Features& local, const NodeContext& ctx) const {
+    const uint64_t digest = data_digest(local);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = trained_.find(ctx.node);
+    if (it == trained_.end() || it->second.first != digest || it->second.second.model.spec.classes != ctx.num_classes) {
+      if (ctx.progress) ctx.progress("fedmitr: training node " + std::to_string(ctx.node) + "'s ViT on " +
+                                     std::to_string(local.size()) + " images");
+      const auto t0 = std::chrono::steady_clock::now();
+      ClientModel m;
+      m.owner = ctx.node;
+      m.count = local.size();
+      Features f = local;
+      f.num_classes = ctx.num_classes;
+      m.model = train_client_model(options_, f, ctx.seed, ctx.node);
+      if (ctx.progress)
+        ctx.progress("fedmitr: node " + std::to_string(ctx.node) + "'s ViT trained in " +
+                     std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " s");
+      it = trained_.insert_or_assign(ctx.node, std::make_pair(digest, std::move(m))).first;
+    }
+    return it->second.second;
+  }
+
+  FedMitrOptions options_;
+  mutable std::mutex mutex_;
+  mutable std::map<NodeId, std::pair<uint64_t, ClientModel>> trained_;
+};
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
+  std::vector<int> out;
+  if (text.empty() || text == "none") return out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const int v = std::stoi(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw UsageError("--" + option + ": '" + item + "' is not a positive integer (a comma-separated list, or none)");
+    }
+  }
+  return out;
+}
+
+std::string int_list(const std::vector<int>& v) {
+  if (v.empty()) return "none";
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+void parse_fedmitr_options(const Args& a, MethodOptions& m) {
+  auto& o = m.fedmitr;
+  auto whole = [&a](const char* name, int fallback, int lo, int hi) {
+    return static_cast<int>(a.integer(name, fallback, lo, hi));
+  };
+  o.vit.channels = whole("vit-channels", o.vit.channels, 1, 16);
+  o.vit.patch = whole("vit-patch", o.vit.patch, 1, 4096);
+  o.vit.dim = whole("vit-dim", o.vit.dim, 1, 1 << 14);
+  o.vit.depth = whole("vit-depth", o.vit.depth, 1, 256);
+  o.vit.heads = whole("vit-heads", o.vit.heads, 1, 1 << 14);
+  o.vit.mlp_dim = whole("vit-mlp-dim", o.vit.mlp_dim, 1, 1 << 16);
+  if (o.vit.dim % o.vit.heads != 0)
+    throw UsageError("--vit-dim " + std::to_string(o.vit.dim) + " is not a multiple of --vit-heads " +
+                     std::to_string(o.vit.heads));
+  o.client.epochs = whole("client-epochs", o.client.epochs, 0, 100000);
+  o.client.lr = a.real("client-lr", o.client.lr, 1e-8, 10.0);
+  o.client.batch_size = whole("client-batch-size", o.client.batch_size, 1, 1 << 20);
+  const std::string precision = a.str("model-precision", o.half_precision ? "float16" : "float32");
+  if (precision != "float16" && precision != "float32")
+    throw UsageError("--model-precision: '" + precision + "' (expected float16 or float32)");
+  o.half_precision = precision == "float16";
+  auto& r = o.receiver;
+  r.stages = whole("distill-stages", r.stages, 0, 100000);
+  r.images_per_stage = whole("images-per-stage", r.images_per_stage, 1, 1 << 20);
+  r.inversion.iterations = whole("inversion-iterations", r.inversion.iterations, 0, 100000);
+  r.inversion.lr = a.real("inversion-lr", r.inversion.lr, 1e-8, 100.0);
+  r.inversion.tv_weight = a.real("tv-weight", r.inversion.tv_weight, 0.0, 1e6);
+  r.inversion.l2_weight = a.real("l2-weight", r.inversion.l2_weight, 0.0, 1e6);
+  r.inversion.js_weight = a.real("js-weight", r.inversion.js_weight, 0.0, 1e6);
+  r.inversion.mask_ratio = a.real("mask-ratio", r.inversion.mask_ratio, 0.0, 0.99);
+  if (a.has("mask-at")) r.inversion.mask_at = parse_int_list(a.str("mask-at", ""), "mask-at");
+  for (int at : r.inversion.mask_at)
+    if (at >= r.inversion.iterations)
+      throw UsageError("--mask-at " + std::to_string(at) + " is not before the last of --inversion-iterations " +
+                       std::to_string(r.inversion.iterations));
+  r.distill.epochs = whole("distill-epochs", r.distill.epochs, 0, 100000);
+  r.distill.lr = a.real("distill-lr", r.distill.lr, 1e-8, 10.0);
+  r.distill.batch_size = whole("distill-batch-size", r.distill.batch_size, 1, 1 << 20);
+  r.distill.temperature = a.real("distill-temperature", r.distill.temperature, 1e-3, 1e3);
+  r.distill.token_weight = a.real("token-weight", r.distill.token_weight, 0.0, 1e6);
+  r.distill.high_weight = a.real("high-token-weight", r.distill.high_weight, 0.0, 1e6);
+  r.distill.low_weight = a.real("low-token-weight", r.distill.low_weight, 0.0, 1e6);
+}
+
+std::string fedmitr_options_help() {
+  const FedMitrOptions o;
+  const auto& r = o.receiver;
+  std::ostringstream h;
+  h << "FedMITR (inputs are images: --dataset fashion-mnist without --backbone, or .npy pixels):\n"
+    << "  the ViT: --vit-channels (" << o.vit.channels << ") --vit-patch (" << o.vit.patch << ") --vit-dim (" << o.vit.dim
+    << ") --vit-depth (" << o.vit.depth << ") --vit-heads (" << o.vit.heads << ") --vit-mlp-dim (" << o.vit.mlp_dim << ")\n"
+    << "  clients: --client-epochs (" << o.client.epochs << ") --client-lr (" << o.client.lr << ") --client-batch-size ("
+    << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
+    << "  receiver: --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
+    << ") --inversion-iterations (" << r.inversion.iterations << ") --inversion-lr (" << r.inversion.lr << ")\n"
+    << "    --tv-weight (" << r.inversion.tv_weight << ") --l2-weight (" << r.inversion.l2_weight << ") --js-weight ("
+    << r.inversion.js_weight << ") --mask-ratio (" << r.inversion.mask_ratio << ") --mask-at LIST|none ("
+    << int_list(r.inversion.mask_at) << ")\n"
+    << "    --distill-epochs (" << r.distill.epochs << ") --distill-lr (" << r.distill.lr << ") --distill-batch-size ("
+    << r.distill.batch_size << ") --distill-temperature (" << r.distill.temperature << ")\n"
+    << "    --token-weight (" << r.distill.token_weight << ") --high-token-weight (" << r.distill.high_weight
+    << ") --low-token-weight (" << r.distill.low_weight << ")\n";
+  return h.str();
+}
+
+void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
+  const auto& o = m.fedmitr;
+  const auto& r = o.receiver;
+  w.key("fedmitr").begin_object();
+  w.key("vit").begin_object();
+  w.key("channels").value(o.vit.channels);
+  w.key("patch").value(o.vit.patch);
+  w.key("dim").value(o.vit.dim);
+  w.key("depth").value(o.vit.depth);
+  w.key("heads").value(o.vit.heads);
+  w.key("mlp_dim").value(o.vit.mlp_dim);
+  w.end_object();
+  w.key("client").begin_object();
+  w.key("epochs").value(o.client.epochs);
+  w.key("lr").value(o.client.lr);
+  w.key("batch_size").value(o.client.batch_size);
+  w.key("momentum").value(o.client.momentum);
+  w.key("weight_decay").value(o.client.weight_decay);
+  w.end_object();
+  w.key("model_precision").value(o.half_precision ? "float16" : "float32");
+  w.key("receiver").begin_object();
+  w.key("stages").value(r.stages);
+  w.key("images_per_stage").value(r.images_per_stage);
+  w.key("inversion").begin_object();
+  w.key("iterations").value(r.inversion.iterations);
+  w.key("lr").value(r.inversion.lr);
+  w.key("tv_weight").value(r.inversion.tv_weight);
+  w.key("l2_weight").value(r.inversion.l2_weight);
+  w.key("js_weight").value(r.inversion.js_weight);
+  w.key("mask_ratio").value(r.inversion.mask_ratio);
+  w.key("mask_at").array(r.inversion.mask_at);
+  w.end_object();
+  w.key("distillation").begin_object();
+  w.key("epochs").value(r.distill.epochs);
+  w.key("lr").value(r.distill.lr);
+  w.key("batch_size").value(r.distill.batch_size);
+  w.key("temperature").value(r.distill.temperature);
+  w.key("token_weight").value(r.distill.token_weight);
+  w.key("high_token_weight").value(r.distill.high_weight);
+  w.key("low_token_weight").value(r.distill.low_weight);
+  w.end_object();
+  w.end_object();
+  w.end_object();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The paper's Table III beside FedMITR: one-shot FedAvg, the ensemble (an upper reference), dense
+// inversion with KD, sparse inversion with pseudo-labels, each node's own model, and the same ViT
+// trained on all the data. The clients' models are retrained from the run's seeds, which gives
+// the models the run's nodes sent; the receivers use the hub's (node 0's) seed, as FedMITR's own
+// head at node 0 does, so that the variants differ in their method alone.
+MethodBaselines fedmitr_baselines(const Features& all, const std::vector<Features>& local, const Features& test,
+                                  const MethodOptions& m, uint64_t seed,
+                                  const std::function<void(const std::string&)>& progress) {
+  const FedMitrOptions& o = m.fedmitr;
+  const auto say = [&progress](const std::string& line) {
+    if (progress) progress(line);
+  };
+  MethodBaselines out;
+  std::vector<VitModel> models;
+  std::vector<double> weights;
+  out.local_only.assign(local.size(), -1.0);
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < local.size(); ++i) {
+    if (local[i].size() == 0) continue;
+    say("baselines: node " + std::to_string(i) + "'s ViT");
+    Features f = local[i];
+    f.num_classes = all.num_classes;
+    models.push_back(train_client_model(o, f, seed, static_cast<NodeId>(i)));
+    weights.push_back(static_cast<double>(f.size()));
+    out.local_only[i] = VitHead(models.back()).accuracy(test);
+  }
+  out.shared_seconds.push_back({"client training (all nodes)", -1, seconds_since(t0)});
+  if (models.empty()) return out;
+  const auto add = [&](const std::string& name, const VitModel& model, std::chrono::steady_clock::time_point start) {
+    const double seconds = seconds_since(start);
+    out.run.push_back({name, VitHead(model).accuracy(test), seconds});
+    say("baselines: " + name + " " + std::to_string(out.run.back().accuracy));
+  };
+  t0 = std::chrono::steady_clock::now();
+  const VitModel fedavg = average_models(models, weights);
+  add("fedavg", fedavg, t0);
+
+  t0 = std::chrono::steady_clock::now();
+  const MatrixF scores = ensemble_logits(models, test.X);
+  int64_t correct = 0;
+  for (Eigen::Index r = 0; r < scores.rows(); ++r) {
+    Eigen::Index best = 0;
+    scores.row(r).maxCoeff(&best);
+    correct += static_cast<int>(best) == test.y[static_cast<size_t>(r)];
+  }
+  out.run.push_back({"ensemble", test.size() ? static_cast<double>(correct) / static_cast<double>(test.size()) : 0.0,
+                     seconds_since(t0)});
+  say("baselines: ensemble " + std::to_string(out.run.back().accuracy));
+
+  for (ReceiverVariant v : {ReceiverVariant::DenseKd, ReceiverVariant::SparsePseudoLabel}) {
+    t0 = std::chrono::steady_clock::now();
+    const VitModel distilled = distil_ensemble(models, fedavg, o.receiver, v, fedmitr_receiver_seed(seed, 0), say, nullptr);
+    add(to_string(v), distilled, t0);
+  }
+  t0 = std::chrono::steady_clock::now();
+  say("baselines: the ViT on all the data");
+  add("centralized", train_client_model(o, all, seed, 0xCE27), t0);
+  return out;
+}
+
+}  // namespace
+
+VitSpec fedmitr_spec(const FedMitrOptions& options, int dim, int num_classes) {
+  VitSpec s = options.vit;
+  s.classes = num_classes;
+  const int per_channel = s.channels > 0 ? dim / s.channels : 0;
+  const int side = static_cast<int>(std::lround(std::sqrt(static_cast<double>(per_channel))));
+  if (s.channels < 1 || per_channel * s.channels != dim || side * side != per_channel)
+    throw InputError("fedmitr: inputs of dimension " + std::to_string(dim) + " are not square images of " +
+                     std::to_string(s.channels) + " channel(s) (--vit-channels); FedMITR works on pixels, not a "
+                     "backbone's features");
+  s.image_size = side;
+  s.validate("fedmitr: the ViT for " + std::to_string(side) + "x" + std::to_string(side) + " images");
+  return s;
+}
+
+VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node) {
+  const VitSpec spec = fedmitr_spec(options, local.dim(), local.num_classes);
+  VitTrainOptions train = options.client;
+  train.seed = derive_seed(run_seed, {static_cast<uint64_t>(Purpose::HeadShuffle), node, 0xF3D});
+  VitModel m = vit_train(vit_init(spec, run_seed), local.X, local.y, train);
+  if (options.half_precision)
+    for (float& v : m.parameters) v = round_to_half(v);  // what a receiver of float16 sees
+  return m;
+}
+
+uint64_t fedmitr_receiver_seed(uint64_t run_seed, NodeId node) {
+  return derive_seed(run_seed, {static_cast<uint64_t>(Purpose::ModelInversion), node});
+}
+
+std::unique_ptr<Method> make_fedmitr(const FedMitrOptions& options) { return std::make_unique<FedMitr>(options); }
+
+MethodDescriptor fedmitr_descriptor() {
+  MethodDescriptor d;
+  d.name = kMethod;
+  d.knowledge = KnowledgeKind::Models;
+  d.options = {"vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
+               "client-lr", "client-batch-size", "model-precision", "distill-stages", "images-per-stage",
+               "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
+               "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
+               "high-token-weight", "low-token-weight"};
+  d.parse_options = parse_fedmitr_options;
+  d.help = fedmitr_options_help;
+  d.make = [](const MethodOptions& o) { return make_fedmitr(o.fedmitr); };
+  d.half_precision = [](const MethodOptions& o) { return o.fedmitr.half_precision; };
+  d.head_seed = [](const MethodOptions&) { return uint64_t{0}; };
+  d.write_options = write_fedmitr_options;
+  d.baselines = fedmitr_baselines;
+  return d;
+}
+
+}  // namespace fednode

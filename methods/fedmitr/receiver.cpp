@@ -1,0 +1,118 @@
+#include "methods/fedmitr/receiver.h"
+
+#include "core/rng.h"
+#include "core/types.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace fednode {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+const char* to_string(ReceiverVariant v) {
+  switch (v) {
+    case ReceiverVariant::FedMitr: return "fedmitr";
+    case ReceiverVariant::DenseKd: return "dense-kd";
+    case ReceiverVariant::SparsePseudoLabel: return "sparse-pseudo-label";
+  }
+  return "?";
+}
+
+VitModel average_models(const std::vector<VitModel>& models, const std::vector<double>& weights) {
+  if (models.empty()) throw InputError("FedAvg: no model to average");
+  if (weights.size() != models.size())
+    throw InputError("FedAvg: " + std::to_string(weights.size()) + " weights for " + std::to_string(models.size()) + " models");
+  double total = 0;
+  for (double w : weights) {
+    if (!(w >= 0) || !std::isfinite(w)) throw InputError("FedAvg: a weight is negative, NaN or Inf");
+    total += w;
+  }
+  if (!(total > 0)) throw InputError("FedAvg: the weights sum to zero");
+  // Accumulated in double: ten models of float32 parameters lose nothing that way.
+  std::vector<double> sum(models[0].parameters.size(), 0.0);
+  for (size_t m = 0; m < models.size(); ++m) {
+    if (!(models[m].spec == models[0].spec) || models[m].parameters.size() != sum.size())
+      throw InputError("FedAvg: the models have different specs");
+    const double w = weights[m] / total;
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += w * models[m].parameters[i];
+  }
+  VitModel out;
+  out.spec = models[0].spec;
+  out.parameters.assign(sum.begin(), sum.end());
+  return out;
+}
+
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images) {
+  return ensemble_targets(ensemble, images, std::vector<uint8_t>(static_cast<size_t>(images.rows() * ensemble.at(0).spec.tokens()), 1))
+      .teacher_logits;
+}
+
+VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& start, const ReceiverOptions& o,
+                         ReceiverVariant variant, uint64_t seed, const std::function<void(const std::string&)>& progress,
+                         const std::atomic<bool>* stop, ReceiverTimes* times) {
+  if (ensemble.empty()) throw InputError("FedMITR: no model to distil");
+  if (o.stages < 0 || o.images_per_stage < 1)
+    throw InputError("FedMITR: the stages must be >= 0 and the images per stage >= 1");
+  const VitSpec& s = ensemble[0].spec;
+  const int C = s.classes, T = s.tokens();
+  InversionOptions inversion = o.inversion;
+  if (variant == ReceiverVariant::DenseKd) inversion.mask_at.clear();
+  DistillOptions distill = o.distill;
+  distill.loss = variant == ReceiverVariant::FedMitr   ? DistillLoss::TokenRelabel
+                 : variant == ReceiverVariant::DenseKd ? DistillLoss::Kd
+                                                       : DistillLoss::PseudoLabel;
+  VitModel student = start;
+  MatrixF pool(0, s.pixels());
+  DistillTargets targets;
+  for (int stage = 0; stage < o.stages; ++stage) {
+    interruption_point(stop);
+    const auto t0 = std::chrono::steady_clock::now();
+    Rng rng = Rng::stream(seed, Purpose::ModelInversion, static_cast<uint64_t>(stage));
+    const int offset = static_cast<int>(rng.below(static_cast<uint64_t>(C)));
+    Labels wanted(static_cast<size_t>(o.images_per_stage));
+    for (int i = 0; i < o.images_per_stage; ++i) wanted[static_cast<size_t>(i)] = (offset + i) % C;
+    inversion.seed = rng.next();
+    const Inversion inv = vit_invert(ensemble, &student, wanted, inversion);
+    // The patches sparse inversion kept inverting to the end are the ones the ensemble attends
+    // to: the high-attention tokens, relabelled with the pseudo-label.
+    DistillTargets batch = ensemble_targets(ensemble, inv.images, inv.keep);
+    const double t_inversion = seconds_since(t0);
+
+    const auto t1 = std::chrono::steady_clock::now();
+    const Eigen::Index before = pool.rows();
+    pool.conservativeResize(before + inv.images.rows(), Eigen::NoChange);
+    pool.bottomRows(inv.images.rows()) = inv.images;
+    targets.teacher_logits.conservativeResize(before + inv.images.rows(), C);
+    targets.teacher_logits.bottomRows(inv.images.rows()) = batch.teacher_logits;
+    targets.pseudo.insert(targets.pseudo.end(), batch.pseudo.begin(), batch.pseudo.end());
+    targets.high.insert(targets.high.end(), batch.high.begin(), batch.high.end());
+    distill.seed = rng.next();
+    student = vit_distill(student, pool, targets, distill);
+    const double t_distillation = seconds_since(t1);
+    if (times) {
+      times->inversion += t_inversion;
+      times->distillation += t_distillation;
+    }
+    if (progress) {
+      int64_t high = 0;
+      for (uint8_t h : batch.high) high += h;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "%s: stage %d/%d: inverted %lld images in %.1f s (the ensemble's loss %.3f -> %.3f, %.1f of %d "
+                    "patches high), distilled on %lld in %.1f s",
+                    to_string(variant), stage + 1, o.stages, static_cast<long long>(inv.images.rows()), t_inversion,
+                    inv.first_loss, inv.last_loss, static_cast<double>(high) / static_cast<double>(inv.images.rows()), T,
+                    static_cast<long long>(pool.rows()), t_distillation);
+      progress(line);
+    }
+  }
+  return student;
+}
+
+}  // namespace fednode

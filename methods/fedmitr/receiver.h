@@ -1,0 +1,54 @@
+// FedMITR's receiver (paper 004, Algorithm 1): from the models it received, a node distils one
+// global model. Stages alternate: invert a batch of synthetic images from the ensemble (sparsely,
+// pushed by the current student towards where it disagrees with the ensemble), then distil the
+// student on every image synthesised so far. The student starts as the one-shot FedAvg of the
+// models, which all began from the federation's shared initialisation.
+//
+// The same machinery, with one part swapped, gives the paper's Table III baselines: dense inversion
+// with plain KD, and sparse inversion with pseudo-labels.
+#pragma once
+
+#include "methods/fedmitr/vit.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fednode {
+
+struct ReceiverOptions {
+  int stages = 4;
+  int images_per_stage = 256;
+  InversionOptions inversion;  // seed: set per stage from the receiver's seed
+  DistillOptions distill;      // loss and seed: set by the variant and the stage
+};
+
+enum class ReceiverVariant {
+  FedMitr,            // sparse inversion, KD plus token relabelling
+  DenseKd,            // dense inversion, KD (the paper's DI + KD)
+  SparsePseudoLabel,  // sparse inversion, pseudo-labels (the paper's SI + PL)
+};
+const char* to_string(ReceiverVariant v);  // "fedmitr" | "dense-kd" | "sparse-pseudo-label"
+
+// Seconds spent in each of the receiver's steps, summed over its stages.
+struct ReceiverTimes {
+  double inversion = 0, distillation = 0;
+};
+
+// The average of `models` weighted by `weights` (their samples): one-shot FedAvg. Throws
+// InputError for no model, models of different specs, or weights that do not sum to a positive.
+VitModel average_models(const std::vector<VitModel>& models, const std::vector<double>& weights);
+
+// The class scores of the ensemble on `images`: the mean of its models' logits.
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images);
+
+// Distils the ensemble into one model from `student` (FedAvg for the paper's recipe). The
+// targets of each stage's inversion cycle through the classes from a seeded offset, so that every
+// class gets its share of images. `progress` (may be empty) hears one line per stage; `stop`, when
+// set and true, ends the work at the next stage with Interrupted.
+VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& student, const ReceiverOptions& options,
+                         ReceiverVariant variant, uint64_t seed, const std::function<void(const std::string&)>& progress,
+                         const std::atomic<bool>* stop, ReceiverTimes* times = nullptr);
+
+}  // namespace fednode

@@ -1,0 +1,229 @@
+// FedMITR's receiver and method (methods/fedmitr/receiver.h, fedmitr.h): token relabelling
+// teaches the pseudo-label on exactly the high-attention tokens and the ensemble's soft label on
+// the others; distillation lowers that loss; FedAvg weighs by samples; knowledge merges by union
+// of models; a received model of another architecture is refused; the head is the distilled ViT
+// and survives a file.
+#include "../common/node_context.h"
+#include "core/rng.h"
+#include "core/torch_library.h"
+#include "methods/fedmitr/fedmitr.h"
+#include "methods/fedmitr/receiver.h"
+#include "methods/fedmitr/vit_head.h"
+#include "vit_samples.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+using FedMitr = test::OneTorchThread;
+using TokenRelabel = FedMitr;
+using test::random_images;
+using test::scaled_model;
+
+double log_softmax_at(const Eigen::RowVectorXf& z, int c) {
+  const double m = z.maxCoeff();
+  double sum = 0;
+  for (int j = 0; j < z.size(); ++j) sum += std::exp(z[j] - m);
+  return z[c] - m - std::log(sum);
+}
+
+// The loss written out from the forward pass's per-token scores: CE against the pseudo-label on
+// the tokens flagged high, KL from the teacher's softmax on the rest, KD on the class scores.
+double expected_loss(const VitModel& student, const MatrixF& images, const DistillTargets& t, const DistillOptions& o) {
+  const VitOutput out = vit_forward(student, images);
+  const int T = student.spec.tokens(), C = student.spec.classes;
+  const int B = static_cast<int>(images.rows());
+  double kd = 0, ce_high = 0, kl_low = 0;
+  int high = 0, low = 0;
+  for (int b = 0; b < B; ++b) {
+    const Eigen::RowVectorXf teacher = t.teacher_logits.row(b);
+    Eigen::RowVectorXd p(C);
+    for (int c = 0; c < C; ++c) p[c] = std::exp(log_softmax_at(teacher, c));
+    const Eigen::RowVectorXf cls = out.logits.row(b);
+    for (int c = 0; c < C; ++c) kd += p[c] * (std::log(p[c]) - log_softmax_at(cls, c));
+    for (int k = 0; k < T; ++k) {
+      const Eigen::RowVectorXf token = out.token_logits.row(b * T + k);
+      if (t.high[static_cast<size_t>(b * T + k)]) {
+        ce_high -= log_softmax_at(token, t.pseudo[static_cast<size_t>(b)]);
+        ++high;
+      } else {
+        for (int c = 0; c < C; ++c) kl_low += p[c] * (std::log(p[c]) - log_softmax_at(token, c));
+        ++low;
+      }
+    }
+  }
+  return kd / B + o.token_weight * (o.high_weight * (high ? ce_high / high : 0) + o.low_weight * (low ? kl_low / low : 0));
+}
+
+TEST_F(TokenRelabel, UsesThePseudoLabelOnExactlyTheHighAttentionTokens) {
+  const VitSpec s;
+  const VitModel student = scaled_model(s, 3);
+  const std::vector<VitModel> ensemble = {scaled_model(s, 4), scaled_model(s, 5)};
+  const MatrixF images = random_images(s, 3, 7);
+  Rng rng(9);
+  std::vector<uint8_t> high(static_cast<size_t>(3 * s.tokens()));
+  for (auto& h : high) h = rng.uniform() < 0.4;
+  DistillTargets t = ensemble_targets(ensemble, images, high);
+  DistillOptions o;
+  o.loss = DistillLoss::TokenRelabel;
+  const double loss = vit_distill_loss(student, images, t, o);
+  EXPECT_NEAR(loss, expected_loss(student, images, t, o), 1e-4 * std::abs(loss));
+  // The pseudo-label reaches the high tokens only: with none high, it changes nothing.
+  std::fill(t.high.begin(), t.high.end(), 0);
+  const double none_high = vit_distill_loss(student, images, t, o);
+  t.pseudo = {(t.pseudo[0] + 1) % s.classes, (t.pseudo[1] + 3) % s.classes, (t.pseudo[2] + 5) % s.classes};
+  EXPECT_DOUBLE_EQ(vit_distill_loss(student, images, t, o), none_high);
+  EXPECT_NEAR(none_high, expected_loss(student, images, t, o), 1e-4 * none_high);
+  // With every token high it does, and the soft labels reach no token.
+  std::fill(t.high.begin(), t.high.end(), 1);
+  EXPECT_NEAR(vit_distill_loss(student, images, t, o), expected_loss(student, images, t, o), 1e-4 * loss);
+  // KD alone is the token weight at zero; pseudo-labels alone are the cross-entropy on the class scores.
+  o.token_weight = 0;
+  const double kd = vit_distill_loss(student, images, t, o);
+  o.loss = DistillLoss::Kd;
+  o.token_weight = 1;
+  EXPECT_DOUBLE_EQ(vit_distill_loss(student, images, t, o), kd);
+  o.loss = DistillLoss::PseudoLabel;
+  const VitOutput out = vit_forward(student, images);
+  double ce = 0;
+  for (int b = 0; b < 3; ++b) ce -= log_softmax_at(out.logits.row(b), t.pseudo[static_cast<size_t>(b)]) / 3;
+  EXPECT_NEAR(vit_distill_loss(student, images, t, o), ce, 1e-5 * ce);
+}
+
+TEST_F(TokenRelabel, DistillationLowersTheLossAndBadTargetsAreRefused) {
+  const VitSpec s;
+  const std::vector<VitModel> ensemble = {scaled_model(s, 14), scaled_model(s, 15)};
+  const MatrixF images = random_images(s, 64, 8);
+  const DistillTargets t = ensemble_targets(ensemble, images, {});
+  DistillOptions o;
+  o.epochs = 8;
+  o.seed = 2;
+  const VitModel start = vit_init(s, 1);
+  const VitModel learned = vit_distill(start, images, t, o);
+  EXPECT_LT(vit_distill_loss(learned, images, t, o), 0.7 * vit_distill_loss(start, images, t, o));
+  EXPECT_EQ(vit_distill(start, images, t, o).parameters, learned.parameters);  // seeded
+  DistillTargets bad = t;
+  bad.pseudo[3] = s.classes;
+  EXPECT_THROW(vit_distill(start, images, bad, o), InputError);
+  bad = t;
+  bad.high.pop_back();
+  EXPECT_THROW(vit_distill(start, images, bad, o), InputError);
+  bad = t;
+  bad.teacher_logits(0, 0) = NAN;
+  EXPECT_THROW(vit_distill(start, images, bad, o), InputError);
+}
+
+TEST_F(FedMitr, OneShotFedAvgWeighsTheModelsBySamples) {
+  VitSpec s;
+  s.depth = 1;
+  const VitModel a = vit_init(s, 1), b = vit_init(s, 2);
+  const VitModel avg = average_models({a, b}, {1.0, 3.0});
+  for (size_t i = 0; i < avg.parameters.size(); i += 97)
+    EXPECT_NEAR(avg.parameters[i], 0.25f * a.parameters[i] + 0.75f * b.parameters[i], 1e-7);
+  EXPECT_THROW(average_models({a, b}, {0.0, 0.0}), InputError);
+  VitSpec other = s;
+  other.depth = 2;
+  EXPECT_THROW(average_models({a, vit_init(other, 1)}, {1.0, 1.0}), InputError);
+}
+
+// Features that are 12x12 images with four classes told apart by brightness.
+Features brightness_images(int n, uint64_t seed) {
+  Rng rng(seed);
+  Features f;
+  f.num_classes = 4;
+  f.X.resize(n, 144);
+  for (int i = 0; i < n; ++i) {
+    const int c = static_cast<int>(rng.below(4));
+    f.y.push_back(c);
+    for (int k = 0; k < 144; ++k) f.X(i, k) = static_cast<float>(0.3 * rng.uniform() + 0.2 * c);
+  }
+  return f;
+}
+
+FedMitrOptions small_options() {
+  FedMitrOptions o;
+  o.vit.patch = 4;
+  o.vit.dim = 16;
+  o.vit.depth = 1;
+  o.vit.heads = 2;
+  o.vit.mlp_dim = 16;
+  o.client.epochs = 2;
+  o.receiver.stages = 1;
+  o.receiver.images_per_stage = 8;
+  o.receiver.inversion.iterations = 6;
+  o.receiver.inversion.mask_at = {2, 4};
+  o.receiver.distill.epochs = 1;
+  return o;
+}
+
+TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
+  const FedMitrOptions options = small_options();
+  const auto method = make_fedmitr(options);
+  const Features a = brightness_images(60, 1), b = brightness_images(50, 2), c = brightness_images(40, 3);
+  const NodeContext c0 = test::node_context(0, 4, 144, 5), c1 = test::node_context(1, 4, 144, 5),
+                    c2 = test::node_context(2, 4, 144, 5);
+  const Knowledge k0 = method->summarize(a, c0);
+  const Knowledge k01 = method->merge({k0}, &b, c1);
+  EXPECT_EQ(k01.contributors, (Contributors{0, 1}));
+  const auto& models = std::get<ModelKnowledge>(k01.payload).models;
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].model.parameters, std::get<ModelKnowledge>(k0.payload).models[0].model.parameters);
+  EXPECT_EQ(models[1].count, 50);
+  // Partial overlaps ({0,1} and {1,2}) still make one ensemble, each model once.
+  const Knowledge k12 = method->merge({method->summarize(b, c1)}, &c, c2);
+  const Knowledge all = method->merge({k01, k12}, nullptr, c0);
+  EXPECT_EQ(all.contributors, (Contributors{0, 1, 2}));
+  EXPECT_EQ(std::get<ModelKnowledge>(all.payload).models.size(), 3u);
+  // The client's model comes from the shared start and the node's own batch order.
+  EXPECT_EQ(std::get<ModelKnowledge>(k0.payload).models[0].model.parameters,
+            train_client_model(options, a, 5, 0).parameters);
+
+  // One model: the head is that model. Several: a distilled ViT, of the federation's spec.
+  const auto alone = method->fit_head({}, &a, c0);
+  ASSERT_EQ(alone->kind(), "vit");
+  EXPECT_EQ(dynamic_cast<const VitHead&>(*alone).model().parameters, std::get<ModelKnowledge>(k0.payload).models[0].model.parameters);
+  const auto head = method->fit_head({k12}, &a, c0);
+  EXPECT_EQ(head->num_classes(), 4);
+  EXPECT_EQ(head->dim(), 144);
+  EXPECT_EQ(dynamic_cast<const VitHead&>(*head).model().parameters,
+            dynamic_cast<const VitHead&>(*method->fit_head({k12}, &a, c0)).model().parameters);  // seeded
+  std::stringstream file;
+  head->save(file);
+  const auto loaded = Head::load(file, "head file");
+  EXPECT_EQ(loaded->kind(), "vit");
+  const Features test = brightness_images(30, 9);
+  EXPECT_EQ(loaded->scores(test.X), head->scores(test.X));
+}
+
+TEST_F(FedMitr, AModelOfAnotherArchitectureOrOwnerIsRefused) {
+  const FedMitrOptions options = small_options();
+  const auto method = make_fedmitr(options);
+  const NodeContext ctx = test::node_context(0, 4, 144, 5);
+  const Knowledge k = method->summarize(brightness_images(30, 1), test::node_context(1, 4, 144, 5));
+  EXPECT_NO_THROW(method->validate(k, ctx, "piece"));
+  FedMitrOptions deeper = options;
+  deeper.vit.depth = 2;
+  const Knowledge other = make_fedmitr(deeper)->summarize(brightness_images(30, 1), test::node_context(1, 4, 144, 5));
+  try {
+    method->validate(other, ctx, "piece");
+    ADD_FAILURE() << "a deeper ViT was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not this federation's"), std::string::npos) << e.what();
+  }
+  Knowledge wrong_owner = k;
+  wrong_owner.contributors = {2};
+  EXPECT_THROW(method->validate(wrong_owner, ctx, "piece"), InputError);
+  Knowledge nan = k;
+  std::get<ModelKnowledge>(nan.payload).models[0].model.parameters[5] = NAN;
+  EXPECT_THROW(method->validate(nan, ctx, "piece"), InputError);
+  // Pixels that are no square image are refused with the reason.
+  EXPECT_THROW(fedmitr_spec(options, 145, 4), InputError);
+  EXPECT_EQ(fedmitr_spec(options, 144, 4).image_size, 12);
+}
+
+}  // namespace
+}  // namespace fednode
