@@ -25,7 +25,7 @@ namespace {
 const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
-    "       [--method fedpft|fedcgs|fedtc] [--topology linear|ring|star|graph] [--nodes N]\n"
+    "       [--method fedpft|fedcgs|fedtc|fedmitr] [--topology linear|ring|star|graph] [--nodes N]\n"
     "       [--partition iid|dirichlet|shards|labels|dominant] [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--uniform-share F] [--seed S | --seeds LIST] [--report report.json]\n"
     "       [--no-baselines]\n"

@@ -34,8 +34,11 @@ std::vector<const ClientModel*> union_of_models(const KnowledgeList& received, c
   return out;
 }
 
-// A cheap identity of a node's data, so that training is not repeated when merge and fit_head
-// both need the node's own model (a chain's node does both, and training takes most of a node's time).
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A cheap identity of a node's data, for the memo of train_client_model.
 uint64_t data_digest(const Features& f) {
   uint64_t h = 0xCBF29CE484222325ULL ^ static_cast<uint64_t>(f.size());
   const auto mix = [&h](const void* p, size_t bytes) {
@@ -148,30 +151,21 @@ class FedMitr final : public Method {
   }
 
   ClientModel own_model(const Features& local, const NodeContext& ctx) const {
-    const uint64_t digest = data_digest(local);
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = trained_.find(ctx.node);
-    if (it == trained_.end() || it->second.first != digest || it->second.second.model.spec.classes != ctx.num_classes) {
-      if (ctx.progress) ctx.progress("fedmitr: training node " + std::to_string(ctx.node) + "'s ViT on " +
-                                     std::to_string(local.size()) + " images");
-      const auto t0 = std::chrono::steady_clock::now();
-      ClientModel m;
-      m.owner = ctx.node;
-      m.count = local.size();
-      Features f = local;
-      f.num_classes = ctx.num_classes;
-      m.model = train_client_model(options_, f, ctx.seed, ctx.node);
-      if (ctx.progress)
-        ctx.progress("fedmitr: node " + std::to_string(ctx.node) + "'s ViT trained in " +
-                     std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()) + " s");
-      it = trained_.insert_or_assign(ctx.node, std::make_pair(digest, std::move(m))).first;
-    }
-    return it->second.second;
+    ClientModel m;
+    m.owner = ctx.node;
+    m.count = local.size();
+    Features f = local;
+    f.num_classes = ctx.num_classes;
+    const auto t0 = std::chrono::steady_clock::now();
+    bool trained = false;
+    m.model = train_client_model(options_, f, ctx.seed, ctx.node, &trained);
+    if (trained && ctx.progress)
+      ctx.progress("fedmitr: node " + std::to_string(ctx.node) + "'s ViT trained on " + std::to_string(local.size()) +
+                   " images in " + std::to_string(seconds_since(t0)) + " s");
+    return m;
   }
 
   FedMitrOptions options_;
-  mutable std::mutex mutex_;
-  mutable std::map<NodeId, std::pair<uint64_t, ClientModel>> trained_;
 };
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
@@ -309,10 +303,6 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.end_object();
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // The paper's Table III beside FedMITR: one-shot FedAvg, the ensemble (an upper reference), dense
 // inversion with KD, sparse inversion with pseudo-labels, each node's own model, and the same ViT
 // trained on all the data. The clients' models are retrained from the run's seeds, which gives
@@ -389,13 +379,37 @@ VitSpec fedmitr_spec(const FedMitrOptions& options, int dim, int num_classes) {
   return s;
 }
 
-VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node) {
+VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node,
+                           bool* trained) {
   const VitSpec spec = fedmitr_spec(options, local.dim(), local.num_classes);
   VitTrainOptions train = options.client;
   train.seed = derive_seed(run_seed, {static_cast<uint64_t>(Purpose::HeadShuffle), node, 0xF3D});
+  // Training is a pure function of these, and takes most of a node's time: a chain's node needs
+  // its model for what it sends and for its head, and the simulator's baselines need every node's
+  // again. Remembered for the process, a few models (half a megabyte each) at most.
+  std::string key;
+  const auto add = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (uint64_t v : {run_seed, uint64_t{node}, data_digest(local)}) add(v);
+  for (int v : {spec.image_size, spec.channels, spec.patch, spec.dim, spec.depth, spec.heads, spec.mlp_dim, spec.classes,
+                train.epochs, train.batch_size, options.half_precision ? 1 : 0})
+    add(v);
+  for (double v : {train.lr, train.momentum, train.weight_decay}) add(v);
+  static std::mutex mutex;
+  static std::map<std::string, VitModel> memo;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memo.find(key); it != memo.end()) {
+      if (trained) *trained = false;
+      return it->second;
+    }
+  }
   VitModel m = vit_train(vit_init(spec, run_seed), local.X, local.y, train);
   if (options.half_precision)
     for (float& v : m.parameters) v = round_to_half(v);  // what a receiver of float16 sees
+  std::lock_guard<std::mutex> lock(mutex);
+  if (memo.size() >= 64) memo.clear();
+  memo.emplace(key, m);
+  if (trained) *trained = true;
   return m;
 }
 

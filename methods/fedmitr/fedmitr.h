@@ -12,8 +12,10 @@ std::unique_ptr<Method> make_fedmitr(const FedMitrOptions& options);
 // its channels, the federation's classes). Throws InputError when `dim` is not channels * s * s.
 VitSpec fedmitr_spec(const FedMitrOptions& options, int dim, int num_classes);
 // A client's model: the shared initialisation (from `run_seed`) trained on `local`, its batches
-// ordered by a seed of its own; rounded through float16 when the options send float16.
-VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node);
+// ordered by a seed of its own; rounded through float16 when the options send float16. Remembered
+// for the process: `trained`, when given, says whether this call trained it.
+VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node,
+                            bool* trained = nullptr);
 // The receiver's seed at `node` (the same in the simulator and over the network).
 uint64_t fedmitr_receiver_seed(uint64_t run_seed, NodeId node);
 
