@@ -208,6 +208,7 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
     throw UsageError("--vit-dim " + std::to_string(o.vit.dim) + " is not a multiple of --vit-heads " +
                      std::to_string(o.vit.heads));
   o.client.epochs = whole("client-epochs", o.client.epochs, 0, 100000);
+  o.client.min_steps = whole("client-min-steps", o.client.min_steps, 0, 1 << 30);
   o.client.lr = a.real("client-lr", o.client.lr, 1e-8, 10.0);
   o.client.batch_size = whole("client-batch-size", o.client.batch_size, 1, 1 << 20);
   const std::string precision = a.str("model-precision", o.half_precision ? "float16" : "float32");
@@ -244,7 +245,8 @@ std::string fedmitr_options_help() {
   h << "FedMITR (inputs are images: --dataset fashion-mnist without --backbone, or .npy pixels):\n"
     << "  the ViT: --vit-channels (" << o.vit.channels << ") --vit-patch (" << o.vit.patch << ") --vit-dim (" << o.vit.dim
     << ") --vit-depth (" << o.vit.depth << ") --vit-heads (" << o.vit.heads << ") --vit-mlp-dim (" << o.vit.mlp_dim << ")\n"
-    << "  clients: --client-epochs (" << o.client.epochs << ") --client-lr (" << o.client.lr << ") --client-batch-size ("
+    << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
+    << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
     << "  receiver: --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
     << ") --inversion-iterations (" << r.inversion.iterations << ") --inversion-lr (" << r.inversion.lr << ")\n"
@@ -272,6 +274,7 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.end_object();
   w.key("client").begin_object();
   w.key("epochs").value(o.client.epochs);
+  w.key("min_steps").value(o.client.min_steps);
   w.key("lr").value(o.client.lr);
   w.key("batch_size").value(o.client.batch_size);
   w.key("momentum").value(o.client.momentum);
@@ -391,7 +394,7 @@ VitModel train_client_model(const FedMitrOptions& options, const Features& local
   const auto add = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (uint64_t v : {run_seed, uint64_t{node}, data_digest(local)}) add(v);
   for (int v : {spec.image_size, spec.channels, spec.patch, spec.dim, spec.depth, spec.heads, spec.mlp_dim, spec.classes,
-                train.epochs, train.batch_size, options.half_precision ? 1 : 0})
+                train.epochs, train.min_steps, train.batch_size, options.half_precision ? 1 : 0})
     add(v);
   for (double v : {train.lr, train.momentum, train.weight_decay}) add(v);
   static std::mutex mutex;
@@ -424,6 +427,7 @@ MethodDescriptor fedmitr_descriptor() {
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Models;
   d.options = {"vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
+               "client-min-steps",
                "client-lr", "client-batch-size", "model-precision", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",

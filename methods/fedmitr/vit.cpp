@@ -128,6 +128,12 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
   return out;
 }
 
+int VitTrainOptions::epochs_for(int64_t n) const {
+  if (n <= 0 || epochs == 0) return epochs;
+  const int64_t per_epoch = (n + batch_size - 1) / batch_size;
+  return static_cast<int>(std::max<int64_t>(epochs, std::min<int64_t>((min_steps + per_epoch - 1) / per_epoch, 1 << 20)));
+}
+
 VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& o) {
   check_model(start, images);
   if (static_cast<Eigen::Index>(labels.size()) != images.rows())
@@ -137,9 +143,9 @@ VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& l
     if (labels[i] < 0 || labels[i] >= start.spec.classes)
       throw InputError("ViT training: label " + std::to_string(labels[i]) + " of image " + std::to_string(i) +
                        " is outside [0, " + std::to_string(start.spec.classes) + ")");
-  if (o.epochs < 0 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0))
-    throw InputError("ViT training: epochs must be >= 0, the batch size >= 1, the learning rate > 0, momentum and "
-                     "weight decay >= 0");
+  if (o.epochs < 0 || o.min_steps < 0 || o.batch_size < 1 || !(o.lr > 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0))
+    throw InputError("ViT training: epochs and min_steps must be >= 0, the batch size >= 1, the learning rate > 0, "
+                     "momentum and weight decay >= 0");
   if (images.rows() == 0 || o.epochs == 0) return start;
   VitModel out;
   torch_function<decltype(fednode_torch_vit_train)>("fednode_torch_vit_train")(start, images, labels, o, &out);

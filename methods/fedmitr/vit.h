@@ -79,11 +79,17 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
 // 0.001, while ours starts from scratch (no pretrained ViT can be had here).
 struct VitTrainOptions {
   int epochs = 3;
+  // At least this many SGD steps: a client with few images trains more epochs (whole epochs,
+  // epochs_for() says how many), as a ViT from scratch learns nothing in a hundred steps.
+  int min_steps = 0;
   double lr = 0.05;
   int batch_size = 64;
   double momentum = 0.9;
   double weight_decay = 1e-4;
   uint64_t seed = 0;  // the batches' order
+
+  // The epochs training on n images runs: `epochs`, or more to reach min_steps.
+  int epochs_for(int64_t n) const;
 };
 
 // Labels in [0, classes). Throws InputError for shapes that do not fit, labels out of range,

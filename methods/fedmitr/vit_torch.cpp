@@ -143,7 +143,7 @@ void train(const VitModel& start, const MatrixF& images, const Labels& labels, c
   const torch::Tensor X = to_tensor(images);
   torch::Tensor y = torch::empty({n}, torch::kInt64);
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int64_t>(labels[static_cast<size_t>(i)]);
-  sgd_epochs(start, n, o.epochs, o.batch_size, o.lr, o.momentum, o.weight_decay, Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D),
+  sgd_epochs(start, n, o.epochs_for(n), o.batch_size, o.lr, o.momentum, o.weight_decay, Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D),
              "ViT training",
              [&](const torch::Tensor& flat, const torch::Tensor& index) {
                return F::cross_entropy(run(start.spec, flat, X.index_select(0, index), torch::Tensor()).logits,

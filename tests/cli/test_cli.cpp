@@ -353,7 +353,7 @@ TEST_F(Cli, BashCompletesCommandsOptionsAndTheirValuesFromTheHelpTexts) {
   EXPECT_EQ(completions("si"), "simulate\n");
   EXPECT_EQ(completions("--ver"), "--version\n");
   EXPECT_EQ(completions("simulate --synthetic-m"), "--synthetic-multiplier\n");
-  EXPECT_EQ(completions("simulate --method "), "fedpft fedcgs fedtc\n");
+  EXPECT_EQ(completions("simulate --method "), "fedpft fedcgs fedtc fedmitr\n");
   EXPECT_EQ(completions("simulate --component-draws m"), "multinomial\n");
   EXPECT_EQ(completions("launch --thr"), "--threads\n");
   const std::string file = (dir_ / "ring4.toml").string();

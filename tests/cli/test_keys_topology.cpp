@@ -200,7 +200,7 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "16385"}, "--nodes must be in [1, 16384]"},
       {{"graph", "--nodes", "1025"}, "a graph topology needs 1 to 1024 nodes"},
       {{"linear", "--nodes", "three"}, "--nodes expects an integer"},
-      {{"linear", "--nodes", "3", "--method", "fedavg"}, "--method must be fedpft, fedcgs or fedtc, got 'fedavg'"},
+      {{"linear", "--nodes", "3", "--method", "fedavg"}, "--method must be fedpft, fedcgs, fedtc or fedmitr, got 'fedavg'"},
       {{"linear", "--nodes", "3", "--base-port", "65534"}, "--base-port 65534"},
       {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be in [0.001, 604800], got 0"},
       {{"linear", "--nodes", "3", "--run", ""}, "--run is empty"},
