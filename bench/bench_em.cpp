@@ -12,8 +12,9 @@
 // in 24 dimensions, unit noise) pushed through a random linear map and a ReLU, with
 // per-dimension scales and a little noise. Smaller spreads overlap more and need more
 // EM iterations.
-#include "methods/gmm/gmm.h"
+#include "core/elapsed.h"
 #include "core/rng.h"
+#include "methods/gmm/gmm.h"
 
 #include "bench_common.h"
 
@@ -94,9 +95,6 @@ MatrixF feature_like_data(int64_t n, int d, double spread, uint64_t seed) {
   return X;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 using fednode::bench::json_number;
 using fednode::bench::median;

@@ -18,8 +18,14 @@ logits minus the student's Jensen-Shannon divergence plus total variation, the l
 --iterations (their pixels written back after each step, dropped as keys through the attention).
 """
 import argparse
+import os
 import sys
 import time
+
+# OpenBLAS on one thread, as fednode runs it beside LibTorch's OpenMP team (methods/fedmitr/vit.cpp):
+# left at its default of one thread per core, PyTorch's own speed halves on 2 cores, which would
+# flatter the ratio. Set before numpy and torch load OpenBLAS.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 import numpy as np
 import torch

@@ -12,7 +12,7 @@
 #include "node/beacon_socket.h"
 #include "node/configuration_record.h"
 #include "node/durable_file.h"
-#include "node/elapsed.h"
+#include "core/elapsed.h"
 #include "node/inbox.h"
 #include "node/machine.h"
 #include "node/metrics_file.h"

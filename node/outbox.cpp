@@ -1,6 +1,6 @@
 #include "node/outbox.h"
 
-#include "node/elapsed.h"
+#include "core/elapsed.h"
 #include "node/transport.h"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 #include "methods/fedcgs/fedcgs.h"
 #include "methods/fedcgs/stats.h"
 #include "core/rng.h"
-#include "node/elapsed.h"
+#include "core/elapsed.h"
 #include "node/machine.h"
 #include "topology/builders.h"
 #include "topology/plan.h"

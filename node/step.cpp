@@ -1,18 +1,13 @@
 #include "node/step.h"
 
+#include "core/elapsed.h"
 #include "methods/dp/min_count.h"
 
 #include <algorithm>
-
 #include <chrono>
 #include <sstream>
 
 namespace fednode {
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 bool releases_privately(const Method& method, const Features& local, const NodeContext& ctx) {
   const std::vector<PrivacyRelease> releases = method.privacy(local, ctx);

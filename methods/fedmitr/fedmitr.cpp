@@ -5,6 +5,7 @@
 // and token relabelling (methods/fedmitr/receiver.h).
 #include "methods/fedmitr/fedmitr.h"
 
+#include "core/elapsed.h"
 #include "core/float16.h"
 #include "core/json_writer.h"
 #include "core/rng.h"
@@ -34,9 +35,6 @@ std::vector<const ClientModel*> union_of_models(const KnowledgeList& received, c
   return out;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A cheap identity of a node's data, for the memo of train_client_model.
 uint64_t data_digest(const Features& f) {

@@ -1,5 +1,6 @@
 #include "methods/fedmitr/receiver.h"
 
+#include "core/elapsed.h"
 #include "core/rng.h"
 #include "core/types.h"
 
@@ -7,13 +8,6 @@
 #include <cstdio>
 
 namespace fednode {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 const char* to_string(ReceiverVariant v) {
   switch (v) {
@@ -46,11 +40,6 @@ VitModel average_models(const std::vector<VitModel>& models, const std::vector<d
   out.spec = models[0].spec;
   out.parameters.assign(sum.begin(), sum.end());
   return out;
-}
-
-MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images) {
-  return ensemble_targets(ensemble, images, std::vector<uint8_t>(static_cast<size_t>(images.rows() * ensemble.at(0).spec.tokens()), 1))
-      .teacher_logits;
 }
 
 VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& start, const ReceiverOptions& o,

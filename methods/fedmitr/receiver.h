@@ -40,9 +40,6 @@ struct ReceiverTimes {
 // InputError for no model, models of different specs, or weights that do not sum to a positive.
 VitModel average_models(const std::vector<VitModel>& models, const std::vector<double>& weights);
 
-// The class scores of the ensemble on `images`: the mean of its models' logits.
-MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images);
-
 // Distils the ensemble into one model from `student` (FedAvg for the paper's recipe). The
 // targets of each stage's inversion cycle through the classes from a seeded offset, so that every
 // class gets its share of images. `progress` (may be empty) hears one line per stage; `stop`, when

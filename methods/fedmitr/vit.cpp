@@ -1,6 +1,7 @@
 #include "methods/fedmitr/vit.h"
 
 #include "core/rng.h"
+#include "methods/blas_threads.h"
 #include "methods/fedmitr/vit_torch.h"
 
 #include <algorithm>
@@ -91,6 +92,11 @@ VitModel vit_init(const VitSpec& spec, uint64_t seed) {
 
 namespace {
 
+// Every call into LibTorch below runs OpenBLAS single-threaded (methods/blas_threads.h): the
+// ViT's matmuls go to OpenBLAS from inside LibTorch's OpenMP team, and the two pools on the same
+// cores took them from each other. Measured with PyTorch 1.13 on this project's 2 cores, 4 steps
+// of inverting 128 images against 10 models and a student: 10.0 s with both pools at 2 threads,
+// 5.3 s with OpenBLAS at 1 (and the bits no longer depend on the core count).
 void check_model(const VitModel& model, const MatrixF& images) {
   const VitSpec& s = model.spec;
   s.validate("ViT spec");
@@ -105,7 +111,7 @@ void check_model(const VitModel& model, const MatrixF& images) {
 
 }  // namespace
 
-VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep) {
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped) {
   const VitSpec& s = model.spec;
   check_model(model, images);
   if (!keep.empty()) {
@@ -116,6 +122,11 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
     for (int64_t b = 0; b < images.rows(); ++b)
       if (std::none_of(keep.begin() + b * T, keep.begin() + (b + 1) * T, [](uint8_t k) { return k != 0; }))
         throw InputError("ViT: the keep-mask drops every patch of image " + std::to_string(b));
+    if (drop_stopped)
+      for (int64_t b = 1; b < images.rows(); ++b)
+        if (std::count(keep.begin() + b * T, keep.begin() + (b + 1) * T, 0) != std::count(keep.begin(), keep.begin() + T, 0))
+          throw InputError("ViT: to drop stopped patches every image must keep as many as image 0; image " +
+                           std::to_string(b) + " does not");
   }
   VitOutput out;
   if (images.rows() == 0) {
@@ -124,7 +135,8 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
     out.cls_attention.resize(0, s.tokens());
     return out;
   }
-  torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, &out);
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
+  torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, drop_stopped, &out);
   return out;
 }
 
@@ -148,6 +160,7 @@ VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& l
                      "momentum and weight decay >= 0");
   if (images.rows() == 0 || o.epochs == 0) return start;
   VitModel out;
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
   torch_function<decltype(fednode_torch_vit_train)>("fednode_torch_vit_train")(start, images, labels, o, &out);
   return out;
 }
@@ -185,6 +198,7 @@ Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* stud
     out.cls_attention.resize(0, s.tokens());
     return out;
   }
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
   torch_function<decltype(fednode_torch_vit_invert)>("fednode_torch_vit_invert")(ensemble, student, targets, o, noise, &out);
   return out;
 }
@@ -198,15 +212,19 @@ const char* to_string(DistillLoss loss) {
   return "?";
 }
 
-DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high) {
-  if (ensemble.empty()) throw InputError("ViT distillation: no model to learn from");
-  DistillTargets t;
-  t.teacher_logits = MatrixF::Zero(images.rows(), ensemble[0].spec.classes);
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images) {
+  if (ensemble.empty()) throw InputError("ViT ensemble: no model");
+  MatrixF sum = MatrixF::Zero(images.rows(), ensemble[0].spec.classes);
   for (const VitModel& m : ensemble) {
-    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT distillation: the ensemble's models have different specs");
-    t.teacher_logits += vit_forward(m, images).logits;
+    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
+    sum += vit_forward(m, images).logits;
   }
-  t.teacher_logits /= static_cast<float>(ensemble.size());
+  return sum / static_cast<float>(ensemble.size());
+}
+
+DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high) {
+  DistillTargets t;
+  t.teacher_logits = ensemble_logits(ensemble, images);
   t.pseudo.resize(static_cast<size_t>(images.rows()));
   for (Eigen::Index b = 0; b < images.rows(); ++b) {
     Eigen::Index best = 0;
@@ -249,6 +267,7 @@ VitModel vit_distill(const VitModel& student, const MatrixF& images, const Disti
   check_distillation(student, images, targets, o);
   if (images.rows() == 0 || o.epochs == 0) return student;
   VitModel out;
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
   torch_function<decltype(fednode_torch_vit_distill)>("fednode_torch_vit_distill")(student, images, targets, o, &out);
   return out;
 }
@@ -258,6 +277,7 @@ double vit_distill_loss(const VitModel& student, const MatrixF& images, const Di
   check_distillation(student, images, targets, o);
   if (images.rows() == 0) return 0.0;
   double loss = 0;
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
   torch_function<decltype(fednode_torch_vit_distill_loss)>("fednode_torch_vit_distill_loss")(student, images, targets, o,
                                                                                               &loss);
   return loss;

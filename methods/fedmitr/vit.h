@@ -69,9 +69,13 @@ struct VitOutput {
 // Images as rows of `pixels()` values, channel-major then row then column (as .npy and IDX
 // images are laid out). `keep`, if not empty, holds B * tokens flags (row-major, 1 = keep): a
 // dropped patch is no key for any query, so no output depends on its pixels, and CLS gives it
-// attention 0. Throws InputError for shapes that do not fit the spec, a parameter count other
-// than the spec's, or an image with every patch dropped.
-VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep = {});
+// attention 0. With `drop_stopped`, the dropped patches leave the sequence instead of staying as
+// queries: the same class scores and CLS attention for less work (what makes sparse inversion
+// cheap), no token_logits (left empty), and every image must keep as many patches as the others.
+// Throws InputError for shapes that do not fit the spec, a parameter count other than the
+// spec's, an image with every patch dropped, or unequal counts to drop.
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep = {},
+                      bool drop_stopped = false);
 
 // A client's training (paper 004, Section V: SGD with momentum 0.9 and weight decay 1e-4, as
 // torch.optim.SGD; batch 64) from the federation's shared initialisation. The epochs and the
@@ -163,6 +167,10 @@ struct DistillOptions {
   double low_weight = 0.5;    // the paper's
   uint64_t seed = 0;          // the batches' order
 };
+
+// The class scores of the ensemble on `images`: the mean of its models' logits. Throws
+// InputError for no model or models of different specs.
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images);
 
 // The ensemble's targets for `images`: the mean of the models' class scores on the whole image,
 // its argmax, and `high` as given (B * tokens flags, or empty for every token high).

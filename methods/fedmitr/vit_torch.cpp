@@ -17,54 +17,93 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-// Hands out views of the flat parameters in vit.h's order.
+// Hands out views of M models' flat parameters ([M, P], vit.h's order), as [M, shape...].
 class Cursor {
  public:
-  explicit Cursor(const torch::Tensor& flat) : flat_(flat) {}
+  explicit Cursor(const torch::Tensor& flats) : flats_(flats) {}
   torch::Tensor take(std::vector<int64_t> shape) {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;
-    torch::Tensor t = flat_.narrow(0, at_, n).view(shape);
+    shape.insert(shape.begin(), flats_.size(0));
+    torch::Tensor t = flats_.narrow(1, at_, n).view(shape);
     at_ += n;
     return t;
   }
   int64_t used() const { return at_; }
 
  private:
-  torch::Tensor flat_;
+  torch::Tensor flats_;
   int64_t at_ = 0;
 };
 
+// x [M, ..., in] through each model's W [M, out, in] and b [M, out]: one batched matmul for the
+// M models, as ten tiny models' ops one by one cost more in dispatch than in arithmetic.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
-  return torch::matmul(x, W.t()) + b;
+  const int64_t M = W.size(0);
+  if (M == 1) return (torch::matmul(x.select(0, 0), W.select(0, 0).t()) + b.select(0, 0)).unsqueeze(0);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = W.size(1);
+  const torch::Tensor y = torch::bmm(x.reshape({M, -1, x.size(-1)}), W.transpose(1, 2));
+  return (y + b.unsqueeze(1)).view(sizes);
 }
 
+// LayerNorm over the last dimension with each model's gain g [M, D] and bias b [M, D].
+torch::Tensor layer_norm(const torch::Tensor& h, const torch::Tensor& g, const torch::Tensor& b) {
+  const int64_t M = g.size(0), D = g.size(1);
+  if (M == 1)
+    return F::layer_norm(h, F::LayerNormFuncOptions({D}).weight(g.select(0, 0)).bias(b.select(0, 0)).eps(1e-6));
+  std::vector<int64_t> shape(static_cast<size_t>(h.dim()), 1);
+  shape.front() = M, shape.back() = D;
+  return F::layer_norm(h, F::LayerNormFuncOptions({D}).eps(1e-6)) * g.view(shape) + b.view(shape);
+}
+
+// What the ViT computes for M models on the same B images.
 struct Graph {
-  torch::Tensor logits;         // [B, classes]
-  torch::Tensor token_logits;   // [B, tokens, classes]
-  torch::Tensor cls_attention;  // [B, tokens]
+  torch::Tensor logits;         // [M, B, classes]
+  torch::Tensor token_logits;   // [M, B, tokens, classes]; undefined when stopped tokens are dropped
+  torch::Tensor cls_attention;  // [M, B, tokens]: 0 for a stopped patch
 };
 
-// The ViT on `images` [B, pixels] with the parameters `flat` (views, so gradients reach it when it
-// requires them); `keep` undefined or [B, tokens] bool.
-Graph run(const VitSpec& s, const torch::Tensor& flat, const torch::Tensor& images, const torch::Tensor& keep) {
-  const int64_t B = images.size(0), T = s.tokens(), D = s.dim, H = s.heads, dh = D / H, p = s.patch, g = s.grid();
-  Cursor c(flat);
+// How a keep-mask takes effect. Masked: a stopped patch stays in the sequence but is no key
+// (-inf before the softmax), so every token has its output. Dropped: stopped patches leave the
+// sequence, which gives the same class scores and CLS attention for less work (sparse
+// inversion's point); it needs every image to keep the same number of patches.
+enum class Stopped { Masked, Dropped };
+
+// The ViT of M models (`flats` [M, P], views, so gradients reach the parameters when they require
+// them) on `images` [B, pixels]; `keep` undefined or [B, tokens] bool.
+Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
+          Stopped stopped = Stopped::Masked) {
+  const int64_t M = flats.size(0), B = images.size(0), T = s.tokens(), D = s.dim, H = s.heads, dh = D / H,
+                p = s.patch, g = s.grid();
+  Cursor c(flats);
   const torch::Tensor pe_W = c.take({D, s.channels * p * p}), pe_b = c.take({D});
-  const torch::Tensor cls = c.take({1, 1, D}), pos = c.take({1, T + 1, D});
+  const torch::Tensor cls = c.take({1, D}), pos = c.take({T + 1, D});
 
   // Patches flattened channel-major, then row, then column: [B, T, C*p*p].
   const torch::Tensor x = images.view({B, s.channels, g, p, g, p});
   const torch::Tensor patches = x.permute({0, 2, 4, 1, 3, 5}).reshape({B, T, s.channels * p * p});
-  torch::Tensor h = torch::cat({cls.expand({B, 1, D}), linear(patches, pe_W, pe_b)}, 1) + pos;
-
-  // A dropped patch is no key: -inf before the softmax (CLS always kept).
-  torch::Tensor bias;
-  if (keep.defined()) {
+  torch::Tensor tokens = linear(patches.unsqueeze(0).expand({M, B, T, s.channels * p * p}), pe_W, pe_b) +
+                         pos.narrow(1, 1, T).unsqueeze(1);  // [M, B, T, D]
+  torch::Tensor kept_index;  // [B, k] when stopped patches are dropped
+  torch::Tensor bias;        // [1, B, 1, 1, N] when they are masked
+  if (keep.defined() && stopped == Stopped::Dropped) {
+    const torch::Tensor counts = keep.sum(1);
+    const int64_t k = counts.min().item<int64_t>();
+    if (k != counts.max().item<int64_t>()) throw std::logic_error("ViT: dropping patches needs equal counts");
+    if (k < T) {
+      kept_index = keep.nonzero().select(1, 1).view({B, k});  // row-major: image by image, in order
+      tokens = tokens.gather(2, kept_index.view({1, B, k, 1}).expand({M, B, k, D}));
+    }
+  } else if (keep.defined()) {
     const torch::Tensor keys = torch::cat({torch::ones({B, 1}, torch::kBool), keep}, 1);
-    bias = torch::zeros({B, 1, 1, T + 1}).masked_fill(keys.logical_not().view({B, 1, 1, T + 1}),
-                                                      -std::numeric_limits<float>::infinity());
+    bias = torch::zeros({1, B, 1, 1, T + 1})
+               .masked_fill(keys.logical_not().view({1, B, 1, 1, T + 1}), -std::numeric_limits<float>::infinity());
   }
+  const torch::Tensor cls_token = (cls + pos.narrow(1, 0, 1)).unsqueeze(1).expand({M, B, 1, D});
+  torch::Tensor h = torch::cat({cls_token, tokens}, 2);  // [M, B, N, D]
+  const int64_t N = h.size(2);
+
   torch::Tensor last_attention;
   for (int block = 0; block < s.depth; ++block) {
     const torch::Tensor ln1_g = c.take({D}), ln1_b = c.take({D});
@@ -74,40 +113,61 @@ Graph run(const VitSpec& s, const torch::Tensor& flat, const torch::Tensor& imag
     const torch::Tensor fc1_W = c.take({s.mlp_dim, D}), fc1_b = c.take({s.mlp_dim});
     const torch::Tensor fc2_W = c.take({D, s.mlp_dim}), fc2_b = c.take({D});
 
-    const torch::Tensor y = F::layer_norm(h, F::LayerNormFuncOptions({D}).weight(ln1_g).bias(ln1_b).eps(1e-6));
-    const torch::Tensor qkv = linear(y, qkv_W, qkv_b).view({B, T + 1, 3, H, dh}).permute({2, 0, 3, 1, 4});
+    const torch::Tensor y = layer_norm(h, ln1_g, ln1_b);
+    const torch::Tensor qkv = linear(y, qkv_W, qkv_b).view({M * B, N, 3, H, dh}).permute({2, 0, 3, 1, 4});
     torch::Tensor scores = torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    if (bias.defined()) scores = scores + bias;
-    const torch::Tensor attention = torch::softmax(scores, -1);  // [B, H, T+1, T+1]
-    const torch::Tensor mixed = torch::matmul(attention, qkv[2]).transpose(1, 2).reshape({B, T + 1, D});
+    if (bias.defined()) scores = (scores.view({M, B, H, N, N}) + bias).view({M * B, H, N, N});
+    const torch::Tensor attention = torch::softmax(scores, -1);  // [M*B, H, N, N]
+    const torch::Tensor mixed = torch::matmul(attention, qkv[2]).transpose(1, 2).reshape({M, B, N, D});
     h = h + linear(mixed, proj_W, proj_b);
-    const torch::Tensor z = F::layer_norm(h, F::LayerNormFuncOptions({D}).weight(ln2_g).bias(ln2_b).eps(1e-6));
+    const torch::Tensor z = layer_norm(h, ln2_g, ln2_b);
     h = h + linear(torch::gelu(linear(z, fc1_W, fc1_b)), fc2_W, fc2_b);
     last_attention = attention;
   }
   const torch::Tensor lnf_g = c.take({D}), lnf_b = c.take({D});
   const torch::Tensor head_W = c.take({s.classes, D}), head_b = c.take({s.classes});
-  if (c.used() != flat.size(0)) throw std::logic_error("ViT: the parameter layout does not add up");
-  h = F::layer_norm(h, F::LayerNormFuncOptions({D}).weight(lnf_g).bias(lnf_b).eps(1e-6));
-  const torch::Tensor scores = linear(h, head_W, head_b);  // [B, T+1, classes]
-  return {scores.select(1, 0), scores.narrow(1, 1, T), last_attention.select(2, 0).narrow(2, 1, T).mean(1)};
+  if (c.used() != flats.size(1)) throw std::logic_error("ViT: the parameter layout does not add up");
+  h = layer_norm(h, lnf_g, lnf_b);
+  const torch::Tensor scores = linear(h, head_W, head_b);  // [M, B, N, classes]
+  const torch::Tensor from_cls = last_attention.select(2, 0).narrow(2, 1, N - 1).mean(1).view({M, B, N - 1});
+  Graph out;
+  out.logits = scores.select(2, 0);
+  if (kept_index.defined()) {
+    out.cls_attention = torch::zeros({M, B, T}).scatter(2, kept_index.unsqueeze(0).expand({M, B, N - 1}), from_cls);
+  } else {
+    out.token_logits = scores.narrow(2, 1, T);
+    out.cls_attention = from_cls;
+  }
+  return out;
 }
 
+// One model's parameters as [1, P], without a copy.
 torch::Tensor flat_view(const VitModel& model) {
   return torch::from_blob(const_cast<float*>(model.parameters.data()),
-                          {static_cast<int64_t>(model.parameters.size())}, torch::kFloat32);
+                          {1, static_cast<int64_t>(model.parameters.size())}, torch::kFloat32);
 }
 
-void forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, VitOutput* out) {
+// The graph of a one-model run, without the models' dimension.
+Graph single(const Graph& g) {
+  Graph out;
+  out.logits = g.logits.select(0, 0);
+  if (g.token_logits.defined()) out.token_logits = g.token_logits.select(0, 0);
+  out.cls_attention = g.cls_attention.select(0, 0);
+  return out;
+}
+
+void forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped,
+             VitOutput* out) {
   torch::NoGradGuard no_grad;
   const VitSpec& s = model.spec;
   const int64_t B = images.rows(), T = s.tokens();
   torch::Tensor kept;
   if (!keep.empty())
     kept = torch::from_blob(const_cast<uint8_t*>(keep.data()), {B, T}, torch::kUInt8).to(torch::kBool);
-  const Graph g = run(s, flat_view(model), to_tensor(images), kept);
+  const Graph g = single(run(s, flat_view(model), to_tensor(images), kept, drop_stopped ? Stopped::Dropped : Stopped::Masked));
   out->logits = to_matrix(g.logits);
-  out->token_logits = to_matrix(g.token_logits.reshape({B * T, s.classes}));
+  out->token_logits = g.token_logits.defined() ? to_matrix(g.token_logits.reshape({B * T, s.classes}))
+                                               : MatrixF(0, s.classes);
   out->cls_attention = to_matrix(g.cls_attention);
 }
 
@@ -146,7 +206,7 @@ void train(const VitModel& start, const MatrixF& images, const Labels& labels, c
   sgd_epochs(start, n, o.epochs_for(n), o.batch_size, o.lr, o.momentum, o.weight_decay, Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D),
              "ViT training",
              [&](const torch::Tensor& flat, const torch::Tensor& index) {
-               return F::cross_entropy(run(start.spec, flat, X.index_select(0, index), torch::Tensor()).logits,
+               return F::cross_entropy(run(start.spec, flat, X.index_select(0, index), torch::Tensor()).logits.select(0, 0),
                                        y.index_select(0, index));
              },
              out);
@@ -173,9 +233,13 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
             const InversionOptions& o, const MatrixF& noise, Inversion* out) {
   const VitSpec& s = ensemble[0].spec;
   const int64_t B = noise.rows(), T = s.tokens(), p = s.patch, g = s.grid();
-  std::vector<torch::Tensor> models;
-  for (const VitModel& m : ensemble) models.push_back(flat_view(m));
-  const torch::Tensor student_flat = student ? flat_view(*student) : torch::Tensor();
+  // The ensemble and the student (the last row, when it takes part) run as one stacked graph.
+  const bool with_student = student != nullptr && o.js_weight > 0;
+  const int64_t M = static_cast<int64_t>(ensemble.size());
+  std::vector<torch::Tensor> rows;
+  for (const VitModel& m : ensemble) rows.push_back(flat_view(m));
+  if (with_student) rows.push_back(flat_view(*student));
+  const torch::Tensor flats = torch::cat(rows, 0);
   torch::Tensor y = torch::empty({B}, torch::kInt64);
   for (int64_t i = 0; i < B; ++i) y[i] = static_cast<int64_t>(targets[static_cast<size_t>(i)]);
   torch::Tensor x = to_tensor(noise).set_requires_grad(true);
@@ -200,19 +264,14 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
       }
       frozen = x.detach().clone();
     }
-    torch::Tensor logits_sum, attention_sum;
-    for (const torch::Tensor& flat : models) {
-      const Graph gr = run(s, flat, x, keep);
-      logits_sum = logits_sum.defined() ? logits_sum + gr.logits : gr.logits;
-      attention_sum = attention_sum.defined() ? attention_sum + gr.cls_attention.detach() : gr.cls_attention.detach();
-    }
-    const torch::Tensor logits = logits_sum / static_cast<double>(models.size());
-    attention = attention_sum / static_cast<double>(models.size());
+    // Every image keeps as many patches as the others, so the stopped ones leave the sequence.
+    const Graph gr = run(s, flats, x, keep, Stopped::Dropped);
+    const torch::Tensor logits = gr.logits.narrow(0, 0, M).mean(0);
+    attention = gr.cls_attention.narrow(0, 0, M).detach().mean(0);
     const torch::Tensor ce = F::cross_entropy(logits, y);
     torch::Tensor loss = ce + o.tv_weight * total_variation(x, s);
     if (o.l2_weight > 0) loss = loss + o.l2_weight * x.pow(2).sum(1).mean();
-    if (student_flat.defined() && o.js_weight > 0)
-      loss = loss - o.js_weight * js_divergence(run(s, student_flat, x, keep).logits, logits);
+    if (with_student) loss = loss - o.js_weight * js_divergence(gr.logits.select(0, M), logits);
     if (it == 0) out->first_loss = ce.item<double>();
     out->last_loss = ce.item<double>();
     adam.zero_grad();
@@ -270,7 +329,7 @@ void distill(const VitModel& student, const MatrixF& images, const DistillTarget
   sgd_epochs(student, images.rows(), o.epochs, o.batch_size, o.lr, o.momentum, o.weight_decay,
              Rng::stream(o.seed, Purpose::HeadShuffle, 0xD157), "ViT distillation",
              [&](const torch::Tensor& flat, const torch::Tensor& index) {
-               const Graph g = run(student.spec, flat, d.X.index_select(0, index), torch::Tensor());
+               const Graph g = single(run(student.spec, flat, d.X.index_select(0, index), torch::Tensor()));
                return distill_loss(g, d.teacher.index_select(0, index), d.pseudo.index_select(0, index),
                                    d.high.index_select(0, index), o);
              },
@@ -281,7 +340,7 @@ void distillation_loss(const VitModel& student, const MatrixF& images, const Dis
                        double* out) {
   torch::NoGradGuard no_grad;
   const DistillTensors d = distill_tensors(student.spec, images, t);
-  const Graph g = run(student.spec, flat_view(student), d.X, torch::Tensor());
+  const Graph g = single(run(student.spec, flat_view(student), d.X, torch::Tensor()));
   *out = distill_loss(g, d.teacher, d.pseudo, d.high, o).item<double>();
 }
 
@@ -289,8 +348,9 @@ void distillation_loss(const VitModel& student, const MatrixF& images, const Dis
 }  // namespace fednode
 
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
-                                                    const std::vector<uint8_t>& keep, fednode::VitOutput* out) {
-  fednode::forward(model, images, keep, out);
+                                                    const std::vector<uint8_t>& keep, bool drop_stopped,
+                                                    fednode::VitOutput* out) {
+  fednode::forward(model, images, keep, drop_stopped, out);
 }
 
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,

@@ -7,7 +7,8 @@
 
 // `keep`: empty, or B * tokens flags. Fills `out`; throws std::exception on a LibTorch failure.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
-                                                    const std::vector<uint8_t>& keep, fednode::VitOutput* out);
+                                                    const std::vector<uint8_t>& keep, bool drop_stopped,
+                                                    fednode::VitOutput* out);
 // Trains from `start` on `images` with `labels` (checked by vit.cpp); fills `out`. Throws
 // InputError when training diverges.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,

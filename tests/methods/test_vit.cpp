@@ -100,6 +100,26 @@ TEST_F(Vit, ADroppedPatchTakesNoPart) {
   EXPECT_NE(vit_forward(m, changed).logits, vit_forward(m, images).logits);
 }
 
+TEST_F(Vit, DroppingStoppedPatchesGivesWhatMaskingThemGives) {
+  const VitSpec s;
+  const VitModel m = scaled_model(s, 5);
+  const MatrixF images = random_images(s, 3, 14);
+  std::vector<uint8_t> keep(3 * 16, 1);
+  for (int t : {1, 2, 9, 16 + 0, 16 + 7, 16 + 8, 32 + 13, 32 + 14, 32 + 15}) keep[static_cast<size_t>(t)] = 0;
+  const VitOutput masked = vit_forward(m, images, keep);
+  const VitOutput dropped = vit_forward(m, images, keep, /*drop_stopped=*/true);
+  EXPECT_EQ(dropped.token_logits.rows(), 0);
+  EXPECT_TRUE(dropped.logits.isApprox(masked.logits, 1e-5f)) << dropped.logits << "\n" << masked.logits;
+  EXPECT_TRUE(dropped.cls_attention.isApprox(masked.cls_attention, 1e-5f));
+  for (int t : {1, 2, 9}) EXPECT_EQ(dropped.cls_attention(0, t), 0.0f) << t;
+  // Nothing dropped: the whole sequence, token scores included.
+  const VitOutput whole = vit_forward(m, images, std::vector<uint8_t>(3 * 16, 1), true);
+  EXPECT_EQ(whole.token_logits.rows(), 3 * 16);
+  // Unequal counts cannot be one sequence length.
+  keep[32 + 15] = 1;
+  EXPECT_THROW(vit_forward(m, images, keep, true), InputError);
+}
+
 TEST_F(Vit, ShapesThatDoNotFitAreRefused) {
   const VitSpec s;
   VitModel m = vit_init(s, 1);

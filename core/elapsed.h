@@ -1,4 +1,4 @@
-// Seconds since a steady-clock time point: the node's deadlines, resend warnings and timings.
+// Seconds since a steady-clock time point: deadlines, resend warnings and the timings reports carry.
 #pragma once
 
 #include <chrono>
