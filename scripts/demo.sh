@@ -12,6 +12,10 @@
 #   DEMO_NODES   nodes in the chain                                  default 5
 #   DEMO_OUT     where features and reports go                       default ./demo-out
 #   DEMO_PORT    first TCP port of the nodes (loopback)              default 7400
+#   DEMO_METHODS the methods, in order                               default "fedpft fedcgs"
+#                (fedmitr too: it trains a ViT per node on the pixels and inverts the chain's
+#                models at every hop, so it takes minutes, not seconds: docs/methods/fedmitr.md)
+#   DEMO_FEDMITR options for fedmitr's runs (its receiver's budget)  default a small one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRAIN=${DEMO_TRAIN:-20000}
@@ -20,6 +24,8 @@ SIZE=${DEMO_SIZE:-64}
 NODES=${DEMO_NODES:-5}
 OUT=${DEMO_OUT:-demo-out}
 PORT=${DEMO_PORT:-7400}
+read -r -a METHODS <<< "${DEMO_METHODS:-fedpft fedcgs}"
+read -r -a FEDMITR <<< "${DEMO_FEDMITR:---client-min-steps 300 --distill-stages 2 --images-per-stage 64 --inversion-iterations 40}"
 
 step() { printf '\n== %s (%ds)\n' "$1" "$SECONDS"; }
 
@@ -41,19 +47,29 @@ DATA=(--train-features "$OUT/train_X.npy" --train-labels "$OUT/train_y.npy"
       --backbone-fingerprint "mobilenet_v2@${SIZE}")
 
 ABS=$(cd "$OUT" && pwd)
-for method in fedpft fedcgs; do
+for method in "${METHODS[@]}"; do
+  # FedMITR's nodes train ViTs on the images themselves, not on backbone features.
+  if [ "$method" = fedmitr ]; then
+    NETDATA=(--data dataset=fashion-mnist --data train-limit="$TRAIN" --data test-limit="$TEST")
+    SIMDATA=(--dataset fashion-mnist --train-limit "$TRAIN" --test-limit "$TEST" "${FEDMITR[@]}")
+    OPTIONS=()
+    for ((i = 0; i + 1 < ${#FEDMITR[@]}; i += 2)); do OPTIONS+=(--option "${FEDMITR[i]#--}=${FEDMITR[i+1]}"); done
+  else
+    NETDATA=(--data train-features="$ABS/train_X.npy" --data train-labels="$ABS/train_y.npy"
+             --data test-features="$ABS/test_X.npy" --data test-labels="$ABS/test_y.npy"
+             --data backbone-fingerprint="mobilenet_v2@${SIZE}")
+    SIMDATA=("${DATA[@]}")
+    OPTIONS=()
+  fi
   step "$method: ${NODES} node processes in a linear chain over ZeroMQ, Dirichlet(0.1) label skew"
   # A fresh run each time: new run name (so old frames cannot be replayed into it), new state.
   rm -rf "$OUT/net/$method.toml" "$OUT/net/$method-state"
   "$FEDNODE" topology linear --nodes "$NODES" --method "$method" --seed 1 --base-port "$PORT" \
     --keys "$OUT/net/keys" --state "$OUT/net/$method-state" --out "$OUT/net/$method.toml" \
-    --data train-features="$ABS/train_X.npy" --data train-labels="$ABS/train_y.npy" \
-    --data test-features="$ABS/test_X.npy" --data test-labels="$ABS/test_y.npy" \
-    --data backbone-fingerprint="mobilenet_v2@${SIZE}" \
-    --data partition=dirichlet --data dirichlet-alpha=0.1 >/dev/null
+    "${NETDATA[@]}" "${OPTIONS[@]}" --data partition=dirichlet --data dirichlet-alpha=0.1 >/dev/null
   "$FEDNODE" launch "$OUT/net/$method.toml" --threads 1 --quiet
   step "$method: the same federation in one process (fednode simulate), with the baselines"
-  "$FEDNODE" simulate "${DATA[@]}" --method "$method" --topology linear --nodes "$NODES" \
+  "$FEDNODE" simulate "${SIMDATA[@]}" --method "$method" --topology linear --nodes "$NODES" \
     --partition dirichlet --dirichlet-alpha 0.1 --seed 1 --quiet --report "$OUT/$method.json"
 done
 step "done; JSON reports in $OUT/, each node's result.json and node.log in $OUT/net/<method>-state/"

@@ -222,7 +222,14 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
   r.inversion.l2_weight = a.real("l2-weight", r.inversion.l2_weight, 0.0, 1e6);
   r.inversion.js_weight = a.real("js-weight", r.inversion.js_weight, 0.0, 1e6);
   r.inversion.mask_ratio = a.real("mask-ratio", r.inversion.mask_ratio, 0.0, 0.99);
-  if (a.has("mask-at")) r.inversion.mask_at = parse_int_list(a.str("mask-at", ""), "mask-at");
+  if (a.has("mask-at")) {
+    r.inversion.mask_at = parse_int_list(a.str("mask-at", ""), "mask-at");
+  } else if (a.has("inversion-iterations")) {  // the default schedule, scaled: a quarter, half, three quarters in
+    const int n = r.inversion.iterations;
+    r.inversion.mask_at.clear();
+    for (int at : {n / 4, n / 2, 3 * n / 4})
+      if (at >= 1 && (r.inversion.mask_at.empty() || at > r.inversion.mask_at.back())) r.inversion.mask_at.push_back(at);
+  }
   for (int at : r.inversion.mask_at)
     if (at >= r.inversion.iterations)
       throw UsageError("--mask-at " + std::to_string(at) + " is not before the last of --inversion-iterations " +
@@ -250,7 +257,7 @@ std::string fedmitr_options_help() {
     << ") --inversion-iterations (" << r.inversion.iterations << ") --inversion-lr (" << r.inversion.lr << ")\n"
     << "    --tv-weight (" << r.inversion.tv_weight << ") --l2-weight (" << r.inversion.l2_weight << ") --js-weight ("
     << r.inversion.js_weight << ") --mask-ratio (" << r.inversion.mask_ratio << ") --mask-at LIST|none ("
-    << int_list(r.inversion.mask_at) << ")\n"
+    << int_list(r.inversion.mask_at) << ", scaled to --inversion-iterations)\n"
     << "    --distill-epochs (" << r.distill.epochs << ") --distill-lr (" << r.distill.lr << ") --distill-batch-size ("
     << r.distill.batch_size << ") --distill-temperature (" << r.distill.temperature << ")\n"
     << "    --token-weight (" << r.distill.token_weight << ") --high-token-weight (" << r.distill.high_weight

@@ -152,6 +152,7 @@ FedMitrOptions small_options() {
   o.vit.heads = 2;
   o.vit.mlp_dim = 16;
   o.client.epochs = 2;
+  o.client.min_steps = 0;
   o.receiver.stages = 1;
   o.receiver.images_per_stage = 8;
   o.receiver.inversion.iterations = 6;

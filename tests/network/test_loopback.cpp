@@ -146,8 +146,9 @@ TEST(LoopbackPersonalization, AStarsLeavesAndARingsNodesTrainTheSimulatorsPerson
 // the simulator's. Ports 23950-23955.
 TEST(LoopbackFedMitr, AStarAndAChainOfFloat16ModelsMatchTheSimulator) {
   const auto dir = test_dir("loopback_fedmitr");
-  OptionMap options = {{"client-epochs", "1"},   {"distill-stages", "1"}, {"images-per-stage", "16"},
-                       {"inversion-iterations", "6"}, {"mask-at", "2,4"},   {"distill-epochs", "1"}};
+  OptionMap options = {{"client-epochs", "1"},         {"client-min-steps", "0"}, {"distill-stages", "1"},
+                       {"images-per-stage", "16"},      {"inversion-iterations", "6"}, {"mask-at", "2,4"},
+                       {"distill-epochs", "1"}};
   launch_and_expect_simulate(make_federation(dir / "star", TopologyMode::Star, 3, "fedmitr", 23950, options, small_data()));
   options["model-precision"] = "float16";
   launch_and_expect_simulate(make_federation(dir / "chain", TopologyMode::Linear, 3, "fedmitr", 23953, options, small_data()));

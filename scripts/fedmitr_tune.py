@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""FedMITR's receiver, tuned on a validation split (never the test set): the same algorithm as
+methods/fedmitr/ (clients from a shared start with at least 600 SGD steps; the receiver's stages of
+sparse inversion against the ensemble, pushed by the student's JS divergence, then distillation with
+token relabelling), written in PyTorch so that its settings can be swept quickly. What it found is in
+docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come from `fednode simulate`.
+
+    python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
+        [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
+
+The split: Debian's Fashion-MNIST training set, permuted by numpy's default_rng(0); the first 5 000
+are the validation images, the other 55 000 the federation's. The ten clients' models are trained
+once per alpha and seed and kept in --work; each run appends one JSON line to --work/results.jsonl.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import sys
+import time
+
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # beside PyTorch's own threads (methods/fedmitr/vit.cpp)
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from ref_vit import Vit, js_divergence, total_variation  # noqa: E402
+
+FASHION = "/usr/share/datasets/fashion-mnist/"
+
+
+def split():
+    def idx(name, offset):
+        return np.frombuffer(gzip.open(FASHION + name).read(), np.uint8, offset=offset)
+    X = idx("train-images-idx3-ubyte.gz", 16).reshape(-1, 784).astype(np.float32) / 255
+    y = idx("train-labels-idx1-ubyte.gz", 8).astype(np.int64)
+    p = np.random.default_rng(0).permutation(len(y))
+    return (torch.from_numpy(X[p[5000:]]), torch.from_numpy(y[p[5000:]]),
+            torch.from_numpy(X[p[:5000]]), torch.from_numpy(y[p[:5000]]))
+
+
+p = argparse.ArgumentParser()
+p.add_argument('--alpha', type=float, default=0.1); p.add_argument('--seed', type=int, default=1)
+p.add_argument('--threads', type=int, default=1)
+p.add_argument('--start', default='fedavg')  # fedavg | init
+p.add_argument('--loss', default='tr')  # tr | kd | pl
+p.add_argument('--dense', action='store_true')
+p.add_argument('--stages', type=int, default=4); p.add_argument('--ipp', type=int, default=256)
+p.add_argument('--iters', type=int, default=50); p.add_argument('--inv-lr', type=float, default=0.1)
+p.add_argument('--js', type=float, default=1.0)
+p.add_argument('--depochs', type=int, default=5); p.add_argument('--dlr', type=float, default=0.01)
+p.add_argument('--work', default='/tmp/fedmitr_tune')
+a = p.parse_args()
+torch.set_num_threads(a.threads)
+os.makedirs(a.work, exist_ok=True)
+X, y, Xv, yv = split()
+N, C = 10, 10
+def acc(m):
+    with torch.no_grad(): return (m(Xv)[0].argmax(1) == yv).float().mean().item()
+cache = os.path.join(a.work, f'clients_a{a.alpha}_s{a.seed}.pt')
+torch.manual_seed(0); init = Vit()
+if not os.path.exists(cache):
+    rng = np.random.default_rng(a.seed); idx = [[] for _ in range(N)]
+    for c in range(C):
+        ids = np.where(y.numpy() == c)[0]; rng.shuffle(ids)
+        pr = rng.dirichlet([a.alpha] * N); cuts = (np.cumsum(pr) * len(ids)).astype(int)[:-1]
+        for k, part in enumerate(np.split(ids, cuts)): idx[k] += part.tolist()
+    sds, counts = [], []
+    for k in range(N):
+        m = Vit(); m.load_state_dict(init.state_dict()); ii = torch.tensor(idx[k]); n = len(ii)
+        steps = math.ceil(n / 64); epochs = max(3, math.ceil(600 / max(steps, 1)))
+        sgd = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+        for e in range(epochs):
+            perm = ii[torch.randperm(n)]
+            for f in range(0, n, 64):
+                b = perm[f:f+64]; loss = F.cross_entropy(m(X[b])[0], y[b]); sgd.zero_grad(); loss.backward(); sgd.step()
+        print(f'client {k}: n={n} epochs={epochs} acc={acc(m):.3f}', flush=True)
+        sds.append(m.state_dict()); counts.append(n)
+    torch.save({'sds': sds, 'counts': counts, 'init': init.state_dict()}, cache)
+d = torch.load(cache); init.load_state_dict(d['init'])
+models = []
+for sd in d['sds']:
+    m = Vit(); m.load_state_dict(sd); m.requires_grad_(False); models.append(m)
+counts = d['counts']; tot = sum(counts)
+fedavg = Vit(); fedavg.load_state_dict({k: sum(sd[k] * c for sd, c in zip(d['sds'], counts)) / tot for k in d['init']})
+with torch.no_grad(): ens = (torch.stack([m(Xv)[0] for m in models]).mean(0).argmax(1) == yv).float().mean().item()
+print(f'fedavg {acc(fedavg):.3f} ensemble {ens:.3f} init {acc(init):.3f}', flush=True)
+
+def full(m, x):  # class and token logits
+    B = x.shape[0]; img = x.view(B, 1, 28, 28)
+    patches = F.unfold(img, kernel_size=7, stride=7).transpose(1, 2)
+    h = torch.cat([m.cls.expand(B, -1, -1), m.embed(patches)], 1) + m.pos
+    for blk in m.blocks: h, _ = blk(h)
+    s = m.head(m.ln(h)); return s[:, 0], s[:, 1:]
+
+def invert(student, targets, iters, dense, gen):
+    n = len(targets); g = 4
+    x = torch.rand(n, 784, generator=gen).requires_grad_(True); adam = torch.optim.Adam([x], lr=a.inv_lr)
+    keep = torch.ones(n, 16, dtype=torch.bool); frozen = att = None
+    mask_at = set() if dense else {iters // 4, iters // 2, 3 * iters // 4}
+    for it in range(iters):
+        if it in mask_at and att is not None:
+            with torch.no_grad():
+                order = att.masked_fill(~keep, float('inf')).argsort(1); k = int(keep[0].sum())
+                for b in range(n): keep[b, order[b, :min(int(0.3 * k), k - 1)]] = False
+                frozen = x.detach().clone()
+        lg, at = 0, 0
+        for m in models:
+            o, aa = m(x, keep); lg, at = lg + o, at + aa.detach()
+        lg, att = lg / len(models), at / len(models)
+        loss = F.cross_entropy(lg, targets) + 1e-4 * total_variation(x, 28)
+        if a.js > 0: loss = loss - a.js * js_divergence(student(x, keep)[0], lg)
+        adam.zero_grad(); loss.backward(); adam.step()
+        if frozen is not None:
+            with torch.no_grad():
+                px = keep.view(n, 1, g, 1, g, 1).expand(n, 1, g, 7, g, 7).reshape(n, -1); x.copy_(torch.where(px, x, frozen))
+    return x.detach(), keep
+
+def dloss(student, xb, teacher, pseudo, high):
+    cl, tok = full(student, xb)
+    if a.loss == 'pl': return F.cross_entropy(cl, pseudo)
+    kd = F.kl_div(F.log_softmax(cl, -1), F.softmax(teacher, -1), reduction='batchmean')
+    if a.loss == 'kd': return kd
+    lp = F.log_softmax(tok, -1); B, T, _ = lp.shape
+    ce = -lp.gather(2, pseudo.view(B, 1, 1).expand(B, T, 1)).squeeze(2)
+    pt = F.softmax(teacher, -1).unsqueeze(1); kl = (pt * (pt.clamp_min(1e-12).log() - lp)).sum(-1)
+    hi = high.float(); lo = 1 - hi
+    return kd + 0.5 * (ce * hi).sum() / hi.sum().clamp_min(1) + 0.5 * (kl * lo).sum() / lo.sum().clamp_min(1)
+
+student = Vit(); student.load_state_dict((fedavg if a.start == 'fedavg' else init).state_dict())
+gen = torch.Generator().manual_seed(a.seed * 1000 + 7)
+pool, T_, P_, H_ = [], [], [], []
+t0 = time.time(); rows = []
+for st in range(a.stages):
+    off = int(torch.randint(0, C, (1,), generator=gen)); targets = (torch.arange(a.ipp) + off) % C
+    student.eval(); student.requires_grad_(False)
+    t1 = time.time(); xs, keep = invert(student, targets, a.iters, a.dense, gen); ti = time.time() - t1
+    with torch.no_grad(): te = torch.stack([m(xs)[0] for m in models]).mean(0)
+    pool.append(xs); T_.append(te); P_.append(te.argmax(1)); H_.append(keep)
+    Xp, Tp, Pp, Hp = torch.cat(pool), torch.cat(T_), torch.cat(P_), torch.cat(H_)
+    match = (Pp[-a.ipp:] == targets).float().mean().item()
+    student.requires_grad_(True); sgd = torch.optim.SGD(student.parameters(), lr=a.dlr, momentum=0.9, weight_decay=1e-4)
+    t2 = time.time()
+    for e in range(a.depochs):
+        perm = torch.randperm(len(Xp), generator=gen)
+        for f in range(0, len(Xp), 64):
+            b = perm[f:f+64]; l = dloss(student, Xp[b], Tp[b], Pp[b], Hp[b]); sgd.zero_grad(); l.backward(); sgd.step()
+    r = acc(student); rows.append(r)
+    print(f'stage {st+1}: inv {ti:.0f}s distil {time.time()-t2:.0f}s target-match {match:.2f} val {r:.3f}', flush=True)
+res = dict(vars(a)); res.update(final=rows[-1] if rows else None, curve=rows, seconds=time.time() - t0)
+print('RESULT', json.dumps(res), flush=True)
+with open(os.path.join(a.work, 'results.jsonl'), 'a') as f: f.write(json.dumps(res) + '\n')
