@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Optional, Tuple
 
 # OpenBLAS on one thread, as fednode runs it beside LibTorch's OpenMP team (methods/fedmitr/vit.cpp):
 # left at its default of one thread per core, PyTorch's own speed halves on 2 cores, which would
@@ -33,7 +34,9 @@ import torch.nn.functional as F
 
 
 class Block(torch.nn.Module):
-    def __init__(self, dim, heads, mlp):
+    """Annotated for torch.jit.script: scripts/export_vit.py builds its TorchScript ViT from it."""
+
+    def __init__(self, dim: int, heads: int, mlp: int):
         super().__init__()
         self.heads = heads
         self.ln1 = torch.nn.LayerNorm(dim, eps=1e-6)
@@ -43,7 +46,7 @@ class Block(torch.nn.Module):
         self.fc1 = torch.nn.Linear(dim, mlp)
         self.fc2 = torch.nn.Linear(mlp, dim)
 
-    def forward(self, h, bias=None):
+    def forward(self, h: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         B, N, D = h.shape
         dh = D // self.heads
         qkv = self.qkv(self.ln1(h)).reshape(B, N, 3, self.heads, dh).permute(2, 0, 3, 1, 4)

@@ -134,6 +134,7 @@ struct FedMitrOptions {
   // image_size and classes come from the data: features of dimension channels * s * s are s x s
   // images.
   VitSpec vit;
+  std::string vit_script;          // a user's TorchScript ViT instead of `vit` (vit.h, load_vit_script)
   // seed: per node, from the run's seed. At least 600 steps: on a validation split (alpha 0.1),
   // clients of 2-3 k images learnt nothing in 3 epochs (docs/methods/fedmitr.md).
   VitTrainOptions client = [] {

@@ -130,15 +130,16 @@ MethodOptions parse_method_options(const Args& a) {
 }
 
 std::string method_options_help() {
+  const MethodOptions defaults;
   std::ostringstream h;
   h << "method:\n"
     << "  --method ";
   const auto& methods = method_registry();
   for (size_t i = 0; i < methods.size(); ++i) h << (i ? "|" : "") << methods[i].name;
-  h << "      (default " << MethodOptions{}.method << ")\n";
+  h << "      (default " << defaults.method << ")\n";
   for (const MethodDescriptor& m : methods) h << m.help();
   h << "release policy (every method):\n"
-    << "  --min-class-count M               (" << MethodOptions{}.min_class_count
+    << "  --min-class-count M               (" << defaults.min_class_count
     << ": off) a class a node holds fewer than M samples of\n"
        "                                    is not released; the node's ledger says so\n"
     << "  --secure-aggregation off|all|counts  (off) FedCGS on any topology of 3+ nodes: statistics\n"

@@ -17,11 +17,17 @@ std::array<int*, 7> fields(VitSpec& s) {
 
 void pack_vit_spec(Packer& pk, const VitSpec& spec) {
   VitSpec s = spec;
-  pk.pack_map(static_cast<uint32_t>(kKeys.size()));
+  pk.pack_map(static_cast<uint32_t>(kKeys.size() + (s.scripted() ? 2 : 0)));
   const auto values = fields(s);
   for (size_t j = 0; j < kKeys.size(); ++j) {
     pack_str(pk, kKeys[j]);
     pk.pack_uint32(static_cast<uint32_t>(*values[j]));
+  }
+  if (s.scripted()) {  // a user's TorchScript ViT: which file, and how many parameters it has
+    pack_str(pk, "script");
+    pack_str(pk, s.script);
+    pack_str(pk, "parameters");
+    pk.pack_uint64(static_cast<uint64_t>(s.script_parameters));
   }
 }
 
@@ -33,6 +39,15 @@ VitSpec read_vit_spec(const msgpack::object& o, const std::string& path, int cla
     const uint64_t v = m.uint(kKeys[j]);
     if (v > (uint64_t{1} << 30)) throw ProtocolError(ProtocolErrorCode::TooLarge, m.path(kKeys[j]) + ": " + std::to_string(v));
     *values[j] = static_cast<int>(v);
+  }
+  if (m.find("script")) {
+    const std::string_view digest = m.str("script");
+    if (digest.size() > 64) throw ProtocolError(ProtocolErrorCode::TooLarge, m.path("script") + ": " + std::to_string(digest.size()) + " bytes");
+    s.script.assign(digest.data(), digest.size());
+    const uint64_t n = m.uint("parameters");
+    if (n > static_cast<uint64_t>(kMaxVitParameters))
+      throw ProtocolError(ProtocolErrorCode::TooLarge, m.path("parameters") + ": " + std::to_string(n));
+    s.script_parameters = static_cast<int64_t>(n);
   }
   m.finish();
   s.classes = classes;

@@ -24,6 +24,12 @@ namespace {
 
 constexpr const char* kMethod = "fedmitr";
 
+// An architecture in an error message.
+std::string describe(const VitSpec& s) {
+  if (s.scripted()) return "the TorchScript ViT " + s.script.substr(0, 16) + "...";
+  return "patch " + std::to_string(s.patch) + ", dim " + std::to_string(s.dim) + ", depth " + std::to_string(s.depth);
+}
+
 // The ensemble a node holds: every model it received and its own, one per owner, by owner.
 std::vector<const ClientModel*> union_of_models(const KnowledgeList& received, const ClientModel* own) {
   std::map<NodeId, const ClientModel*> by_owner;
@@ -95,10 +101,8 @@ class FedMitr final : public Method {
     for (const ClientModel& c : m->models) {
       const std::string at = where + ", model of node " + std::to_string(c.owner);
       if (!(c.model.spec == spec))
-        throw InputError(at + ": its ViT is not this federation's (patch " + std::to_string(c.model.spec.patch) + ", dim " +
-                         std::to_string(c.model.spec.dim) + ", depth " + std::to_string(c.model.spec.depth) + "; this node's: patch " +
-                         std::to_string(spec.patch) + ", dim " + std::to_string(spec.dim) + ", depth " +
-                         std::to_string(spec.depth) + ")");
+        throw InputError(at + ": its ViT is not this federation's (" + describe(c.model.spec) + "; this node's: " +
+                         describe(spec) + ")");
       if (static_cast<int64_t>(c.model.parameters.size()) != spec.parameter_count())
         throw InputError(at + ": " + std::to_string(c.model.parameters.size()) + " parameters, the spec has " +
                          std::to_string(spec.parameter_count()));
@@ -202,6 +206,7 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
   o.vit.depth = whole("vit-depth", o.vit.depth, 1, 256);
   o.vit.heads = whole("vit-heads", o.vit.heads, 1, 1 << 14);
   o.vit.mlp_dim = whole("vit-mlp-dim", o.vit.mlp_dim, 1, 1 << 16);
+  o.vit_script = a.str("vit-script", o.vit_script);
   if (o.vit.dim % o.vit.heads != 0)
     throw UsageError("--vit-dim " + std::to_string(o.vit.dim) + " is not a multiple of --vit-heads " +
                      std::to_string(o.vit.heads));
@@ -250,6 +255,7 @@ std::string fedmitr_options_help() {
   h << "FedMITR (inputs are images: --dataset fashion-mnist without --backbone, or .npy pixels):\n"
     << "  the ViT: --vit-channels (" << o.vit.channels << ") --vit-patch (" << o.vit.patch << ") --vit-dim (" << o.vit.dim
     << ") --vit-depth (" << o.vit.depth << ") --vit-heads (" << o.vit.heads << ") --vit-mlp-dim (" << o.vit.mlp_dim << ")\n"
+    << "    or --vit-script FILE: your own TorchScript ViT (scripts/export_vit.py; its file's weights are the shared start)\n"
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
@@ -269,6 +275,7 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   const auto& o = m.fedmitr;
   const auto& r = o.receiver;
   w.key("fedmitr").begin_object();
+  if (!o.vit_script.empty()) w.key("vit_script").value(o.vit_script);
   w.key("vit").begin_object();
   w.key("channels").value(o.vit.channels);
   w.key("patch").value(o.vit.patch);
@@ -374,6 +381,17 @@ MethodBaselines fedmitr_baselines(const Features& all, const std::vector<Feature
 }  // namespace
 
 VitSpec fedmitr_spec(const FedMitrOptions& options, int dim, int num_classes) {
+  if (!options.vit_script.empty()) {
+    const VitSpec s = load_vit_script(options.vit_script);
+    if (s.pixels() != dim)
+      throw InputError("fedmitr: the ViT script " + options.vit_script + " takes " + std::to_string(s.channels) + " x " +
+                       std::to_string(s.image_size) + " x " + std::to_string(s.image_size) + " images, the inputs have " +
+                       std::to_string(dim) + " values");
+    if (s.classes != num_classes)
+      throw InputError("fedmitr: the ViT script " + options.vit_script + " has " + std::to_string(s.classes) +
+                       " classes, the federation " + std::to_string(num_classes));
+    return s;
+  }
   VitSpec s = options.vit;
   s.classes = num_classes;
   const int per_channel = s.channels > 0 ? dim / s.channels : 0;
@@ -402,6 +420,8 @@ VitModel train_client_model(const FedMitrOptions& options, const Features& local
                 train.epochs, train.min_steps, train.batch_size, options.half_precision ? 1 : 0})
     add(v);
   for (double v : {train.lr, train.momentum, train.weight_decay}) add(v);
+  key += spec.script;
+  add(spec.script_parameters);
   static std::mutex mutex;
   static std::map<std::string, VitModel> memo;
   {
@@ -431,7 +451,7 @@ MethodDescriptor fedmitr_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Models;
-  d.options = {"vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
+  d.options = {"vit-script", "vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
                "client-min-steps",
                "client-lr", "client-batch-size", "model-precision", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",

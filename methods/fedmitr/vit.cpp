@@ -1,14 +1,17 @@
 #include "methods/fedmitr/vit.h"
 
+#include "core/digest.h"
 #include "core/rng.h"
 #include "methods/blas_threads.h"
 #include "methods/fedmitr/vit_torch.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace fednode {
 
 int64_t VitSpec::parameter_count() const {
+  if (scripted()) return script_parameters;
   const int64_t d = dim, m = mlp_dim, T = tokens();
   const int64_t per_block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (m * d + m) + (d * m + d);
   return (d * channels * patch * patch + d) + d + (T + 1) * d + depth * per_block + 2 * d + (int64_t{classes} * d + classes);
@@ -22,6 +25,22 @@ void VitSpec::validate(const std::string& where) const {
   positive("image_size", image_size, 4096);
   positive("channels", channels, 16);
   positive("patch", patch, image_size);
+  if (scripted()) {
+    if (script.size() != 64 || !std::all_of(script.begin(), script.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        }))
+      throw InputError(where + ": script must be a SHA-256 as 64 lowercase hex digits");
+    if (dim != 0 || depth != 0 || heads != 0 || mlp_dim != 0)
+      throw InputError(where + ": a scripted ViT has dim, depth, heads and mlp_dim 0");
+    positive("classes", classes, 1 << 16);
+    if (image_size % patch != 0)
+      throw InputError(where + ": patch " + std::to_string(patch) + " does not divide image_size " + std::to_string(image_size));
+    if (tokens() > 65536) throw InputError(where + ": " + std::to_string(tokens()) + " patch tokens, at most 65536");
+    if (script_parameters < 1 || script_parameters > kMaxVitParameters)
+      throw InputError(where + ": " + std::to_string(script_parameters) + " parameters, expected 1 to " +
+                       std::to_string(kMaxVitParameters));
+    return;
+  }
   positive("dim", dim, 1 << 14);
   positive("depth", depth, 256);
   positive("heads", heads, dim);
@@ -39,7 +58,8 @@ void VitSpec::validate(const std::string& where) const {
 
 bool operator==(const VitSpec& a, const VitSpec& b) {
   return a.image_size == b.image_size && a.channels == b.channels && a.patch == b.patch && a.dim == b.dim &&
-         a.depth == b.depth && a.heads == b.heads && a.mlp_dim == b.mlp_dim && a.classes == b.classes;
+         a.depth == b.depth && a.heads == b.heads && a.mlp_dim == b.mlp_dim && a.classes == b.classes &&
+         a.script == b.script && a.script_parameters == b.script_parameters;
 }
 
 namespace {
@@ -67,6 +87,12 @@ class Filler {
 
 VitModel vit_init(const VitSpec& spec, uint64_t seed) {
   spec.validate("ViT spec");
+  if (spec.scripted()) {
+    VitModel m;
+    m.spec = spec;
+    torch_function<decltype(fednode_torch_vit_script_start)>("fednode_torch_vit_script_start")(spec.script, &m.parameters);
+    return m;
+  }
   VitModel m;
   m.spec = spec;
   m.parameters.reserve(static_cast<size_t>(spec.parameter_count()));
@@ -110,6 +136,17 @@ void check_model(const VitModel& model, const MatrixF& images) {
 }
 
 }  // namespace
+
+VitSpec load_vit_script(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError("ViT script " + path + ": no such file");
+  const std::string digest = sha256_file_hex(path);
+  VitSpec spec;
+  const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
+  torch_function<decltype(fednode_torch_vit_load_script)>("fednode_torch_vit_load_script")(path, digest, &spec);
+  spec.validate("ViT script " + path);
+  return spec;
+}
 
 VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped) {
   const VitSpec& s = model.spec;

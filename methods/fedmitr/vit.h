@@ -28,7 +28,13 @@ struct VitSpec {
   int heads = 4;
   int mlp_dim = 128;
   int classes = 10;
+  // A user's TorchScript ViT instead of the built-in one (scripts/export_vit.py documents the
+  // interface): the SHA-256 of its file, lowercase hex, and its parameter count. Empty for the
+  // built-in; when set, dim, depth, heads and mlp_dim are 0 and patch is the token grid's.
+  std::string script;
+  int64_t script_parameters = 0;
 
+  bool scripted() const { return !script.empty(); }
   int grid() const { return image_size / patch; }
   int tokens() const { return grid() * grid(); }  // patch tokens, CLS not counted
   int pixels() const { return channels * image_size * image_size; }
@@ -57,8 +63,17 @@ struct VitModel {
 
 // The shared initialisation of a federation's run: weights from N(0, 0.02^2) truncated at two
 // standard deviations (as timm's ViTs), biases zero, LayerNorm gains one, CLS and position
-// embeddings from the same normal. The same spec and seed give the same bytes.
+// embeddings from the same normal. The same spec and seed give the same bytes. A scripted spec's
+// start is its file's parameters (a pretrained model's, for the paper's fine-tuning; no seed).
 VitModel vit_init(const VitSpec& spec, uint64_t seed);
+
+// Loads a user's TorchScript ViT (scripts/export_vit.py: forward(images [B, C, S, S], keep [B, T])
+// -> (logits, token_logits, cls_attention); int attributes image_size, channels, patch, classes;
+// float32 parameters, trained and sent in named_parameters() order) and returns its spec; every
+// vit_* function then runs it for that spec, in this process. Throws InputError naming the file
+// and what is wrong when it cannot be read, lacks the interface, or answers a probe in the wrong
+// shapes.
+VitSpec load_vit_script(const std::string& path);
 
 struct VitOutput {
   MatrixF logits;         // [B, classes], from the CLS token

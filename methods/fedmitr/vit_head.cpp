@@ -30,6 +30,10 @@ void VitHead::save_body(std::ostream& out) const {
   const VitSpec& s = model_.spec;
   for (int v : {s.image_size, s.channels, s.patch, s.dim, s.depth, s.heads, s.mlp_dim, s.classes})
     head_format::write_u64(out, static_cast<uint64_t>(v));
+  if (s.scripted()) {  // dim 0 says so: which TorchScript ViT, and its parameter count
+    head_format::write_string(out, s.script);
+    head_format::write_u64(out, static_cast<uint64_t>(s.script_parameters));
+  }
   head_format::write_matrix(out, Eigen::Map<const MatrixF>(model_.parameters.data(), 1,
                                                            static_cast<Eigen::Index>(model_.parameters.size())));
 }
@@ -41,6 +45,12 @@ std::unique_ptr<Head> load_vit_head(std::istream& in, const std::string& where) 
     const uint64_t read = head_format::read_u64(in, where);
     if (read > (uint64_t{1} << 30)) throw InputError(where + ": implausible ViT spec value " + std::to_string(read));
     *v = static_cast<int>(read);
+  }
+  if (m.spec.dim == 0) {  // a user's TorchScript ViT, which this process must have loaded to run it
+    m.spec.script = head_format::read_string(in, where);
+    const uint64_t n = head_format::read_u64(in, where);
+    if (n > static_cast<uint64_t>(kMaxVitParameters)) throw InputError(where + ": implausible ViT parameter count " + std::to_string(n));
+    m.spec.script_parameters = static_cast<int64_t>(n);
   }
   m.spec.validate(where + ": ViT spec");
   const MatrixF p = head_format::read_matrix(in, where);

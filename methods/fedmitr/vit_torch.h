@@ -5,6 +5,12 @@
 #include "core/torch_library.h"
 #include "methods/fedmitr/vit.h"
 
+// Loads the TorchScript ViT at `path` (its SHA-256 `digest`, computed by the caller) into the
+// process's table of scripted ViTs and fills `spec` (classes included). Throws InputError.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_load_script(const std::string& path, const std::string& digest,
+                                                        fednode::VitSpec* spec);
+// The parameters of a loaded script's file, flat in named_parameters() order.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_script_start(const std::string& digest, std::vector<float>* out);
 // `keep`: empty, or B * tokens flags. Fills `out`; throws std::exception on a LibTorch failure.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
                                                     const std::vector<uint8_t>& keep, bool drop_stopped,

@@ -31,7 +31,7 @@ void write_string(std::ostream& out, const std::string& s) {
 
 std::string read_string(std::istream& in, const std::string& where) {
   const uint64_t n = read_u64(in, where);
-  if (n > 64) throw InputError(where + ": head kind string of " + std::to_string(n) + " bytes");
+  if (n > 64) throw InputError(where + ": a string of " + std::to_string(n) + " bytes (at most 64)");
   std::string s(n, '\0');
   if (!in.read(s.data(), static_cast<std::streamsize>(n))) throw InputError(where + ": truncated head file");
   return s;

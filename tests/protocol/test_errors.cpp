@@ -445,6 +445,37 @@ TEST(ProtocolErrors, Models) {
   v = models_value();
   model(v)["count"] = uint64_t{1} << 50;
   expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
+
+  // A user's TorchScript ViT: the file's SHA-256 and its parameter count, the built-in fields 0.
+  const auto scripted = [&model] {
+    Value s = models_value();
+    for (const char* k : {"dim", "depth", "heads", "mlp_dim"}) model(s)["spec"][k] = 0;
+    model(s)["spec"]["script"] = std::string(64, 'c');
+    model(s)["spec"]["parameters"] = 76;
+    return s;
+  };
+  EXPECT_NO_THROW(decode_knowledge(scripted()));
+  v = scripted();
+  model(v)["spec"]["script"] = std::string(65, 'c');
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "spec.script");
+  v = scripted();
+  model(v)["spec"]["script"] = "C0FFEE";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "SHA-256");
+  v = scripted();
+  model(v)["spec"]["dim"] = 2;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "dim, depth, heads and mlp_dim 0");
+  v = scripted();
+  model(v)["spec"]["parameters"] = uint64_t{1} << 40;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "spec.parameters");
+  v = scripted();
+  model(v)["spec"]["parameters"] = 75;
+  expect_knowledge_error(ProtocolErrorCode::DimensionMismatch, v, "parameters");
+  v = scripted();
+  model(v)["spec"].erase("parameters");
+  expect_knowledge_error(ProtocolErrorCode::MissingField, v, "parameters");
+  v = models_value();
+  model(v)["spec"]["parameters"] = 76;
+  expect_knowledge_error(ProtocolErrorCode::UnknownField, v, "parameters");
 }
 
 TEST(ProtocolErrors, Mixtures) {

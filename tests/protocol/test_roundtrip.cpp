@@ -346,6 +346,18 @@ TEST(ProtocolRoundTrip, Models) {
       EXPECT_EQ(out[i].model.parameters, expected);
     }
   }
+  // A user's TorchScript ViT travels as its file's SHA-256 and parameter count.
+  Knowledge scripted = k;
+  for (ClientModel& c : std::get<ModelKnowledge>(scripted.payload).models) {
+    c.model.spec.dim = c.model.spec.depth = c.model.spec.heads = c.model.spec.mlp_dim = 0;
+    c.model.spec.script = std::string(64, 'f');
+    c.model.spec.script_parameters = static_cast<int64_t>(c.model.parameters.size());
+  }
+  const Knowledge back = std::get<Knowledge>(roundtrip(scripted));
+  const auto& out = std::get<ModelKnowledge>(back.payload).models;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].model.spec == std::get<ModelKnowledge>(scripted.payload).models[1].model.spec);
+  EXPECT_EQ(out[1].model.parameters, m.models[1].model.parameters);
 }
 
 TEST(ProtocolRoundTrip, Heads) {
