@@ -450,8 +450,8 @@ TEST(ProtocolErrors, Models) {
   const auto scripted = [&model] {
     Value s = models_value();
     for (const char* k : {"dim", "depth", "heads", "mlp_dim"}) model(s)["spec"][k] = 0;
-    model(s)["spec"]["script"] = std::string(64, 'c');
-    model(s)["spec"]["parameters"] = 76;
+    model(s)["spec"].add("script", std::string(64, 'c'));
+    model(s)["spec"].add("parameters", 76);
     return s;
   };
   EXPECT_NO_THROW(decode_knowledge(scripted()));
@@ -474,7 +474,7 @@ TEST(ProtocolErrors, Models) {
   model(v)["spec"].erase("parameters");
   expect_knowledge_error(ProtocolErrorCode::MissingField, v, "parameters");
   v = models_value();
-  model(v)["spec"]["parameters"] = 76;
+  model(v)["spec"].add("parameters", 76);
   expect_knowledge_error(ProtocolErrorCode::UnknownField, v, "parameters");
 }
 
