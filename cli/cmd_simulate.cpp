@@ -25,7 +25,7 @@ namespace {
 const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
-    "       [--method fedpft|fedcgs|fedtc|fedmitr] [--topology linear|ring|star|graph] [--nodes N]\n"
+    "       [--method fedpft|fedcgs|fedtc|fedmitr|fgl] [--topology linear|ring|star|graph] [--nodes N]\n"
     "       [--partition iid|dirichlet|shards|labels|dominant] [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--uniform-share F] [--seed S | --seeds LIST] [--report report.json]\n"
     "       [--no-baselines]\n"
@@ -164,6 +164,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
 
   LoadedData data = load_data(a, Limits{}.max_dim, quiet);
   o.backbone_fingerprint = data.fingerprint;
+  o.class_names = data.class_names;
   o.dataset_description = data.description;
 
   const Features train = expand_features(std::move(data.train), data.expansion);

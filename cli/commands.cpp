@@ -15,6 +15,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
       {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
+      {"train-generator", "train FGL's built-in image generator on a public image set (TorchScript + sidecar)", cmd_train_generator},
       {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
       {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},

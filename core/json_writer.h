@@ -12,6 +12,29 @@
 
 namespace fednode {
 
+// `s` as a JSON string literal, quotes included (control characters escaped).
+inline std::string json_quoted(const std::string& s) {
+  std::ostringstream out;
+  out << '"';
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out << "\\\""; break;
+      case '\\': out << "\\\\"; break;
+      case '\n': out << "\\n"; break;
+      case '\t': out << "\\t"; break;
+      case '\r': out << "\\r"; break;
+      default:
+        if (ch < 0x20) {
+          out << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(ch) << std::dec;
+        } else {
+          out << ch;
+        }
+    }
+  }
+  out << '"';
+  return out.str();
+}
+
 class JsonWriter {
  public:
   explicit JsonWriter(std::ostream& out) : out_(out) {}
@@ -99,25 +122,7 @@ class JsonWriter {
     if (compact_) return;
     for (size_t i = 0; i < first_.size(); ++i) out_ << "  ";
   }
-  void write_string(const std::string& s) {
-    out_ << '"';
-    for (unsigned char ch : s) {
-      switch (ch) {
-        case '"': out_ << "\\\""; break;
-        case '\\': out_ << "\\\\"; break;
-        case '\n': out_ << "\\n"; break;
-        case '\t': out_ << "\\t"; break;
-        case '\r': out_ << "\\r"; break;
-        default:
-          if (ch < 0x20) {
-            out_ << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(ch) << std::dec;
-          } else {
-            out_ << ch;
-          }
-      }
-    }
-    out_ << '"';
-  }
+  void write_string(const std::string& s) { out_ << json_quoted(s); }
 
   std::ostream& out_;
   std::vector<bool> first_;

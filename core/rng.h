@@ -25,6 +25,8 @@ enum class Purpose : uint64_t {
   DpStatsNoise = 10,     // DP-FedCGS's noise on A, N and B (drawn with core/secret_rng.h)
   ModelInit = 11,        // a federation's shared model initialisation (FedMITR's ViT)
   ModelInversion = 12,   // FedMITR's receiver: each stage's noise, targets and distillation order
+  Synthesis = 13,        // FGL: the latent noise a generator draws a request's images from
+  GeneratorTraining = 14,  // `fednode train-generator`: initialisation, batches and noise
   TopologyBuild = 20,  // random graphs of `fednode topology graph`
   Generic = 99,
 };

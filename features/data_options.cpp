@@ -89,11 +89,13 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.train = tr.features;
     d.test = te.features;
     d.fingerprint = tr.fingerprint;
+    d.class_names = tr.class_names;
     d.description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
                     std::to_string(d.train.size()) + " train, " + std::to_string(d.test.size()) + " test)";
   } else if (!s.dataset.empty()) {
     d.train = load_fashion_mnist(default_fashion_mnist_dir(), "train", s.train_limit);
     d.test = load_fashion_mnist(default_fashion_mnist_dir(), "test", s.test_limit);
+    d.class_names = fashion_mnist_class_names();
     d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
                     std::to_string(d.test.size()) + " test)";
   } else {
@@ -102,6 +104,7 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.train = d.train.first(s.train_limit);
     d.test = d.test.first(s.test_limit);
     d.description = s.train_features;
+    d.class_names = class_names_beside(s.train_features);
   }
   // Every head is scored on the test set: an empty one would report an accuracy of 0.
   if (d.test.size() == 0)

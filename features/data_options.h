@@ -11,6 +11,7 @@
 #include <atomic>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -24,6 +25,9 @@ struct LoadedData {
   FeatureExpansion expansion;
   std::string fingerprint = "pixels";  // of the features the federation works on, expansion included
   std::string description;             // for reports
+  // Label i's name where the data names its classes: Fashion-MNIST's, or PREFIX_classes.txt beside
+  // PREFIX_X.npy (what `fednode extract` writes); empty otherwise.
+  std::vector<std::string> class_names;
 };
 
 // Every data option, parsed and checked, nothing read yet: what `fednode topology --data`

@@ -264,6 +264,22 @@ Extracted extract_features(const ExtractOptions& o) {
   return result;
 }
 
+const std::vector<std::string>& fashion_mnist_class_names() { return kFashionMnistClasses; }
+
+std::vector<std::string> class_names_beside(const std::string& features_npy) {
+  const std::string suffix = "_X.npy";
+  if (features_npy.size() <= suffix.size() || features_npy.compare(features_npy.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return {};
+  const std::string path = features_npy.substr(0, features_npy.size() - suffix.size()) + "_classes.txt";
+  std::ifstream in(path);
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    names.push_back(line);
+  }
+  return names;
+}
+
 void write_extracted(const std::string& prefix, const Extracted& extracted) {
   write_npy_features(prefix + "_X.npy", extracted.features.X);
   write_npy_labels(prefix + "_y.npy", extracted.features.y);

@@ -53,6 +53,11 @@ struct Extracted {
 // Throws InputError for bad options, files or models.
 Extracted extract_features(const ExtractOptions& options);
 
+// Fashion-MNIST's ten class names, label i's at i.
+const std::vector<std::string>& fashion_mnist_class_names();
+// The names of PREFIX_classes.txt for PREFIX_X.npy, one per line, when that file exists; else empty.
+std::vector<std::string> class_names_beside(const std::string& features_npy);
+
 // PREFIX_X.npy (float32 [n, d]), PREFIX_y.npy (int32 [n]) and PREFIX_classes.txt (one class name
 // per line, line i naming label i).
 void write_extracted(const std::string& prefix, const Extracted& extracted);

@@ -78,6 +78,7 @@ std::vector<Payload> sample_payloads() {
   out.push_back(test::sample_linear_head(4, 3, 2));
   out.push_back(test::sample_adapter_head(5, 3, 3, 2, 2));
   out.push_back(test::sample_models(6));
+  out.push_back(test::sample_prompts());
   out.push_back(test::sample_vit_head(7));
   HeadMessage with_means = test::sample_linear_head(4, 3, 2, "lda");
   auto means = std::make_shared<ClassMeans>();

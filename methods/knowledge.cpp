@@ -91,6 +91,17 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
     for (const auto& c : m->models) bytes += static_cast<int64_t>(c.model.parameters.size()) * scalar + 16 + 7 * 4;
     return bytes;
   }
+  if (auto* p = std::get_if<PromptKnowledge>(&payload)) {
+    int64_t bytes = 0;
+    for (const auto& shard : p->shards) {
+      bytes += 4;
+      for (const auto& c : shard.classes) {
+        bytes += 12 + static_cast<int64_t>(c.name.size() + c.prompt.size() + c.negative_prompt.size());
+        for (const auto& caption : c.captions) bytes += static_cast<int64_t>(caption.size());
+      }
+    }
+    return bytes;
+  }
   return 0;
 }
 

@@ -135,7 +135,31 @@ struct ModelKnowledge {
   std::vector<ClientModel> models;  // sorted by owner; the owners are the knowledge's contributors
 };
 
-using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, ModelKnowledge>;
+// FGL: what a receiver needs to synthesise a contributor's data with a generative model, never the
+// data itself: per class the label's name, the class-level prompt and negative prompt, how many
+// samples the class holds, and any instance-level prompts (captions of single samples).
+struct ClassPrompts {
+  int label = 0;
+  int64_t count = 0;                  // the contributor's samples of this class
+  std::string name;                   // the label's name, as the generator's vocabulary knows it
+  std::string prompt;                 // e.g. "{name}, real world images, high resolution"
+  std::string negative_prompt;        // e.g. "low quality, low resolution"
+  std::vector<std::string> captions;  // instance level: at most `count`, each one sample's
+};
+
+// One contributor's prompts. Merging is the union of shards, one per owner, as FedMITR's models:
+// the receiver adds the counts of a class over the shards it holds, so pieces that overlap never
+// count anyone twice, and a node whose prompts differ from another's keeps its own.
+struct PromptShard {
+  NodeId owner = 0;
+  std::vector<ClassPrompts> classes;  // sorted by label, only classes the owner holds
+};
+
+struct PromptKnowledge {
+  std::vector<PromptShard> shards;  // sorted by owner; the owners are the knowledge's contributors
+};
+
+using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, ModelKnowledge, PromptKnowledge>;
 
 // Per class the mean feature of a federation's data (personalised FedCGS's alignment targets);
 // `present[c]` false, and row c zero, for a class no one holds.

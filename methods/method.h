@@ -7,6 +7,7 @@
 // already a contributor of a chosen piece.
 #pragma once
 
+#include "core/generator.h"
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
 #include "methods/fedmitr/receiver.h"
@@ -146,6 +147,24 @@ struct FedMitrOptions {
   ReceiverOptions receiver;        // seeds: per node, from the run's seed
 };
 
+// FGL (methods/fgl/, docs/methods/fgl.md): clients send prompts, never data or models; a
+// receiver synthesises its training set with a generative model and trains its head on it.
+struct FglOptions {
+  // The generative model (node/generator.h opens it for each node): a TorchScript generator file
+  // with its sidecar, or a command that draws images for a file of prompts. Exactly one is set.
+  std::string generator;
+  std::string generator_command;
+  // The paper's class-level prompts (its section 4, "real world images" for natural images);
+  // "{name}" becomes the label's name.
+  std::string prompt = "{name}, real world images, high resolution";
+  std::string negative_prompt = "low quality, low resolution";
+  // Label i's name, where the data does not name its classes (NodeContext::class_names).
+  std::vector<std::string> class_names;
+  // Synthetic images per sample the prompts stand for: 1 mirrors the federation's class counts.
+  double images_per_sample = 1.0;
+  int max_images_per_class = 0;  // 0: no cap
+};
+
 // Secure aggregation of additive knowledge (docs/privacy.md): off, every part masked, or the
 // class counts alone (the FedCGS paper's cheaper option).
 enum class SecureAggregation { Off, All, Counts };
@@ -161,6 +180,7 @@ struct MethodOptions {
   FedCgsOptions fedcgs;
   FedTcOptions fedtc;
   FedMitrOptions fedmitr;
+  FglOptions fgl;
 };
 
 // Who is running the method, for seeding and contributor bookkeeping.
@@ -186,6 +206,11 @@ struct NodeContext {
   // A star's hub after the unmasking round: applied to a masked sum of exactly the survivors'
   // pieces before it is read. Null before the round, and for every other node.
   std::shared_ptr<const Unmasking> unmasking;
+  // Label i's name where the data names its classes (Fashion-MNIST, image folders); may be empty.
+  std::vector<std::string> class_names;
+  // What a method that synthesises its training data draws from (FGL; node/generator.h opens it
+  // from MethodOptions::fgl). Null for every other method.
+  std::shared_ptr<const Generator> generator;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so

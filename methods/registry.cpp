@@ -6,12 +6,13 @@
 #include "methods/fedmitr/fedmitr.h"
 #include "methods/fedpft/fedpft.h"
 #include "methods/fedtc/fedtc.h"
+#include "methods/fgl/fgl.h"
 
 namespace fednode {
 
 const std::vector<MethodDescriptor>& method_registry() {
   static const std::vector<MethodDescriptor> methods = {fedpft_descriptor(), fedcgs_descriptor(), fedtc_descriptor(),
-                                                               fedmitr_descriptor()};
+                                                               fedmitr_descriptor(), fgl_descriptor()};
   return methods;
 }
 

@@ -17,7 +17,7 @@ namespace fednode {
 class JsonWriter;
 
 // Which alternative of KnowledgePayload a method sends: the wire codec dispatches on it.
-enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Models = 3 };
+enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Models = 3, Prompts = 4 };
 
 // What a method measures beside the common baselines of a simulation (the centralised linear and
 // LDA heads, each node's linear head on its own data): named test accuracies for the run, as the

@@ -1,5 +1,7 @@
 #include "node/machine.h"
 
+#include "node/generator.h"
+
 #include "methods/registry.h"
 #include "node/printable.h"
 #include "node/state_store.h"
@@ -56,6 +58,7 @@ NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint
   ctx.dim = dim;
   ctx.min_class_count = method.min_class_count;
   ctx.head_is_sent = !plan.send_head_to.empty();
+  ctx.generator = open_generator(method.fgl);
   return ctx;
 }
 

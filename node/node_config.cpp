@@ -129,6 +129,7 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
   LoadedData loaded =
       from_file(topology, id, [&] { return load_data(parsed, config.limits.max_dim, setup.quiet, setup.stop); });
   config.backbone_fingerprint = loaded.fingerprint;
+  config.class_names = loaded.class_names;
   if (whole) {
     config.local = expand_features(std::move(loaded.train), loaded.expansion);
   } else {
@@ -210,6 +211,7 @@ MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, con
   m.ctx = node_context(plan, config.method, config.topology.federation.seed, config.backbone_fingerprint,
                        config.local.num_classes, static_cast<int>(config.local.dim()));
   m.ctx.stop = stop;
+  m.ctx.class_names = config.class_names;
   m.transfer = transfer_precision(config.method);
   return m;
 }

@@ -29,6 +29,7 @@ struct SimulationOptions {
   uint64_t seed = 0;
   bool baselines = true;       // centralised and local-only heads
   std::string backbone_fingerprint = "pixels";
+  std::vector<std::string> class_names;  // label i's name, where the data names its classes
   std::string dataset_description;  // for the report
   std::function<void(const std::string&)> progress;  // may be empty
   // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns

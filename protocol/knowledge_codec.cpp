@@ -1,4 +1,4 @@
-// Knowledge payloads: the three method variants (docs/protocol.md, "knowledge").
+// Knowledge payloads: one variant per method (docs/protocol.md, "knowledge").
 #include "protocol/payload_parts.h"
 #include "methods/registry.h"
 #include "protocol/tensor.h"
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 namespace fednode {
@@ -100,18 +101,27 @@ void check_spec(const VitSpec& spec, const Knowledge& k, const std::string& at) 
                                                    " pixels per image in knowledge of dimension " + std::to_string(k.dim));
 }
 
-// One model per contributor, no more, no fewer: the owners listed in order are the contributors.
-void check_models(const ModelKnowledge& m, const Knowledge& k, const std::string& where, bool check_finite) {
-  if (m.models.size() != k.contributors.size())
-    fail(ProtocolErrorCode::InvalidValue, where + ".body.models: " + std::to_string(m.models.size()) + " models for " +
+// Knowledge of one entry per contributor (FedMITR's models, FGL's shards), no more, no fewer: the
+// entries' owners, in order, are the contributors. `list` is the entries' path, `noun` one entry.
+template <typename Entry>
+void check_one_per_contributor(const std::vector<Entry>& entries, const Knowledge& k, const std::string& list,
+                               const std::string& noun) {
+  if (entries.size() != k.contributors.size())
+    fail(ProtocolErrorCode::InvalidValue, list + ": " + std::to_string(entries.size()) + " " + noun + "s for " +
                                               std::to_string(k.contributors.size()) + " contributors");
   auto owner = k.contributors.begin();
-  for (size_t i = 0; i < m.models.size(); ++i, ++owner) {
+  for (size_t i = 0; i < entries.size(); ++i, ++owner)
+    if (entries[i].owner != *owner)
+      fail(ProtocolErrorCode::InvalidValue, list + "[" + std::to_string(i) + "].owner: " +
+                                                std::to_string(entries[i].owner) + ", expected contributor " +
+                                                std::to_string(*owner) + " (one " + noun + " per contributor, in order)");
+}
+
+void check_models(const ModelKnowledge& m, const Knowledge& k, const std::string& where, bool check_finite) {
+  check_one_per_contributor(m.models, k, where + ".body.models", "model");
+  for (size_t i = 0; i < m.models.size(); ++i) {
     const auto& c = m.models[i];
     const std::string at = where + ".body.models[" + std::to_string(i) + "]";
-    if (c.owner != *owner)
-      fail(ProtocolErrorCode::InvalidValue, at + ".owner: " + std::to_string(c.owner) + ", expected contributor " +
-                                                std::to_string(*owner) + " (one model per contributor, in order)");
     if (c.count < 1) fail(ProtocolErrorCode::InvalidValue, at + ".count: must be at least 1");
     check_spec(c.model.spec, k, at + ".spec");
     if (static_cast<int64_t>(c.model.parameters.size()) != c.model.spec.parameter_count())
@@ -121,6 +131,60 @@ void check_models(const ModelKnowledge& m, const Knowledge& k, const std::string
     if (check_finite)
       for (float v : c.model.parameters)
         if (!std::isfinite(v)) fail(ProtocolErrorCode::InvalidValue, at + ".parameters: NaN or Inf");
+  }
+}
+
+// Prompt text goes to a generator as a JSON string and to a command's input file: it must be
+// UTF-8 without control characters, so that no peer can break a line of that file or a log.
+void check_text(std::string_view s, const std::string& at, bool may_be_empty) {
+  if (s.empty() && !may_be_empty) fail(ProtocolErrorCode::InvalidValue, at + ": empty");
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      if (b < 0x20 || b == 0x7f)
+        fail(ProtocolErrorCode::InvalidValue, at + ": control character at byte " + std::to_string(i));
+      ++i;
+      continue;
+    }
+    const int extra = (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : -1;
+    uint32_t code = extra == 1 ? b & 0x1F : extra == 2 ? b & 0x0F : b & 0x07;
+    if (extra < 0 || i + static_cast<size_t>(extra) >= s.size())
+      fail(ProtocolErrorCode::InvalidValue, at + ": not UTF-8 at byte " + std::to_string(i));
+    for (int j = 1; j <= extra; ++j) {
+      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(j)]);
+      if ((c & 0xC0) != 0x80) fail(ProtocolErrorCode::InvalidValue, at + ": not UTF-8 at byte " + std::to_string(i));
+      code = (code << 6) | (c & 0x3F);
+    }
+    const uint32_t least = extra == 1 ? 0x80 : extra == 2 ? 0x800 : 0x10000;
+    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || (code >= 0x80 && code < 0xA0))
+      fail(ProtocolErrorCode::InvalidValue, at + ": not UTF-8 text at byte " + std::to_string(i));
+    i += static_cast<size_t>(extra) + 1;
+  }
+}
+
+// Per shard, classes as every per-class list; captions at most one per sample.
+void check_prompts(const PromptKnowledge& p, const Knowledge& k, const std::string& where) {
+  check_one_per_contributor(p.shards, k, where + ".body.shards", "shard");
+  for (size_t i = 0; i < p.shards.size(); ++i) {
+    const PromptShard& shard = p.shards[i];
+    const std::string at = where + ".body.shards[" + std::to_string(i) + "]";
+    if (shard.classes.empty()) fail(ProtocolErrorCode::InvalidValue, at + ".classes: empty");
+    int previous = -1;
+    for (size_t j = 0; j < shard.classes.size(); ++j) {
+      const ClassPrompts& c = shard.classes[j];
+      const std::string cat = at + ".classes[" + std::to_string(j) + "]";
+      check_class_entry(c.label, c.count, previous, k.num_classes, cat);
+      previous = c.label;
+      check_text(c.name, cat + ".name", false);
+      check_text(c.prompt, cat + ".prompt", false);
+      check_text(c.negative_prompt, cat + ".negative_prompt", true);
+      if (static_cast<int64_t>(c.captions.size()) > c.count)
+        fail(ProtocolErrorCode::InvalidValue, cat + ".captions: " + std::to_string(c.captions.size()) +
+                                                  " captions for " + std::to_string(c.count) + " samples");
+      for (size_t n = 0; n < c.captions.size(); ++n)
+        check_text(c.captions[n], cat + ".captions[" + std::to_string(n) + "]", false);
+    }
   }
 }
 
@@ -205,6 +269,8 @@ void check_structure(const Knowledge& k, const std::string& where, bool check_fi
     }
   } else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) {
     check_models(*m, k, where, check_finite);
+  } else if (auto* p = std::get_if<PromptKnowledge>(&k.payload)) {
+    check_prompts(*p, k, where);
   }
 }
 
@@ -393,6 +459,37 @@ void pack_models(Packer& pk, std::string& out, const ModelKnowledge& m, DType dt
     pack_str(pk, "parameters");
     pack_tensor(pk, out, dtype, Layout::Dense, Shape{c.model.parameters.size()}, c.model.parameters.data(),
                 "knowledge.body.models[" + std::to_string(i) + "].parameters", false, &jobs);
+  }
+}
+
+void pack_prompts(Packer& pk, const PromptKnowledge& p) {
+  pk.pack_map(1);
+  pack_str(pk, "shards");
+  pk.pack_array(static_cast<uint32_t>(p.shards.size()));
+  for (const PromptShard& shard : p.shards) {
+    pk.pack_map(2);
+    pack_str(pk, "owner");
+    pk.pack_uint32(shard.owner);
+    pack_str(pk, "classes");
+    pk.pack_array(static_cast<uint32_t>(shard.classes.size()));
+    for (const ClassPrompts& c : shard.classes) {
+      pk.pack_map(c.captions.empty() ? 5 : 6);
+      pack_str(pk, "label");
+      pk.pack_uint32(static_cast<uint32_t>(c.label));
+      pack_str(pk, "count");
+      pk.pack_uint64(static_cast<uint64_t>(c.count));
+      pack_str(pk, "name");
+      pack_str(pk, c.name);
+      pack_str(pk, "prompt");
+      pack_str(pk, c.prompt);
+      pack_str(pk, "negative_prompt");
+      pack_str(pk, c.negative_prompt);
+      if (!c.captions.empty()) {
+        pack_str(pk, "captions");
+        pk.pack_array(static_cast<uint32_t>(c.captions.size()));
+        for (const std::string& caption : c.captions) pack_str(pk, caption);
+      }
+    }
   }
 }
 
@@ -652,6 +749,53 @@ ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const L
   return m;
 }
 
+// Strings are bounded by max_string_bytes while parsing, and the shards and classes by the
+// contributors and classes before anything per entry is kept.
+PromptKnowledge read_prompts(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
+  MapReader body(o, "knowledge.body");
+  const auto& list = as_array(body.at("shards"), body.path("shards"));
+  if (list.size != k.contributors.size())
+    fail(ProtocolErrorCode::InvalidValue, body.path("shards") + ": " + std::to_string(list.size) + " shards for " +
+                                              std::to_string(k.contributors.size()) + " contributors");
+  PromptKnowledge p;
+  p.shards.reserve(list.size);
+  uint64_t samples = 0;
+  for (uint32_t i = 0; i < list.size; ++i) {
+    MapReader e(list.ptr[i], body.path("shards") + "[" + std::to_string(i) + "]");
+    PromptShard shard;
+    const uint64_t owner = e.uint("owner");
+    if (owner > UINT32_MAX) fail(ProtocolErrorCode::InvalidValue, e.path("owner") + ": node id exceeds 32 bits");
+    shard.owner = static_cast<NodeId>(owner);
+    const auto& classes = read_class_list(e, k.num_classes);
+    e.finish();
+    shard.classes.reserve(classes.size);
+    int previous = -1;
+    for (uint32_t j = 0; j < classes.size; ++j) {
+      MapReader m(classes.ptr[j], e.path("classes") + "[" + std::to_string(j) + "]");
+      ClassPrompts c;
+      std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
+      previous = c.label;
+      c.name = read_string(m.at("name"), m.path("name"));
+      c.prompt = read_string(m.at("prompt"), m.path("prompt"));
+      c.negative_prompt = read_string(m.at("negative_prompt"), m.path("negative_prompt"));
+      if (const msgpack::object* captions = m.find("captions")) {
+        const auto& a = as_array(*captions, m.path("captions"));
+        if (a.size > static_cast<uint64_t>(c.count))
+          fail(ProtocolErrorCode::InvalidValue, m.path("captions") + ": " + std::to_string(a.size) +
+                                                    " captions for " + std::to_string(c.count) + " samples");
+        c.captions.reserve(a.size);
+        for (uint32_t n = 0; n < a.size; ++n)
+          c.captions.push_back(read_string(a.ptr[n], m.path("captions") + "[" + std::to_string(n) + "]"));
+      }
+      m.finish();
+      shard.classes.push_back(std::move(c));
+    }
+    p.shards.push_back(std::move(shard));
+  }
+  body.finish();
+  return p;
+}
+
 }  // namespace
 
 void validate_knowledge(const Knowledge& k, const Limits& limits, const std::string& where) {
@@ -680,6 +824,16 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
     for (int64_t n : s->N) count(n, where + ".body.N");
   if (auto* m = std::get_if<ModelKnowledge>(&k.payload))
     for (const auto& c : m->models) count(c.count, where + ".body.models.count");
+  if (auto* p = std::get_if<PromptKnowledge>(&k.payload))
+    for (const auto& shard : p->shards)
+      for (const auto& c : shard.classes) {
+        count(c.count, where + ".body.shards.classes.count");
+        for (const std::string* text : {&c.name, &c.prompt, &c.negative_prompt})
+          check_limit(text->size(), limits.max_string_bytes, where + ".body.shards.classes", "max_string_bytes");
+        for (const std::string& caption : c.captions)
+          check_limit(caption.size(), limits.max_string_bytes, where + ".body.shards.classes.captions",
+                      "max_string_bytes");
+      }
   check_structure(k, where, true);
 }
 
@@ -707,7 +861,8 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
   if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats, jobs);
   else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s, jobs);
   else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) pack_prototypes(pk, out, *p, floats, jobs);
-  else pack_models(pk, out, std::get<ModelKnowledge>(k.payload), floats, jobs);
+  else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) pack_models(pk, out, *m, floats, jobs);
+  else pack_prompts(pk, std::get<PromptKnowledge>(k.payload));
   if (!deferred) local.run();
 }
 
@@ -728,6 +883,7 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
     case KnowledgeKind::Stats: k.payload = read_stats(body, k, limits); break;
     case KnowledgeKind::Prototypes: k.payload = read_prototypes(body, k, limits); break;
     case KnowledgeKind::Models: k.payload = read_models(body, k, limits); break;
+    case KnowledgeKind::Prompts: k.payload = read_prompts(body, k, limits); break;
   }
   check_structure(k, "knowledge", false);  // unpack_tensor refused NaN/Inf already
   return k;

@@ -347,6 +347,9 @@ size_t encoded_payload_bound(const Knowledge& k, const EncodeOptions& options) {
   else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) entries = p->classes.size();
   else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) entries = s->N.size();
   else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) entries = m->models.size();
+  else if (auto* p = std::get_if<PromptKnowledge>(&k.payload))
+    for (const auto& shard : p->shards)
+      for (const auto& c : shard.classes) entries += 1 + c.captions.size() / 32;
   return static_cast<size_t>(k.payload_bytes(options.precision == Precision::Float16)) + 4096 + 256 * entries +
          5 * k.contributors.size() + k.backbone_fingerprint.size();
 }

@@ -349,11 +349,47 @@ std::string completions(const std::string& words) {
   return out;
 }
 
+// FGL end to end: `train-generator` writes a TorchScript generator and its sidecar from images
+// the federation does not hold; `simulate --method fgl` draws from it, in process and behind the
+// external-command contract (scripts/fgl_generator_command.py, a real generator, not a stub).
+TEST_F(Cli, FglTrainsAGeneratorAndSimulatesWithItDirectlyAndAsACommand) {
+  const fs::path gen = dir_ / "gen.pt";
+  const CliRun trained = run_cli("train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1"
+                                 " --width 8 --latent 8 --seed 2 --quiet --out " + gen.string());
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  std::ifstream sidecar(gen.string() + ".generator");
+  const std::string text((std::istreambuf_iterator<char>(sidecar)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("class = Ankle boot"), std::string::npos) << text;
+  EXPECT_NE(text.find("trained_on = fashion-mnist training images 59000 to 59999"), std::string::npos) << text;
+  const std::string common = "simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
+                             " --topology star --nodes 3 --head-lr 0.01 --head-epochs 2 --head-min-steps 50 --quiet";
+  const auto accuracy_of = [](const fs::path& report) {
+    const nlohmann::json json = read_json(report);
+    const nlohmann::json& node = element(json["nodes"], 0);
+    return node.contains("accuracy") ? number_or(node["accuracy"], -1) : -1.0;
+  };
+  const CliRun direct = run_cli(common + " --generator " + gen.string() + " --report " + (dir_ / "a.json").string());
+  ASSERT_EQ(direct.code, 0) << direct.output;
+  EXPECT_GT(accuracy_of(dir_ / "a.json"), 0.0);
+  const std::string command = "/usr/bin/python3 " + std::string(FEDNODE_SOURCE_DIR) +
+                              "/scripts/fgl_generator_command.py " + gen.string();
+  const CliRun external =
+      run_cli(common + " --generator-command '" + command + "' --report " + (dir_ / "b.json").string());
+  ASSERT_EQ(external.code, 0) << external.output;
+  EXPECT_GT(accuracy_of(dir_ / "b.json"), 0.0);
+  // One generator, named: neither or both is a usage error.
+  EXPECT_EQ(run_cli(common).code, 2);
+  EXPECT_EQ(run_cli(common + " --generator " + gen.string() + " --generator-command true").code, 2);
+  // A generator that does not know the federation's class names says which.
+  const CliRun unnamed = run_cli(common + " --generator " + gen.string() + " --class-names a,b,c,d,e,f,g,h,i,j");
+  EXPECT_NE(unnamed.output.find("knows no class 'a'"), std::string::npos) << unnamed.output;
+}
+
 TEST_F(Cli, BashCompletesCommandsOptionsAndTheirValuesFromTheHelpTexts) {
   EXPECT_EQ(completions("si"), "simulate\n");
   EXPECT_EQ(completions("--ver"), "--version\n");
   EXPECT_EQ(completions("simulate --synthetic-m"), "--synthetic-multiplier\n");
-  EXPECT_EQ(completions("simulate --method "), "fedpft fedcgs fedtc fedmitr\n");
+  EXPECT_EQ(completions("simulate --method "), "fedpft fedcgs fedtc fedmitr fgl\n");
   EXPECT_EQ(completions("simulate --component-draws m"), "multinomial\n");
   EXPECT_EQ(completions("launch --thr"), "--threads\n");
   const std::string file = (dir_ / "ring4.toml").string();

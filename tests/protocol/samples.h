@@ -186,6 +186,33 @@ inline Knowledge sample_models(uint64_t seed, int depth = 1) {
   return k;
 }
 
+// FGL's prompts of nodes 1 and 4: class-level for both, captions and non-ASCII names for node 4.
+inline Knowledge sample_prompts() {
+  Knowledge k;
+  k.contributors = {1, 4};
+  k.backbone_fingerprint = "pixels";
+  k.dim = 784;
+  k.num_classes = 10;
+  PromptKnowledge p;
+  for (NodeId owner : {1u, 4u}) {
+    PromptShard shard;
+    shard.owner = owner;
+    for (int label : {0, 3, 9}) {
+      ClassPrompts c;
+      c.label = label;
+      c.count = 10 * label + owner;
+      c.name = owner == 4 && label == 3 ? "Kleid \xc3\xa0 fleurs \xe2\x9c\xbf" : "class " + std::to_string(label);
+      c.prompt = c.name + ", real world images, high resolution";
+      c.negative_prompt = owner == 1 ? "" : "low quality, low resolution";
+      if (owner == 4 && label == 9) c.captions = {"a brown ankle boot, \"laced\"", "a black boot on white"};
+      shard.classes.push_back(c);
+    }
+    p.shards.push_back(shard);
+  }
+  k.payload = std::move(p);
+  return k;
+}
+
 inline HeadMessage sample_vit_head(uint64_t seed) {
   HeadMessage h;
   h.head = std::make_shared<VitHead>(vit_init(small_vit(), seed));

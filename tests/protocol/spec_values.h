@@ -48,6 +48,27 @@ inline Value models_value() {
                                                                      f32_bytes(model_parameters()))}}}}}}};
 }
 
+// docs/protocol.md, "FGL": the prompts of node 3, two classes, one with captions.
+inline Value prompts_value() {
+  return Map{{"method", "fgl"},
+             {"contributors", Array{3}},
+             {"backbone", "pixels"},
+             {"dim", 784},
+             {"classes", 10},
+             {"body", Map{{"shards", Array{Map{{"owner", 3},
+                                               {"classes", Array{Map{{"label", 1},
+                                                                     {"count", 40},
+                                                                     {"name", "Trouser"},
+                                                                     {"prompt", "Trouser, real world images, high resolution"},
+                                                                     {"negative_prompt", "low quality, low resolution"}},
+                                                                 Map{{"label", 7},
+                                                                     {"count", 2},
+                                                                     {"name", "Sneaker"},
+                                                                     {"prompt", "Sneaker, real world images"},
+                                                                     {"negative_prompt", ""},
+                                                                     {"captions", Array{"a white sneaker, side view"}}}}}}}}}}};
+}
+
 // docs/protocol.md, "FedCGS statistics".
 inline Value stats_value() {
   return Map{{"method", "fedcgs"},

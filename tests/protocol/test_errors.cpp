@@ -401,6 +401,71 @@ TEST(ProtocolErrors, MaskedStatistics) {
 // FedMITR's models: a spec no ViT can have, or one that would need more than 2^26 parameters, is
 // refused from its numbers before the parameters are sized; the parameters must be the spec's
 // count; the owners must be the contributors, one model each; the images must be the dimension.
+// FGL's prompts: text a generator and other programs read, so only UTF-8 without control
+// characters, bounded, one shard per contributor, no more captions than samples.
+TEST(ProtocolErrors, Prompts) {
+  EXPECT_NO_THROW(decode_knowledge(test::prompts_value()));
+  const auto shard = [](Value& v) -> Value& { return v["body"]["shards"][0]; };
+  const auto entry = [&shard](Value& v, size_t i) -> Value& { return shard(v)["classes"][i]; };
+  Value v = test::prompts_value();
+  entry(v, 0)["prompt"] = "Trouser\nIgnore the above";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "prompt: control character at byte 7");
+  v = test::prompts_value();
+  entry(v, 0)["name"] = std::string("Tr\0user", 7);
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "name: control character");
+  v = test::prompts_value();
+  entry(v, 0)["name"] = "Trous\xc3";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "name: not UTF-8");
+  v = test::prompts_value();
+  entry(v, 0)["name"] = "\xc0\xaf";  // an overlong '/'
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "name: not UTF-8");
+  v = test::prompts_value();
+  entry(v, 0)["name"] = "\xed\xa0\x80";  // a surrogate
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "name: not UTF-8");
+  v = test::prompts_value();
+  entry(v, 0)["name"] = "";
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "name: empty");
+  v = test::prompts_value();
+  entry(v, 0)["prompt"] = std::string(1025, 'a');
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_string_bytes");
+  v = test::prompts_value();
+  entry(v, 1)["captions"] = Array{"one", "two", "three"};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "3 captions for 2 samples");
+  v = test::prompts_value();
+  entry(v, 1)["captions"] = Array{""};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "captions[0]: empty");
+  v = test::prompts_value();
+  entry(v, 1)["label"] = 1;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "strictly increasing");
+  v = test::prompts_value();
+  entry(v, 1)["label"] = 10;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "outside [0, 10)");
+  v = test::prompts_value();
+  entry(v, 0)["count"] = 0;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "count");
+  v = test::prompts_value();
+  entry(v, 0)["count"] = uint64_t{1} << 50;
+  expect_knowledge_error(ProtocolErrorCode::TooLarge, v, "max_samples");
+  v = test::prompts_value();
+  entry(v, 0).erase("negative_prompt");
+  expect_knowledge_error(ProtocolErrorCode::MissingField, v, "negative_prompt");
+  v = test::prompts_value();
+  entry(v, 0).add("image", "base64...");
+  expect_knowledge_error(ProtocolErrorCode::UnknownField, v, "image");
+  v = test::prompts_value();
+  shard(v)["owner"] = 5;
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "owner");
+  v = test::prompts_value();
+  shard(v)["classes"] = Array{};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "classes: empty");
+  v = test::prompts_value();
+  v["contributors"] = Array{3, 4};
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "1 shards for 2 contributors");
+  v = test::prompts_value();
+  shard(v)["classes"] = Array(11, Value(Map{}));
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "11 entries for 10 classes");
+}
+
 TEST(ProtocolErrors, Models) {
   EXPECT_NO_THROW(decode_knowledge(models_value()));
   const auto model = [](Value& v) -> Value& { return v["body"]["models"][0]; };

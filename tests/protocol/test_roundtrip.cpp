@@ -360,6 +360,31 @@ TEST(ProtocolRoundTrip, Models) {
   EXPECT_EQ(out[1].model.parameters, m.models[1].model.parameters);
 }
 
+// FGL's prompts: every string byte for byte, counts and captions as sent.
+TEST(ProtocolRoundTrip, Prompts) {
+  const Knowledge k = test::sample_prompts();
+  const Knowledge back = std::get<Knowledge>(roundtrip(k));
+  expect_same_frame(k, back);
+  const auto& in = std::get<PromptKnowledge>(k.payload).shards;
+  const auto& out = std::get<PromptKnowledge>(back.payload).shards;
+  ASSERT_EQ(in.size(), out.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].owner, in[i].owner);
+    ASSERT_EQ(out[i].classes.size(), in[i].classes.size());
+    for (size_t c = 0; c < in[i].classes.size(); ++c) {
+      const ClassPrompts &a = in[i].classes[c], &b = out[i].classes[c];
+      EXPECT_EQ(b.label, a.label);
+      EXPECT_EQ(b.count, a.count);
+      EXPECT_EQ(b.name, a.name);
+      EXPECT_EQ(b.prompt, a.prompt);
+      EXPECT_EQ(b.negative_prompt, a.negative_prompt);
+      EXPECT_EQ(b.captions, a.captions);
+    }
+  }
+  // Prompts are orders of magnitude smaller than what other methods send.
+  EXPECT_LT(encode_payload(k, {}).size(), 1000u);
+}
+
 TEST(ProtocolRoundTrip, Heads) {
   for (const std::string kind : {"linear", "lda"}) {
     const HeadMessage h = test::sample_linear_head(4, 6, 4, kind);

@@ -1,0 +1,268 @@
+// FGL (paper 003, federated generative learning): a client sends, per class it holds, the
+// label's name, a prompt and a count (methods/fgl/requests.h); knowledge is the union of the
+// contributors' prompts, one shard per owner, so that overlapping pieces never count anyone twice.
+// A receiver asks its generator (core/generator.h) for a synthetic training set that follows the
+// classes' counts and trains its head on it: the receiver never sees a sample of anyone's data.
+#include "methods/fgl/fgl.h"
+
+#include "core/elapsed.h"
+#include "core/json_writer.h"
+#include "core/rng.h"
+#include "methods/fgl/requests.h"
+#include "methods/method_options.h"
+#include "methods/registry.h"
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+namespace fednode {
+namespace {
+
+constexpr const char* kMethod = "fgl";
+
+// The shards a node holds: every one received and its own, one per owner, by owner.
+std::vector<const PromptShard*> union_of_shards(const KnowledgeList& received, const PromptShard* own) {
+  std::map<NodeId, const PromptShard*> by_owner;
+  for (const Knowledge& k : received)
+    for (const PromptShard& s : std::get<PromptKnowledge>(k.payload).shards) by_owner.emplace(s.owner, &s);
+  if (own) by_owner.emplace(own->owner, own);
+  std::vector<const PromptShard*> out;
+  for (const auto& [owner, s] : by_owner) out.push_back(s);
+  return out;
+}
+
+class Fgl final : public Method {
+ public:
+  Fgl(const FglOptions& options, const LinearTrainOptions& head) : options_(options), head_(head) {}
+
+  std::string name() const override { return kMethod; }
+
+  Knowledge summarize(const Features& local, const NodeContext& ctx) const override {
+    const std::string where = "fgl: node " + std::to_string(ctx.node) + " local data";
+    if (local.size() == 0) throw InputError(where + ": no samples to describe");
+    local.validate(where);
+    Knowledge k = empty_knowledge(ctx);
+    k.contributors = {ctx.node};
+    k.payload = PromptKnowledge{{own_shard(local, ctx)}};
+    return k;
+  }
+
+  Knowledge merge(const KnowledgeList& received, const Features* local, const NodeContext& ctx) const override {
+    check_received(received, ctx);
+    std::optional<PromptShard> own;
+    if (local && local->size() > 0 && !holds(received, ctx.node)) own = own_shard(*local, ctx);
+    Knowledge k = empty_knowledge(ctx);
+    PromptKnowledge prompts;
+    for (const PromptShard* s : union_of_shards(received, own ? &*own : nullptr)) {
+      prompts.shards.push_back(*s);
+      k.contributors.insert(s->owner);
+    }
+    k.payload = std::move(prompts);
+    return k;
+  }
+
+  void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
+    check_compatible(piece, kMethod, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
+    const auto* p = std::get_if<PromptKnowledge>(&piece.payload);
+    if (!p) throw InputError(where + ": not prompt knowledge");
+    Contributors owners;
+    for (const PromptShard& s : p->shards) {
+      const std::string at = where + ", prompts of node " + std::to_string(s.owner);
+      if (!owners.insert(s.owner).second) throw InputError(at + ": a second shard of the same node");
+      int previous = -1;
+      for (const ClassPrompts& c : s.classes) {
+        if (c.label <= previous || c.label >= ctx.num_classes)
+          throw InputError(at + ": class " + std::to_string(c.label) + " out of order or outside [0, " +
+                           std::to_string(ctx.num_classes) + ")");
+        previous = c.label;
+        if (c.count < 1) throw InputError(at + ", class " + std::to_string(c.label) + ": no samples");
+        if (c.name.empty() || c.prompt.empty())
+          throw InputError(at + ", class " + std::to_string(c.label) + ": no name or no prompt");
+        if (static_cast<int64_t>(c.captions.size()) > c.count)
+          throw InputError(at + ", class " + std::to_string(c.label) + ": more captions than samples");
+      }
+    }
+    if (owners != piece.contributors)
+      throw InputError(where + ": the shards' owners " + to_string(owners) + " are not its contributors " +
+                       to_string(piece.contributors));
+  }
+
+  std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local, const NodeContext& ctx) const override {
+    check_received(received, ctx);
+    std::optional<PromptShard> own;
+    if (local && local->size() > 0 && !holds(received, ctx.node)) own = own_shard(*local, ctx);
+    const std::vector<const PromptShard*> shards = union_of_shards(received, own ? &*own : nullptr);
+    const std::string who = "fgl: node " + std::to_string(ctx.node);
+    if (shards.empty()) throw InputError(who + " has no prompts to synthesise from (no local data, nothing received)");
+    if (!ctx.generator) throw InputError(who + " has no generator (--generator FILE or --generator-command CMD)");
+    const std::vector<GenerationRequest> requests = synthesis_requests(shards, options_);
+    const auto say = [&ctx](const std::string& line) {
+      if (ctx.progress) ctx.progress(line);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    SyntheticImages images = ctx.generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
+    say(who + ": " + ctx.generator->describe() + " drew " + std::to_string(images.pixels.rows()) + " images for " +
+        std::to_string(requests.size()) + " requests in " + std::to_string(seconds_since(t0)) + " s");
+    if (images.pixels.cols() != ctx.dim)
+      throw InputError(who + ": the generator draws images of " + std::to_string(images.channels) + " x " +
+                       std::to_string(images.size) + " x " + std::to_string(images.size) + " = " +
+                       std::to_string(images.pixels.cols()) + " pixels; this federation's features have " +
+                       std::to_string(ctx.dim) + " dimensions (FGL trains on pixels: --dataset without --backbone, "
+                       "or .npy pixels of the generator's size)");
+    Features train;
+    train.X = std::move(images.pixels);
+    train.y = std::move(images.labels);
+    train.num_classes = ctx.num_classes;
+    train.validate(who + ": synthetic images");
+    LinearTrainOptions head = head_;
+    head.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node, head_.seed});
+    const EpochCallback on_epoch = [&ctx](int epoch, double loss) {
+      if (ctx.progress) ctx.progress("fgl head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
+      ctx.interruption_point();
+    };
+    HeadChoice chosen;
+    auto trained = train_linear_head(train, head, on_epoch, &chosen);
+    if (!head.lr) say("fgl head: " + chosen.summary());
+    return trained;
+  }
+
+ private:
+  Knowledge empty_knowledge(const NodeContext& ctx) const {
+    Knowledge k;
+    k.backbone_fingerprint = ctx.backbone_fingerprint;
+    k.dim = ctx.dim;
+    k.num_classes = ctx.num_classes;
+    return k;
+  }
+
+  PromptShard own_shard(const Features& local, const NodeContext& ctx) const {
+    return own_prompts(local, ctx.node, options_.class_names.empty() ? ctx.class_names : options_.class_names, options_);
+  }
+
+  void check_received(const KnowledgeList& received, const NodeContext& ctx) const {
+    for (size_t i = 0; i < received.size(); ++i) validate(received[i], ctx, "fgl: received knowledge #" + std::to_string(i));
+  }
+
+  static bool holds(const KnowledgeList& received, NodeId node) {
+    for (const Knowledge& k : received)
+      if (k.contributors.count(node)) return true;
+    return false;
+  }
+
+  FglOptions options_;
+  LinearTrainOptions head_;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) throw UsageError("--class-names: an empty name in '" + text + "' (comma-separated, in label order)");
+    out.push_back(item);
+  }
+  return out;
+}
+
+void parse_fgl_options(const Args& a, MethodOptions& m) {
+  FglOptions& o = m.fgl;
+  o.generator = a.str("generator", o.generator);
+  o.generator_command = a.str("generator-command", o.generator_command);
+  if (o.generator.empty() == o.generator_command.empty())
+    throw UsageError("fgl needs one generator: --generator FILE (a TorchScript generator with its sidecar, e.g. one "
+                     "`fednode train-generator` wrote) or --generator-command CMD");
+  o.prompt = a.str("prompt", o.prompt);
+  if (o.prompt.find("{name}") == std::string::npos)
+    throw UsageError("--prompt '" + o.prompt + "' does not name the class: put {name} where the label's name goes");
+  o.negative_prompt = a.str("negative-prompt", o.negative_prompt);
+  if (a.has("class-names")) o.class_names = split_names(a.str("class-names", ""));
+  o.images_per_sample = a.real("images-per-sample", o.images_per_sample, 1e-6, 1e4);
+  o.max_images_per_class = static_cast<int>(a.integer("max-images-per-class", o.max_images_per_class, 0, 1 << 24));
+}
+
+std::string fgl_options_help() {
+  const FglOptions o;
+  std::ostringstream h;
+  h << "FGL (receivers train on synthetic images: --dataset fashion-mnist without --backbone, or .npy pixels):\n"
+    << "  --generator FILE | --generator-command CMD   the generative model (docs/methods/fgl.md)\n"
+    << "  --prompt (\"" << o.prompt << "\") --negative-prompt (\"" << o.negative_prompt << "\")\n"
+    << "  --class-names A,B,...   label i's name, where the data does not name its classes\n"
+    << "  --images-per-sample (" << o.images_per_sample << ") --max-images-per-class (" << o.max_images_per_class
+    << ": 0 is no cap)\n";
+  return h.str();
+}
+
+void write_fgl_options(JsonWriter& w, const MethodOptions& m) {
+  const FglOptions& o = m.fgl;
+  w.key("fgl").begin_object();
+  if (!o.generator.empty()) w.key("generator").value(o.generator);
+  if (!o.generator_command.empty()) w.key("generator_command").value(o.generator_command);
+  w.key("prompt").value(o.prompt);
+  w.key("negative_prompt").value(o.negative_prompt);
+  if (!o.class_names.empty()) w.key("class_names").array(o.class_names);
+  w.key("images_per_sample").value(o.images_per_sample);
+  w.key("max_images_per_class").value(o.max_images_per_class);
+  w.end_object();
+}
+
+// The paper's comparison beside FGL: one-shot FedAvg of the receiver's network trained on each
+// node's own data (the linear head, averaged weighted by samples: the heads are affine in the same
+// pixels, so their average is a head too). Local-only and the centralised head are the common
+// baselines of every simulation.
+MethodBaselines fgl_baselines(const Features& all, const std::vector<Features>& local, const Features& test,
+                              const MethodOptions& m, uint64_t seed,
+                              const std::function<void(const std::string&)>& progress) {
+  MethodBaselines out;
+  const auto t0 = std::chrono::steady_clock::now();
+  MatrixF W = MatrixF::Zero(all.num_classes, all.dim());
+  VectorF b = VectorF::Zero(all.num_classes);
+  int64_t samples = 0;
+  for (size_t i = 0; i < local.size(); ++i) {
+    if (local[i].size() == 0) continue;
+    if (progress) progress("baselines: node " + std::to_string(i) + "'s head for FedAvg");
+    Features f = local[i];
+    f.num_classes = all.num_classes;
+    LinearTrainOptions head = m.fedpft.head;
+    head.seed = derive_seed(seed, {static_cast<uint64_t>(Purpose::HeadInit), i, m.fedpft.head.seed});
+    const auto trained = train_linear_head(f, head);
+    const float w = static_cast<float>(f.size());
+    W += w * trained->weights();
+    b += w * trained->bias();
+    samples += f.size();
+  }
+  if (samples == 0) return out;
+  const LinearHead fedavg("linear", W / static_cast<float>(samples), b / static_cast<float>(samples));
+  out.run.push_back({"fedavg", fedavg.accuracy(test), seconds_since(t0)});
+  if (progress) progress("baselines: fedavg " + std::to_string(out.run.back().accuracy));
+  return out;
+}
+
+}  // namespace
+
+uint64_t fgl_synthesis_seed(uint64_t run_seed, NodeId node) {
+  return derive_seed(run_seed, {static_cast<uint64_t>(Purpose::Synthesis), node});
+}
+
+std::unique_ptr<Method> make_fgl(const MethodOptions& options) {
+  return std::make_unique<Fgl>(options.fgl, options.fedpft.head);
+}
+
+MethodDescriptor fgl_descriptor() {
+  MethodDescriptor d;
+  d.name = kMethod;
+  d.knowledge = KnowledgeKind::Prompts;
+  d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",
+               "max-images-per-class"};
+  d.parse_options = parse_fgl_options;
+  d.help = fgl_options_help;
+  d.make = make_fgl;
+  d.half_precision = [](const MethodOptions&) { return false; };
+  d.trains_linear_head = true;
+  d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };
+  d.write_options = write_fgl_options;
+  d.baselines = fgl_baselines;
+  return d;
+}
+
+}  // namespace fednode

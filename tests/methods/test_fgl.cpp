@@ -1,0 +1,243 @@
+// FGL (methods/fgl/): a receiver asks for the classes' counts added over the shards it holds;
+// the built-in generator's sidecar reads back what it wrote and refuses what it cannot run; the
+// same seeds draw bit-identical images; knowledge merges by union of shards; the head trains on
+// what the generator drew.
+#include "../common/node_context.h"
+#include "core/rng.h"
+#include "core/torch_library.h"
+#include "methods/fgl/fgl.h"
+#include "methods/fgl/label_generator.h"
+#include "methods/fgl/requests.h"
+
+#include <gtest/gtest.h>
+
+namespace fednode {
+namespace {
+
+ClassPrompts prompt(int label, int64_t count, const std::string& name, const std::string& text) {
+  ClassPrompts c;
+  c.label = label;
+  c.count = count;
+  c.name = name;
+  c.prompt = text;
+  return c;
+}
+
+int64_t total(const std::vector<GenerationRequest>& requests, int label) {
+  int64_t n = 0;
+  for (const auto& r : requests)
+    if (r.label == label) n += r.count;
+  return n;
+}
+
+TEST(FglRequests, CountsAddUpByClassOverTheShards) {
+  PromptShard a, b;
+  a.owner = 0;
+  b.owner = 1;
+  a.classes = {prompt(0, 3, "cat", "cat, photo"), prompt(2, 4, "dog", "dog, photo")};
+  b.classes = {prompt(0, 5, "cat", "cat, photo"), prompt(1, 2, "owl", "owl, photo")};
+  FglOptions o;
+  const auto requests = synthesis_requests({&a, &b}, o);
+  ASSERT_EQ(requests.size(), 3u);  // one request for class 0's one text, not one per shard
+  EXPECT_EQ(requests[0].label, 0);
+  EXPECT_EQ(requests[0].count, 8);
+  EXPECT_EQ(requests[0].name, "cat");
+  EXPECT_EQ(total(requests, 1), 2);
+  EXPECT_EQ(total(requests, 2), 4);
+
+  // A node with its own prompt keeps it; scaled totals stay exact per class.
+  b.classes[0].prompt = "a cat, drawing";
+  o.images_per_sample = 2.5;
+  const auto scaled = synthesis_requests({&a, &b}, o);
+  EXPECT_EQ(total(scaled, 0), 20);
+  EXPECT_EQ(total(scaled, 1), 5);
+  EXPECT_EQ(total(scaled, 2), 10);
+  int class_zero_requests = 0;
+  for (const auto& r : scaled) class_zero_requests += r.label == 0;
+  EXPECT_EQ(class_zero_requests, 2);
+  o.max_images_per_class = 7;
+  const auto capped = synthesis_requests({&a, &b}, o);
+  EXPECT_EQ(total(capped, 0), 7);
+  EXPECT_EQ(total(capped, 1), 5);
+  EXPECT_EQ(total(capped, 2), 7);
+}
+
+TEST(FglRequests, EveryCaptionIsARequestOfItsOwn) {
+  PromptShard a;
+  a.owner = 3;
+  a.classes = {prompt(4, 5, "boot", "boot, photo")};
+  a.classes[0].captions = {"a brown boot", "a black boot"};
+  const auto requests = synthesis_requests({&a}, FglOptions{});
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].caption, "");
+  EXPECT_EQ(requests[0].count, 3);
+  EXPECT_EQ(requests[1].caption, "a black boot");
+  EXPECT_EQ(requests[1].count, 1);
+  EXPECT_EQ(requests[2].caption, "a brown boot");
+}
+
+TEST(FglPrompts, OwnPromptsNameEveryHeldClassOrSayWhichHasNoName) {
+  Features local;
+  local.X = MatrixF::Zero(4, 2);
+  local.y = {0, 2, 2, 0};
+  local.num_classes = 3;
+  const PromptShard s = own_prompts(local, 5, {"cat", "owl", "dog"}, FglOptions{});
+  ASSERT_EQ(s.classes.size(), 2u);
+  EXPECT_EQ(s.owner, 5u);
+  EXPECT_EQ(s.classes[1].label, 2);
+  EXPECT_EQ(s.classes[1].count, 2);
+  EXPECT_EQ(s.classes[1].prompt, "dog, real world images, high resolution");
+  EXPECT_EQ(s.classes[1].negative_prompt, "low quality, low resolution");
+  try {
+    own_prompts(local, 5, {"cat"}, FglOptions{});
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("class 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--class-names"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LabelGeneratorInfo, ReadsBackWhatItWritesAndNamesWhatIsWrong) {
+  LabelGeneratorInfo info;
+  info.latent = 16;
+  info.image_size = 8;
+  info.channels = 1;
+  info.vocabulary = {"T-shirt/top", "Ankle boot", "#1 bag"};
+  info.provenance = {"fashion-mnist training images 50000 to 59999"};
+  const LabelGeneratorInfo back = LabelGeneratorInfo::parse(info.to_text(), "g.pt.generator");
+  EXPECT_EQ(back.latent, 16);
+  EXPECT_EQ(back.image_size, 8);
+  EXPECT_EQ(back.vocabulary, info.vocabulary);
+  EXPECT_EQ(back.provenance, info.provenance);
+  const auto refused = [](const std::string& text, const std::string& mentions) {
+    try {
+      LabelGeneratorInfo::parse(text, "g.pt.generator");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+    }
+  };
+  const std::string base = "kind = label\nlatent = 4\nimage_size = 8\nchannels = 1\n";
+  refused(base, "names no class");
+  refused(base + "class = a\nclass = a\n", "listed twice");
+  refused("kind = text\nlatent = 4\nimage_size = 8\nchannels = 1\nclass = a\n", "kind 'text'");
+  refused("latent = 4\nimage_size = 8\nchannels = 1\nclass = a\n", "'kind' is missing");
+  refused(base + "class = a\ncolour = red\n", "unknown key 'colour'");
+  refused("kind = label\nlatent = 4\nimage_size = 10\nchannels = 1\nclass = a\n", "multiple of 4");
+  refused("kind = label\nlatent = four\nimage_size = 8\nchannels = 1\nclass = a\n", "g.pt.generator:2");
+}
+
+// A generator small enough to train in a test: 2 classes of 8 x 8 images, one epoch.
+struct TinyGenerator {
+  std::shared_ptr<const Generator> generator;
+  TinyGenerator() {
+    Rng rng = Rng::stream(4, Purpose::Generic);
+    MatrixF images(128, 64);
+    Labels labels(128);
+    for (int i = 0; i < 128; ++i) {
+      labels[static_cast<size_t>(i)] = i % 2;
+      for (int p = 0; p < 64; ++p) images(i, p) = static_cast<float>(0.5 * rng.uniform() + (i % 2 ? 0.5 * (p < 32) : 0.0));
+    }
+    GeneratorTrainOptions o;
+    o.latent = 4;
+    o.width = 4;
+    o.epochs = 1;
+    o.batch_size = 32;
+    TrainedGenerator g = train_label_generator(images, labels, 1, 8, {"dark", "light"}, o);
+    generator = make_label_generator(g.module, g.info, "tiny");
+  }
+};
+
+const std::shared_ptr<const Generator>& tiny_generator() {
+  static const TinyGenerator tiny;
+  return tiny.generator;
+}
+
+class FglGenerator : public ::testing::Test {
+ protected:
+  void SetUp() override { set_torch_threads(1); }
+};
+
+TEST_F(FglGenerator, TheSameSeedsDrawBitIdenticalImages) {
+  GenerationRequest light;
+  light.label = 7;
+  light.name = "light";
+  light.count = 5;
+  GenerationRequest dark = light;
+  dark.label = 3;
+  dark.name = "dark";
+  dark.count = 300;  // more than one of the generator's batches
+  const SyntheticImages a = tiny_generator()->generate({light, dark}, 11, nullptr);
+  const SyntheticImages b = tiny_generator()->generate({light, dark}, 11, nullptr);
+  ASSERT_EQ(a.pixels.rows(), 305);
+  EXPECT_EQ(a.pixels.cols(), 64);
+  EXPECT_EQ(a.channels, 1);
+  EXPECT_EQ(a.size, 8);
+  EXPECT_EQ(a.pixels, b.pixels);
+  EXPECT_EQ(a.labels.front(), 7);
+  EXPECT_EQ(a.labels.back(), 3);
+  EXPECT_GE(a.pixels.minCoeff(), 0.0f);
+  EXPECT_LE(a.pixels.maxCoeff(), 1.0f);
+  const SyntheticImages c = tiny_generator()->generate({light, dark}, 12, nullptr);
+  EXPECT_NE(a.pixels, c.pixels);
+  // A request's images do not depend on how many the others asked for.
+  dark.count = 1;
+  const SyntheticImages d = tiny_generator()->generate({light, dark}, 11, nullptr);
+  EXPECT_EQ(d.pixels.topRows(5), a.pixels.topRows(5));
+}
+
+TEST_F(FglGenerator, AClassTheVocabularyLacksIsNamed) {
+  GenerationRequest r;
+  r.name = "Sneaker";
+  r.count = 1;
+  try {
+    tiny_generator()->generate({r}, 1, nullptr);
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no class 'Sneaker' (its vocabulary: dark, light)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
+  MethodOptions options;
+  options.method = "fgl";
+  options.fgl.generator = "tiny";  // opened by node/ in a run; given directly here
+  options.fedpft.head.lr = 1e-2;
+  options.fedpft.head.min_steps = 50;
+  options.fedpft.head.epochs = 2;
+  const auto method = make_fgl(options);
+  Features a, b;
+  a.X = MatrixF::Zero(6, 64);
+  a.y = {0, 0, 0, 0, 1, 1};
+  b.X = MatrixF::Zero(3, 64);
+  b.y = {1, 1, 1};
+  a.num_classes = b.num_classes = 2;
+  NodeContext ca = test::node_context(0, 2, 64, 9), cb = test::node_context(1, 2, 64, 9);
+  for (NodeContext* c : {&ca, &cb}) {
+    c->class_names = {"dark", "light"};
+    c->generator = tiny_generator();
+  }
+  const Knowledge ka = method->summarize(a, ca);
+  const Knowledge merged = method->merge({ka}, &b, cb);
+  EXPECT_EQ(merged.contributors, (Contributors{0, 1}));
+  const auto& shards = std::get<PromptKnowledge>(merged.payload).shards;
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[1].classes[0].count, 3);
+  // Receiving what it already holds adds nothing: the union is by owner.
+  const Knowledge again = method->merge({merged, ka}, &b, cb);
+  EXPECT_EQ(std::get<PromptKnowledge>(again.payload).shards.size(), 2u);
+  const auto head = method->fit_head({merged}, nullptr, ca);
+  const auto head_again = method->fit_head({merged}, nullptr, ca);
+  EXPECT_EQ(head->num_classes(), 2);
+  EXPECT_EQ(head->dim(), 64);
+  const MatrixF probe = MatrixF::Constant(3, 64, 0.4f);
+  EXPECT_EQ(head->scores(probe), head_again->scores(probe));
+  // Without a generator the node says what it lacks.
+  NodeContext none = ca;
+  none.generator = nullptr;
+  EXPECT_THROW(method->fit_head({merged}, nullptr, none), InputError);
+}
+
+}  // namespace
+}  // namespace fednode
