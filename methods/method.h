@@ -11,6 +11,7 @@
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
 #include "methods/fedmitr/receiver.h"
+#include "methods/fgl/cnn.h"
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
@@ -163,7 +164,13 @@ struct FglOptions {
   // Synthetic images per sample the prompts stand for: 1 mirrors the federation's class counts.
   double images_per_sample = 1.0;
   int max_images_per_class = 0;  // 0: no cap
+  // What the receiver trains on the synthetic images: the paper's network from scratch (a small
+  // CNN on the pixels, methods/fgl/cnn.h), or the linear head every other method trains.
+  enum class Receiver { Cnn, Linear } receiver = Receiver::Cnn;
+  CnnSpec cnn;                // image_size, channels and classes come from the synthetic images
+  CnnTrainOptions cnn_train;  // seed: per node, from the run's seed
 };
+const char* to_string(FglOptions::Receiver r);  // "cnn" | "linear" 
 
 // Secure aggregation of additive knowledge (docs/privacy.md): off, every part masked, or the
 // class counts alone (the FedCGS paper's cheaper option).

@@ -1,6 +1,7 @@
-// Head payloads: a trained LinearHead ("linear", "lda"), AdapterHead ("adapter") or FedMITR's
-// distilled ViT ("vit").
+// Head payloads: a trained LinearHead ("linear", "lda"), AdapterHead ("adapter"), FedMITR's
+// distilled ViT ("vit") or FGL's CNN ("cnn").
 #include "methods/fedmitr/vit_head.h"
+#include "methods/fgl/cnn.h"
 #include "protocol/payload_parts.h"
 #include "protocol/tensor.h"
 
@@ -92,6 +93,34 @@ std::shared_ptr<const Head> read_vit(MapReader& map, uint64_t dim, uint64_t clas
   }
 }
 
+// FGL's CNN: its four numbers beside the message's classes, checked (CnnSpec::validate) and
+// matched to the message's dim before the parameters are sized.
+std::shared_ptr<const Head> read_cnn(MapReader& map, uint64_t dim, uint64_t classes) {
+  MapReader spec(map.at("spec"), map.path("spec"));
+  CnnModel m;
+  m.spec.classes = static_cast<int>(classes);
+  for (auto [key, field] : {std::pair<const char*, int*>{"image_size", &m.spec.image_size}, {"channels", &m.spec.channels},
+                            {"width", &m.spec.width}, {"hidden", &m.spec.hidden}}) {
+    const uint64_t v = spec.uint(key);
+    check_limit(v, uint64_t{1} << 20, spec.path(key), "a CNN's spec");
+    *field = static_cast<int>(v);
+  }
+  spec.finish();
+  try {
+    m.spec.validate(map.path("spec"));
+  } catch (const InputError& e) {
+    fail(ProtocolErrorCode::InvalidValue, e.what());
+  }
+  if (static_cast<uint64_t>(m.spec.pixels()) != dim)
+    fail(ProtocolErrorCode::DimensionMismatch, map.path("spec") + ": a CNN of " + std::to_string(m.spec.pixels()) +
+                                                   " pixels per image in a head of dimension " + std::to_string(dim));
+  const TensorIn t = read_tensor(map.at("parameters"), map.path("parameters"));
+  expect_shape(t, {static_cast<uint64_t>(m.spec.parameter_count())}, Layout::Dense);
+  m.parameters.resize(static_cast<size_t>(m.spec.parameter_count()));
+  unpack_tensor(t, m.parameters.data());
+  return std::make_shared<CnnHead>(std::move(m));
+}
+
 }  // namespace
 
 namespace wire {
@@ -103,14 +132,16 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
   const auto* linear = dynamic_cast<const LinearHead*>(&head);
   const auto* adapter = dynamic_cast<const AdapterHead*>(&head);
   const auto* vit = dynamic_cast<const VitHead*>(&head);
-  if (!linear && !adapter && !vit)
-    fail(ProtocolErrorCode::InvalidValue, "head: kind '" + head.kind() + "' cannot be sent (linear, lda, adapter or vit)");
+  const auto* cnn = dynamic_cast<const CnnHead*>(&head);
+  if (!linear && !adapter && !vit && !cnn)
+    fail(ProtocolErrorCode::InvalidValue,
+         "head: kind '" + head.kind() + "' cannot be sent (linear, lda, adapter, vit or cnn)");
   const std::string kind = head.kind();
   const ClassMeans* means = h.class_means.get();
   if (means && (means->means.rows() != head.num_classes() || means->means.cols() != head.dim() ||
                 means->present.size() != static_cast<size_t>(head.num_classes())))
     fail(ProtocolErrorCode::DimensionMismatch, "head.class_means: not C x d for the head's C and d");
-  pk.pack_map((means ? 7 : 6) + (vit ? 1 : 0));  // a ViT's spec and parameters stand for the layers
+  pk.pack_map((means ? 7 : 6) + (vit || cnn ? 1 : 0));  // a spec and parameters stand for the layers
   pack_str(pk, "kind");
   pack_str(pk, kind);
   pack_str(pk, "contributors");
@@ -126,6 +157,18 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
     pack_vit_spec(pk, vit->model().spec);
     pack_str(pk, "parameters");
     pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{vit->model().parameters.size()}, vit->model().parameters.data(),
+                "head.parameters");
+  } else if (cnn) {
+    const CnnSpec& c = cnn->model().spec;
+    pack_str(pk, "spec");
+    pk.pack_map(4);
+    for (auto [key, value] : {std::pair<const char*, int>{"image_size", c.image_size}, {"channels", c.channels},
+                              {"width", c.width}, {"hidden", c.hidden}}) {
+      pack_str(pk, key);
+      pk.pack_uint32(static_cast<uint32_t>(value));
+    }
+    pack_str(pk, "parameters");
+    pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{cnn->model().parameters.size()}, cnn->model().parameters.data(),
                 "head.parameters");
   } else if (linear) {
     pack_str(pk, "layers");
@@ -153,16 +196,16 @@ HeadMessage read_head(const msgpack::object& o, const Limits& limits) {
   MapReader map(o, "head");
   HeadMessage h;
   const std::string kind = read_string(map.at("kind"), map.path("kind"));
-  if (kind != "linear" && kind != "lda" && kind != "adapter" && kind != "vit")
+  if (kind != "linear" && kind != "lda" && kind != "adapter" && kind != "vit" && kind != "cnn")
     fail(ProtocolErrorCode::InvalidValue, "head.kind: unknown head kind '" + printable(kind) +
-                                              "' (linear, lda, adapter or vit)");
+                                              "' (linear, lda, adapter, vit or cnn)");
   h.contributors = read_contributors(map.at("contributors"), map.path("contributors"), limits);
   h.backbone_fingerprint = read_string(map.at("backbone"), map.path("backbone"));
   const uint64_t dim = static_cast<uint64_t>(read_count(map.at("dim"), map.path("dim"), limits.max_dim, "max_dim"));
   const uint64_t classes =
       static_cast<uint64_t>(read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes"));
-  if (kind == "vit") {
-    h.head = read_vit(map, dim, classes);
+  if (kind == "vit" || kind == "cnn") {
+    h.head = kind == "vit" ? read_vit(map, dim, classes) : read_cnn(map, dim, classes);
     if (const msgpack::object* means = map.find("class_means")) h.class_means = read_class_means(*means, classes, dim);
     map.finish();
     return h;

@@ -4,6 +4,7 @@
 #include "methods/fedmitr/vit_torch.h"
 #include "core/rng.h"
 #include "methods/heads/eigen_tensors.h"
+#include "methods/heads/flat_sgd_torch.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -324,30 +325,13 @@ void forward(const VitModel& model, const MatrixF& images, const std::vector<uin
   out->cls_attention = to_matrix(g.cls_attention);
 }
 
-// Mini-batch SGD with momentum and weight decay (torch.optim.SGD's update) over the flat
-// parameters of `start`, on batches of the n rows drawn by the seeded `shuffle`;
-// `batch_loss(flat, index)` is the loss on the rows `index`. `what` names the run when it diverges.
+// SGD (methods/heads/flat_sgd_torch.h) over a ViT's flat parameters.
 void sgd_epochs(const VitModel& start, int64_t n, int epochs, int batch_size, double lr, double momentum,
                 double weight_decay, Rng shuffle, const char* what,
                 const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& batch_loss, VitModel* out) {
-  torch::Tensor flat = flat_view(start).clone().set_requires_grad(true);
-  torch::optim::SGD sgd({flat}, torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.below(i)]);
-    for (int64_t first = 0; first < n; first += batch_size) {
-      const int64_t m = std::min<int64_t>(batch_size, n - first);
-      const torch::Tensor loss = batch_loss(flat, torch::from_blob(order.data() + first, {m}, torch::kInt64));
-      sgd.zero_grad();
-      loss.backward();
-      sgd.step();
-    }
-    if (!torch::isfinite(flat).all().item<bool>())
-      throw InputError(std::string(what) + " diverged in epoch " + std::to_string(epoch + 1) + " (lower the learning rate)");
-  }
+  const torch::Tensor done =
+      flat_sgd(flat_view(start), n, epochs, batch_size, lr, momentum, weight_decay, shuffle, what, batch_loss);
   out->spec = start.spec;
-  const torch::Tensor done = flat.detach().contiguous();
   out->parameters.assign(done.data_ptr<float>(), done.data_ptr<float>() + done.numel());
 }
 

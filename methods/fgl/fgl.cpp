@@ -13,6 +13,7 @@
 #include "methods/registry.h"
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -31,6 +32,32 @@ std::vector<const PromptShard*> union_of_shards(const KnowledgeList& received, c
   for (const auto& [owner, s] : by_owner) out.push_back(s);
   return out;
 }
+
+}  // namespace
+
+std::unique_ptr<Head> fgl_receiver(const FglOptions& options, const LinearTrainOptions& linear, const Features& train,
+                                   int channels, int size, uint64_t seed,
+                                   const std::function<void(int, double)>& after_epoch,
+                                   const std::function<void(const std::string&)>& progress) {
+  if (options.receiver == FglOptions::Receiver::Linear) {
+    LinearTrainOptions head = linear;
+    head.seed = seed;
+    HeadChoice chosen;
+    auto trained = train_linear_head(train, head, after_epoch, &chosen);
+    if (!head.lr && progress) progress("fgl head: " + chosen.summary());
+    return trained;
+  }
+  CnnSpec spec = options.cnn;
+  spec.image_size = size;
+  spec.channels = channels;
+  spec.classes = train.num_classes;
+  CnnTrainOptions o = options.cnn_train;
+  o.seed = seed;
+  o.after_epoch = after_epoch;
+  return std::make_unique<CnnHead>(train_cnn(cnn_init(spec, seed), train.X, train.y, o));
+}
+
+namespace {
 
 class Fgl final : public Method {
  public:
@@ -115,16 +142,7 @@ class Fgl final : public Method {
     train.y = std::move(images.labels);
     train.num_classes = ctx.num_classes;
     train.validate(who + ": synthetic images");
-    LinearTrainOptions head = head_;
-    head.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node, head_.seed});
-    const EpochCallback on_epoch = [&ctx](int epoch, double loss) {
-      if (ctx.progress) ctx.progress("fgl head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
-      ctx.interruption_point();
-    };
-    HeadChoice chosen;
-    auto trained = train_linear_head(train, head, on_epoch, &chosen);
-    if (!head.lr) say("fgl head: " + chosen.summary());
-    return trained;
+    return train_receiver(train, images.channels, images.size, ctx);
   }
 
  private:
@@ -134,6 +152,16 @@ class Fgl final : public Method {
     k.dim = ctx.dim;
     k.num_classes = ctx.num_classes;
     return k;
+  }
+
+  // The receiver's network on the synthetic set (FglOptions::Receiver), seeded per node.
+  std::unique_ptr<Head> train_receiver(const Features& train, int channels, int size, const NodeContext& ctx) const {
+    const uint64_t seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node, head_.seed});
+    const auto on_epoch = [&ctx](int epoch, double loss) {
+      if (ctx.progress) ctx.progress("fgl head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
+      ctx.interruption_point();
+    };
+    return fgl_receiver(options_, head_, train, channels, size, seed, on_epoch, ctx.progress);
   }
 
   PromptShard own_shard(const Features& local, const NodeContext& ctx) const {
@@ -179,6 +207,19 @@ void parse_fgl_options(const Args& a, MethodOptions& m) {
   if (a.has("class-names")) o.class_names = split_names(a.str("class-names", ""));
   o.images_per_sample = a.real("images-per-sample", o.images_per_sample, 1e-6, 1e4);
   o.max_images_per_class = static_cast<int>(a.integer("max-images-per-class", o.max_images_per_class, 0, 1 << 24));
+  const std::string receiver = a.str("receiver", to_string(o.receiver));
+  if (receiver == "cnn") o.receiver = FglOptions::Receiver::Cnn;
+  else if (receiver == "linear") o.receiver = FglOptions::Receiver::Linear;
+  else throw UsageError("--receiver must be cnn or linear, got '" + receiver + "'");
+  o.cnn.width = static_cast<int>(a.integer("cnn-width", o.cnn.width, 1, 4096));
+  o.cnn.hidden = static_cast<int>(a.integer("cnn-hidden", o.cnn.hidden, 1, 65536));
+  o.cnn_train.epochs = static_cast<int>(a.integer("cnn-epochs", o.cnn_train.epochs, 0, 100000));
+  o.cnn_train.min_steps = static_cast<int>(a.integer("cnn-min-steps", o.cnn_train.min_steps, 0, 1 << 30));
+  o.cnn_train.lr = a.real("cnn-lr", o.cnn_train.lr, 1e-8, 10.0);
+  o.cnn_train.batch_size = static_cast<int>(a.integer("cnn-batch-size", o.cnn_train.batch_size, 1, 1 << 20));
+  if (o.receiver == FglOptions::Receiver::Linear)
+    for (const char* name : {"cnn-width", "cnn-hidden", "cnn-epochs", "cnn-min-steps", "cnn-lr", "cnn-batch-size"})
+      if (a.has(name)) throw UsageError(std::string("--") + name + " sets the CNN, but --receiver is linear");
 }
 
 std::string fgl_options_help() {
@@ -189,7 +230,11 @@ std::string fgl_options_help() {
     << "  --prompt (\"" << o.prompt << "\") --negative-prompt (\"" << o.negative_prompt << "\")\n"
     << "  --class-names A,B,...   label i's name, where the data does not name its classes\n"
     << "  --images-per-sample (" << o.images_per_sample << ") --max-images-per-class (" << o.max_images_per_class
-    << ": 0 is no cap)\n";
+    << ": 0 is no cap)\n"
+    << "  --receiver cnn|linear (" << to_string(o.receiver) << ": a CNN from scratch on the pixels, or the linear head)\n"
+    << "    the CNN: --cnn-width (" << o.cnn.width << ") --cnn-hidden (" << o.cnn.hidden << ") --cnn-epochs ("
+    << o.cnn_train.epochs << ") --cnn-min-steps (" << o.cnn_train.min_steps << ") --cnn-lr (" << o.cnn_train.lr
+    << ") --cnn-batch-size (" << o.cnn_train.batch_size << ")\n";
   return h.str();
 }
 
@@ -203,42 +248,83 @@ void write_fgl_options(JsonWriter& w, const MethodOptions& m) {
   if (!o.class_names.empty()) w.key("class_names").array(o.class_names);
   w.key("images_per_sample").value(o.images_per_sample);
   w.key("max_images_per_class").value(o.max_images_per_class);
+  w.key("receiver").value(to_string(o.receiver));
+  if (o.receiver == FglOptions::Receiver::Cnn) {
+    w.key("cnn").begin_object();
+    w.key("width").value(o.cnn.width);
+    w.key("hidden").value(o.cnn.hidden);
+    w.key("epochs").value(o.cnn_train.epochs);
+    w.key("min_steps").value(o.cnn_train.min_steps);
+    w.key("lr").value(o.cnn_train.lr);
+    w.key("momentum").value(o.cnn_train.momentum);
+    w.key("weight_decay").value(o.cnn_train.weight_decay);
+    w.key("batch_size").value(o.cnn_train.batch_size);
+    w.end_object();
+  }
   w.end_object();
 }
 
 // The paper's comparison beside FGL: one-shot FedAvg of the receiver's network trained on each
-// node's own data (the linear head, averaged weighted by samples: the heads are affine in the same
-// pixels, so their average is a head too). Local-only and the centralised head are the common
-// baselines of every simulation.
+// node's own data from one shared start, weighted by samples (the linear heads are affine in the
+// same pixels, so their average is a head too), and, for the CNN, each node's own CNN as its
+// local-only reference. The centralised head is the common baseline of every simulation.
 MethodBaselines fgl_baselines(const Features& all, const std::vector<Features>& local, const Features& test,
                               const MethodOptions& m, uint64_t seed,
                               const std::function<void(const std::string&)>& progress) {
+  const FglOptions& o = m.fgl;
   MethodBaselines out;
   const auto t0 = std::chrono::steady_clock::now();
-  MatrixF W = MatrixF::Zero(all.num_classes, all.dim());
-  VectorF b = VectorF::Zero(all.num_classes);
+  const int channels = o.cnn.channels;
+  const int size = static_cast<int>(std::lround(std::sqrt(static_cast<double>(all.dim()) / channels)));
+  const bool cnn = o.receiver == FglOptions::Receiver::Cnn;
+  if (cnn && channels * size * size != all.dim())
+    throw InputError("fgl: features of dimension " + std::to_string(all.dim()) + " are not square images of " +
+                     std::to_string(channels) + " channel(s)");
+  // One start for every node, as FedAvg needs: the linear head starts from zero, the CNN from this.
+  const uint64_t shared = derive_seed(seed, {static_cast<uint64_t>(Purpose::HeadInit), 0xFEDA});
+  std::vector<float> sum;
   int64_t samples = 0;
+  std::unique_ptr<Head> last;
+  if (cnn) out.local_only.assign(local.size(), -1.0);
   for (size_t i = 0; i < local.size(); ++i) {
     if (local[i].size() == 0) continue;
-    if (progress) progress("baselines: node " + std::to_string(i) + "'s head for FedAvg");
+    if (progress) progress("baselines: node " + std::to_string(i) + "'s " + to_string(o.receiver) + " for FedAvg");
     Features f = local[i];
     f.num_classes = all.num_classes;
-    LinearTrainOptions head = m.fedpft.head;
-    head.seed = derive_seed(seed, {static_cast<uint64_t>(Purpose::HeadInit), i, m.fedpft.head.seed});
-    const auto trained = train_linear_head(f, head);
-    const float w = static_cast<float>(f.size());
-    W += w * trained->weights();
-    b += w * trained->bias();
+    last = fgl_receiver(o, m.fedpft.head, f, channels, size, shared, {}, {});
+    std::vector<float> flat;
+    if (const auto* c = dynamic_cast<const CnnHead*>(last.get())) {
+      flat = c->model().parameters;
+      out.local_only[i] = last->accuracy(test);
+    } else {
+      const auto& h = dynamic_cast<const LinearHead&>(*last);
+      flat.assign(h.weights().data(), h.weights().data() + h.weights().size());
+      flat.insert(flat.end(), h.bias().data(), h.bias().data() + h.bias().size());
+    }
+    if (sum.empty()) sum.assign(flat.size(), 0.0f);
+    for (size_t k = 0; k < flat.size(); ++k) sum[k] += static_cast<float>(f.size()) * flat[k];
     samples += f.size();
   }
   if (samples == 0) return out;
-  const LinearHead fedavg("linear", W / static_cast<float>(samples), b / static_cast<float>(samples));
-  out.run.push_back({"fedavg", fedavg.accuracy(test), seconds_since(t0)});
+  for (float& v : sum) v /= static_cast<float>(samples);
+  std::unique_ptr<Head> fedavg;
+  if (const auto* c = dynamic_cast<const CnnHead*>(last.get())) {
+    CnnModel avg = c->model();
+    avg.parameters = sum;
+    fedavg = std::make_unique<CnnHead>(std::move(avg));
+  } else {
+    const Eigen::Index C = all.num_classes, d = all.dim();
+    fedavg = std::make_unique<LinearHead>("linear", Eigen::Map<const MatrixF>(sum.data(), C, d),
+                                          Eigen::Map<const VectorF>(sum.data() + C * d, C));
+  }
+  out.run.push_back({"fedavg", fedavg->accuracy(test), seconds_since(t0)});
   if (progress) progress("baselines: fedavg " + std::to_string(out.run.back().accuracy));
   return out;
 }
 
 }  // namespace
+
+const char* to_string(FglOptions::Receiver r) { return r == FglOptions::Receiver::Cnn ? "cnn" : "linear"; }
 
 uint64_t fgl_synthesis_seed(uint64_t run_seed, NodeId node) {
   return derive_seed(run_seed, {static_cast<uint64_t>(Purpose::Synthesis), node});
@@ -253,7 +339,8 @@ MethodDescriptor fgl_descriptor() {
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Prompts;
   d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",
-               "max-images-per-class"};
+               "max-images-per-class", "receiver", "cnn-width", "cnn-hidden", "cnn-epochs", "cnn-min-steps", "cnn-lr",
+               "cnn-batch-size"};
   d.parse_options = parse_fgl_options;
   d.help = fgl_options_help;
   d.make = make_fgl;

@@ -1,6 +1,7 @@
 #include "methods/heads/head.h"
 
 #include "methods/fedmitr/vit_head.h"
+#include "methods/fgl/cnn.h"
 #include "methods/heads/head_format.h"
 
 #include <cblas.h>
@@ -184,6 +185,7 @@ std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {
     return std::make_unique<AdapterHead>(std::move(layers));
   }
   if (kind == "vit") return load_vit_head(in, where);
+  if (kind == "cnn") return load_cnn_head(in, where);
   throw InputError(where + ": unknown head kind '" + kind + "'");
 }
 

@@ -5,11 +5,14 @@
 #include "../common/node_context.h"
 #include "core/rng.h"
 #include "core/torch_library.h"
+#include "methods/fgl/cnn.h"
 #include "methods/fgl/fgl.h"
 #include "methods/fgl/label_generator.h"
 #include "methods/fgl/requests.h"
 
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 namespace fednode {
 namespace {
@@ -203,6 +206,7 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   MethodOptions options;
   options.method = "fgl";
   options.fgl.generator = "tiny";  // opened by node/ in a run; given directly here
+  options.fgl.receiver = FglOptions::Receiver::Linear;
   options.fedpft.head.lr = 1e-2;
   options.fedpft.head.min_steps = 50;
   options.fedpft.head.epochs = 2;
@@ -237,6 +241,54 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   NodeContext none = ca;
   none.generator = nullptr;
   EXPECT_THROW(method->fit_head({merged}, nullptr, none), InputError);
+}
+
+TEST(FglCnn, ItsParametersAreTheLayersAndAnImpossibleSpecIsNamed) {
+  CnnSpec s;  // 28 x 28 x 1, width 32, hidden 128, 10 classes
+  EXPECT_EQ(s.parameter_count(), (32 * 9 + 32) + (64 * 32 * 9 + 64) + (128 * 64 * 49 + 128) + (10 * 128 + 10));
+  EXPECT_EQ(cnn_init(s, 3).parameters.size(), static_cast<size_t>(s.parameter_count()));
+  EXPECT_EQ(cnn_init(s, 3).parameters, cnn_init(s, 3).parameters);
+  s.image_size = 30;
+  EXPECT_THROW(s.validate("cnn"), InputError);
+  s.image_size = 4096;
+  s.width = 4096;
+  EXPECT_THROW(s.validate("cnn"), InputError);  // billions of parameters: refused, not allocated
+}
+
+TEST_F(FglGenerator, TheCnnLearnsAndSurvivesAHeadFile) {
+  // Class 1's images are bright in their top half, class 0's are not.
+  Rng rng = Rng::stream(6, Purpose::Generic);
+  MatrixF X(200, 64);
+  Labels y(200);
+  for (int i = 0; i < 200; ++i) {
+    y[static_cast<size_t>(i)] = i % 2;
+    for (int p = 0; p < 64; ++p) X(i, p) = static_cast<float>(0.4 * rng.uniform() + (i % 2 && p < 32 ? 0.6 : 0.0));
+  }
+  CnnSpec s;
+  s.image_size = 8;
+  s.width = 4;
+  s.hidden = 8;
+  s.classes = 2;
+  CnnTrainOptions o;
+  o.epochs = 1;
+  o.min_steps = 300;
+  o.lr = 0.05;
+  o.batch_size = 20;
+  o.seed = 2;
+  const CnnModel start = cnn_init(s, 1);
+  const CnnHead untrained(start), head(train_cnn(start, X, y, o));
+  Features f;
+  f.X = X;
+  f.y = y;
+  f.num_classes = 2;
+  EXPECT_GE(head.accuracy(f), 0.95);
+  EXPECT_EQ(CnnHead(train_cnn(start, X, y, o)).scores(X), head.scores(X));  // the same seeds, the same CNN
+  std::stringstream file;
+  head.save(file);
+  const auto back = Head::load(file, "cnn head");
+  EXPECT_EQ(back->kind(), "cnn");
+  EXPECT_EQ(back->scores(X), head.scores(X));
+  EXPECT_THROW(train_cnn(start, X.leftCols(32), y, o), InputError);
 }
 
 }  // namespace

@@ -649,6 +649,48 @@ TEST(ProtocolErrors, HeadShapes) {
   expect_code(ProtocolErrorCode::DimensionMismatch, [&] { decode(MessageType::Head, bytes); }, "head.layers[0].W");
 }
 
+// FGL's CNN head: its spec is checked (and its parameter count bounded) before the parameters
+// are sized, and must describe the message's dim.
+TEST(ProtocolErrors, CnnHeads) {
+  // 8 x 8 x 1, width 1, hidden 2, 2 classes: 10 + 20 + 18 + 6 parameters.
+  const auto cnn_head = [] {
+    return Value(Map{{"kind", "cnn"},
+                     {"contributors", Array{0, 1}},
+                     {"backbone", "pixels"},
+                     {"dim", 64},
+                     {"classes", 2},
+                     {"spec", Map{{"image_size", 8}, {"channels", 1}, {"width", 1}, {"hidden", 2}}},
+                     {"parameters", tensor("f32", Array{54}, "dense", f32_bytes(std::vector<float>(54, 0.1f)))}});
+  };
+  const auto decode_head = [](const Value& v) { return decode(MessageType::Head, pack(v)); };
+  EXPECT_EQ(std::get<HeadMessage>(decode_head(cnn_head())).head->kind(), "cnn");
+  const auto expect = [&](ProtocolErrorCode code, const Value& v, const std::string& mentions) {
+    expect_code(code, [&] { decode_head(v); }, mentions);
+  };
+  Value v = cnn_head();
+  v["spec"]["width"] = 4096;
+  v["spec"]["hidden"] = 65536;
+  expect(ProtocolErrorCode::InvalidValue, v, "parameters, at most");
+  v = cnn_head();
+  v["spec"]["width"] = uint64_t{1} << 40;
+  expect(ProtocolErrorCode::TooLarge, v, "spec.width");
+  v = cnn_head();
+  v["spec"]["image_size"] = 6;
+  expect(ProtocolErrorCode::InvalidValue, v, "multiple of 4");
+  v = cnn_head();
+  v["dim"] = 48;
+  expect(ProtocolErrorCode::DimensionMismatch, v, "64 pixels");
+  v = cnn_head();
+  v["parameters"] = tensor("f32", Array{53}, "dense", f32_bytes(std::vector<float>(53, 0.1f)));
+  expect(ProtocolErrorCode::DimensionMismatch, v, "parameters");
+  v = cnn_head();
+  v["spec"].add("depth", 3);
+  expect(ProtocolErrorCode::UnknownField, v, "depth");
+  v = cnn_head();
+  v["spec"].erase("hidden");
+  expect(ProtocolErrorCode::MissingField, v, "hidden");
+}
+
 TEST(ProtocolErrors, EnvelopeHeader) {
   const EnvelopeHeader h = test::header_for(MessageType::Ack);
   Bin run;

@@ -4,6 +4,8 @@
 
 #include "core/float16.h"
 
+#include "methods/fgl/cnn.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -419,6 +421,22 @@ TEST(ProtocolRoundTrip, Heads) {
   EXPECT_EQ(dynamic_cast<const VitHead&>(*vit_back.head).model().parameters,
             dynamic_cast<const VitHead&>(*v.head).model().parameters);
   EXPECT_TRUE(dynamic_cast<const VitHead&>(*vit_back.head).model().spec == s);
+
+  // FGL's head is its CNN, float32 on the wire.
+  CnnSpec cs;
+  cs.image_size = 8;
+  cs.width = 2;
+  cs.hidden = 3;
+  cs.classes = 4;
+  HeadMessage c;
+  c.head = std::make_shared<CnnHead>(cnn_init(cs, 5));
+  c.contributors = {2};
+  c.backbone_fingerprint = "pixels";
+  const HeadMessage cnn_back = std::get<HeadMessage>(roundtrip(c));
+  ASSERT_EQ(cnn_back.head->kind(), "cnn");
+  EXPECT_EQ(dynamic_cast<const CnnHead&>(*cnn_back.head).model().parameters,
+            dynamic_cast<const CnnHead&>(*c.head).model().parameters);
+  EXPECT_TRUE(dynamic_cast<const CnnHead&>(*cnn_back.head).model().spec == cs);
 }
 
 // Personalised FedCGS: a hub's head carries the class means its leaves align to (5.3); an absent
