@@ -110,7 +110,7 @@ struct Federation {
     for (const auto* m : {&data, &options})
       for (const auto& [k, v] : *m)
         if (v == "true") s += " --" + k;  // a flag
-        else if (v != "false") s += " --" + k + " " + v;
+        else if (v != "false") s += " --" + k + " '" + v + "'";  // a value may hold spaces (a command)
     return s;
   }
 };

@@ -158,6 +158,26 @@ TEST(LoopbackFedMitr, AStarAChainOfFloat16ModelsAndAScriptedStarMatchTheSimulato
   launch_and_expect_simulate(make_federation(dir / "scripted", TopologyMode::Star, 3, "fedmitr", 23956, options, small_data()));
 }
 
+// FGL over real processes: prompts travel, every receiver draws its synthetic set from the same
+// generator file (a star's hub trains its CNN and sends it to the leaves as a head), and a chain
+// whose nodes run the generator as an external command (scripts/fgl_generator_command.py) ends as
+// `simulate` does with the same command. Ports 24110-24115.
+TEST(LoopbackFgl, AStarWithTheGeneratorFileAndAChainWithTheGeneratorCommandMatchTheSimulator) {
+  const auto dir = test_dir("loopback_fgl");
+  fs::create_directories(dir);
+  const std::string gen = (dir / "gen.pt").string();
+  const CliRun trained = run_cli("train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1 --width 8"
+                                 " --latent 8 --quiet --out " + gen);
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  OptionMap options = {{"generator", gen},        {"images-per-sample", "0.3"}, {"cnn-width", "4"},
+                       {"cnn-hidden", "16"},      {"cnn-epochs", "1"},          {"cnn-min-steps", "40"}};
+  launch_and_expect_simulate(make_federation(dir / "star", TopologyMode::Star, 3, "fgl", 24110, options, small_data()));
+  options.erase("generator");
+  options["generator-command"] = "/usr/bin/python3 " + std::string(FEDNODE_SOURCE_DIR) + "/scripts/fgl_generator_command.py " + gen;
+  launch_and_expect_simulate(make_federation(dir / "chain", TopologyMode::Linear, 3, "fgl", 24113, options, small_data()));
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // FedCGS's feature expansion happens in each node process, after partitioning: the nodes must
 // still agree with the simulator, which expands the whole dataset at once.
 TEST(LoopbackExpansion, ExpandedFedCgsChainMatchesTheSimulator) {
