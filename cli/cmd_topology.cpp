@@ -229,6 +229,8 @@ int cmd_topology(const std::vector<std::string>& argv) {
   fs::path file_dir = fs::path(out).parent_path();
   if (file_dir.empty()) file_dir = ".";
   o.data = checked_data(key_values(a, "data"), file_dir, o.nodes, o.seed);
+  for (const std::string& key : method_named(o.method).path_options)
+    if (auto it = o.options.find(key); it != o.options.end()) it->second = as_named_in_file(it->second, file_dir, "option " + key);
   o.base_dir = file_dir.string();
   if (a.has("keys")) o.key_root = as_named_in_file(a.str("keys", ""), file_dir, "keys");
   else o.key_root = "keys";

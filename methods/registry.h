@@ -43,6 +43,9 @@ struct MethodDescriptor {
   // Options only this method reads (command-line and [federation.options] names): given with
   // another method they are refused rather than silently ignored. `flags` take no value.
   std::vector<std::string> options, flags;
+  // Those of `options` whose values are files (a generator, a TorchScript ViT): a topology file
+  // names them relative to itself, as it names its data (docs/topologies.md).
+  std::vector<std::string> path_options;
   // Reads those options from `args` into `options`, defaults where not given; throws UsageError
   // naming a bad value or a combination that would be ignored.
   std::function<void(const Args& args, MethodOptions& options)> parse_options;

@@ -4,6 +4,7 @@
 #include "core/version.h"
 #include "features/data_options.h"
 #include "methods/method_options.h"
+#include "methods/registry.h"
 #include "protocol/limits.h"
 
 #include <charconv>
@@ -60,7 +61,11 @@ void check_option_tables(const Topology& topology, NodeId id, const OptionMap& d
 
 // The node's data and method settings, parsed as one command line.
 Args node_arguments(const Topology& topology, NodeId id, const OptionMap& data) {
-  const OptionMap options = topology.options_for(id);
+  OptionMap options = topology.options_for(id);
+  // A method's files, as its data's, are named relative to the topology file (docs/topologies.md).
+  if (const MethodDescriptor* method = find_method(topology.federation.method))
+    for (const std::string& key : method->path_options)
+      if (auto it = options.find(key); it != options.end()) it->second = topology.resolve(it->second);
   std::set<std::string> valued = data_option_names();
   valued.insert(partition_option_names().begin(), partition_option_names().end());
   valued.insert(method_option_names().begin(), method_option_names().end());

@@ -457,6 +457,7 @@ MethodDescriptor fedmitr_descriptor() {
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
                "high-token-weight", "low-token-weight"};
+  d.path_options = {"vit-script"};
   d.parse_options = parse_fedmitr_options;
   d.help = fedmitr_options_help;
   d.make = [](const MethodOptions& o) { return make_fedmitr(o.fedmitr); };

@@ -348,6 +348,7 @@ MethodDescriptor fgl_descriptor() {
   d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",
                "max-images-per-class", "receiver", "cnn-width", "cnn-hidden", "cnn-epochs", "cnn-min-steps", "cnn-lr",
                "cnn-batch-size"};
+  d.path_options = {"generator"};
   d.parse_options = parse_fgl_options;
   d.help = fgl_options_help;
   d.make = make_fgl;

@@ -7,6 +7,8 @@
 
 #include "../common/temp_dir.h"
 
+#include "node/node_config.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -161,7 +163,14 @@ TEST_F(KeysAndTopology, WritesToStdoutWithPathsAndRunAsGiven) {
                                               "--data", "train-features=conf/X.npy", "--data", "test-labels=yt.npy"});
   const Result model = run_command("topology", {"linear", "--nodes", "2", "--keys", "ks", "--out", "conf/chain.toml",
                                                 "--data", "dataset=fashion-mnist", "--data", "backbone=m/b.pt"});
+  const Result generator = run_command("topology", {"linear", "--nodes", "2", "--keys", "ks", "--out", "conf/fgl.toml",
+                                                    "--method", "fgl", "--option", "generator=m/gen.pt"});
   fs::current_path(cwd);
+  // A method's files (FGL's generator, FedMITR's TorchScript ViT) likewise.
+  ASSERT_EQ(generator.code, 0) << generator.err;
+  const Topology fgl = load_topology(at("conf/fgl.toml"));
+  EXPECT_EQ(fgl.options_for(0).at("generator"), "../m/gen.pt");
+  EXPECT_EQ(fs::path(method_options_for(fgl, 0).fgl.generator).lexically_normal(), fs::path(at("m/gen.pt")));
   ASSERT_EQ(model.code, 0) << model.err;
   EXPECT_EQ(load_topology(at("conf/chain.toml")).data_for(0).at("backbone"), "../m/b.pt");
   ASSERT_EQ(rel.code, 0) << rel.err;
@@ -200,7 +209,7 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "16385"}, "--nodes must be in [1, 16384]"},
       {{"graph", "--nodes", "1025"}, "a graph topology needs 1 to 1024 nodes"},
       {{"linear", "--nodes", "three"}, "--nodes expects an integer"},
-      {{"linear", "--nodes", "3", "--method", "fedavg"}, "--method must be fedpft, fedcgs, fedtc or fedmitr, got 'fedavg'"},
+      {{"linear", "--nodes", "3", "--method", "fedavg"}, "--method must be fedpft, fedcgs, fedtc, fedmitr or fgl, got 'fedavg'"},
       {{"linear", "--nodes", "3", "--base-port", "65534"}, "--base-port 65534"},
       {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be in [0.001, 604800], got 0"},
       {{"linear", "--nodes", "3", "--run", ""}, "--run is empty"},

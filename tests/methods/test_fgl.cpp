@@ -3,6 +3,7 @@
 // same seeds draw bit-identical images; knowledge merges by union of shards; the head trains on
 // what the generator drew.
 #include "../common/node_context.h"
+#include "core/openmp_threads.h"
 #include "core/rng.h"
 #include "core/torch_library.h"
 #include "methods/fgl/cnn.h"
@@ -156,9 +157,12 @@ const std::shared_ptr<const Generator>& tiny_generator() {
   return tiny.generator;
 }
 
+// One LibTorch thread while a test runs, OpenMP's default again after it: the other suites
+// check that training leaves the default in place.
 class FglGenerator : public ::testing::Test {
  protected:
   void SetUp() override { set_torch_threads(1); }
+  void TearDown() override { set_torch_threads(openmp_thread_default()); }
 };
 
 TEST_F(FglGenerator, TheSameSeedsDrawBitIdenticalImages) {
