@@ -712,14 +712,22 @@ PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k,
   return p;
 }
 
+// The list `key` of a body with one entry per contributor (FedMITR's models, FGL's shards),
+// its length checked before any entry is read.
+const msgpack::object_array& read_one_per_contributor(MapReader& body, const char* key, const std::string& noun,
+                                                      const Knowledge& k) {
+  const auto& list = as_array(body.at(key), body.path(key));
+  if (list.size != k.contributors.size())
+    fail(ProtocolErrorCode::InvalidValue, body.path(key) + ": " + std::to_string(list.size) + " " + noun + "s for " +
+                                              std::to_string(k.contributors.size()) + " contributors");
+  return list;
+}
+
 // The spec's numbers are read as 32-bit values and checked (VitSpec::validate) before the
 // parameters' tensor is sized; its length must then be the spec's parameter count.
 ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
   MapReader body(o, "knowledge.body");
-  const auto& list = as_array(body.at("models"), body.path("models"));
-  if (list.size != k.contributors.size())
-    fail(ProtocolErrorCode::InvalidValue, body.path("models") + ": " + std::to_string(list.size) + " models for " +
-                                              std::to_string(k.contributors.size()) + " contributors");
+  const auto& list = read_one_per_contributor(body, "models", "model", k);
   ModelKnowledge m;
   m.models.reserve(list.size);
   TensorJobs jobs;
@@ -753,10 +761,7 @@ ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const L
 // contributors and classes before anything per entry is kept.
 PromptKnowledge read_prompts(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
   MapReader body(o, "knowledge.body");
-  const auto& list = as_array(body.at("shards"), body.path("shards"));
-  if (list.size != k.contributors.size())
-    fail(ProtocolErrorCode::InvalidValue, body.path("shards") + ": " + std::to_string(list.size) + " shards for " +
-                                              std::to_string(k.contributors.size()) + " contributors");
+  const auto& list = read_one_per_contributor(body, "shards", "shard", k);
   PromptKnowledge p;
   p.shards.reserve(list.size);
   uint64_t samples = 0;
