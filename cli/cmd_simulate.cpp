@@ -47,6 +47,8 @@ const char* kHelp =
     "  --num-classes C                   with .npy labels (default: largest label + 1)\n"
     "  --backbone-fingerprint F          names the .npy features' backbone in knowledge and report\n"
     "                                    (unnamed); nodes refuse knowledge of another fingerprint\n"
+    "  --backbone MODEL.pt [--input-size S]  with .npy: the backbone they came from (`fednode extract`'s);\n"
+    "                                    names them, and FGL's linear receiver reads images through it\n"
     "  --feature-expansion D             FedCGS's feature expansion: every node maps its features\n"
     "  --feature-expansion-seed S        to max(0, W f), W a D x d random projection from seed S (1)\n"
     "run:\n"
@@ -165,6 +167,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   LoadedData data = load_data(a, Limits{}.max_dim, quiet);
   o.backbone_fingerprint = data.fingerprint;
   o.class_names = data.class_names;
+  o.image_encoder = data.encoder;
   o.dataset_description = data.description;
 
   const Features train = expand_features(std::move(data.train), data.expansion);

@@ -1,6 +1,7 @@
 #include "features/data_options.h"
 
 #include "features/allocator.h"
+#include "features/data_encoder.h"
 #include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
@@ -37,7 +38,6 @@ DataSettings parse_data_settings(const Args& a, bool need_source) {
     if (a.has("num-classes"))
       throw UsageError("--num-classes is for .npy labels; --dataset fashion-mnist has its 10 classes");
   } else {
-    if (a.has("backbone")) throw UsageError("--backbone extracts from --dataset; .npy inputs are features already");
     d.classes = static_cast<int>(a.integer("num-classes", 0, 0, 1 << 20));
     for (const char* file : {"train-features", "train-labels", "test-features", "test-labels"})
       if (!a.has(file) && need_source)
@@ -54,6 +54,8 @@ DataSettings parse_data_settings(const Args& a, bool need_source) {
     d.backbone = a.required("backbone");
     d.input_size = static_cast<int>(a.integer("input-size", 0, 0, 4096));
     d.threads_extract = static_cast<int>(a.integer("threads-extract", 0, 0, 1024));
+    if (d.dataset.empty() && a.has("threads-extract"))
+      throw UsageError("--threads-extract sets up --dataset's extraction; .npy features are extracted already");
   } else {
     for (const char* extraction : {"input-size", "threads-extract"})
       if (a.has(extraction))
@@ -67,6 +69,17 @@ DataSettings parse_data_settings(const Args& a, bool need_source) {
     throw UsageError("--feature-expansion-seed needs --feature-expansion D");
   return d;
 }
+
+namespace {
+
+// The encoder of features that came through the backbone --backbone names.
+std::shared_ptr<const ImageEncoder> encoder_of(const DataSettings& s, const BackboneFile& file) {
+  BackboneOptions run;
+  run.threads = s.threads_extract;
+  return backbone_encoder(file.model, file.preprocessing, run, s.expansion);
+}
+
+}  // namespace
 
 LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop) {
   LoadedData d;
@@ -90,12 +103,14 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.test = te.features;
     d.fingerprint = tr.fingerprint;
     d.class_names = tr.class_names;
+    d.encoder = encoder_of(s, open_backbone_file(x.backbone, s.input_size));
     d.description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
                     std::to_string(d.train.size()) + " train, " + std::to_string(d.test.size()) + " test)";
   } else if (!s.dataset.empty()) {
     d.train = load_fashion_mnist(default_fashion_mnist_dir(), "train", s.train_limit);
     d.test = load_fashion_mnist(default_fashion_mnist_dir(), "test", s.test_limit);
     d.class_names = fashion_mnist_class_names();
+    d.encoder = pixel_encoder(s.expansion);
     d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
                     std::to_string(d.test.size()) + " test)";
   } else {
@@ -105,6 +120,15 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.test = d.test.first(s.test_limit);
     d.description = s.train_features;
     d.class_names = class_names_beside(s.train_features);
+    if (!s.backbone.empty()) {  // the backbone these features came from: it names them and reads images
+      const BackboneFile file = open_backbone_file(s.backbone == "default" ? "" : s.backbone, s.input_size);
+      const int64_t out = file.preprocessing.output_dim;
+      if (out != 0 && (d.train.dim() != out || d.test.dim() != out))
+        throw InputError(s.train_features + ": features of " + std::to_string(d.train.dim()) + " dimensions, but " +
+                         file.model + " gives " + std::to_string(out) + " (--backbone names the model they came from)");
+      d.fingerprint = backbone_fingerprint(file.model, file.preprocessing);
+      d.encoder = encoder_of(s, file);
+    }
   }
   // Every head is scored on the test set: an empty one would report an accuracy of 0.
   if (d.test.size() == 0)

@@ -3,12 +3,14 @@
 // [federation.data] (docs/topologies.md), parsed by one piece of code for both.
 #pragma once
 
+#include "core/image_encoder.h"
 #include "core/options.h"
 #include "features/expansion.h"
 #include "features/partition.h"
 #include "core/types.h"
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +30,10 @@ struct LoadedData {
   // Label i's name where the data names its classes: Fashion-MNIST's, or PREFIX_classes.txt beside
   // PREFIX_X.npy (what `fednode extract` writes); empty otherwise.
   std::vector<std::string> class_names;
+  // What turns an image into these features (--dataset: the backbone or the pixels, then the
+  // expansion): what FGL's receiver reads its synthetic images through. Null for .npy features,
+  // whose images fednode never saw.
+  std::shared_ptr<const ImageEncoder> encoder;
 };
 
 // Every data option, parsed and checked, nothing read yet: what `fednode topology --data`

@@ -160,21 +160,27 @@ void check_options(const ExtractOptions& o) {
 
 }  // namespace
 
-Extracted extract_features(const ExtractOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  check_options(o);
-  const std::string model = o.backbone.empty() ? default_backbone_path() : o.backbone;
+BackboneFile open_backbone_file(const std::string& backbone, int input_size) {
+  BackboneFile f;
+  f.model = backbone.empty() ? default_backbone_path() : backbone;
+  require_regular_file(f.model, "backbone model file");
+  const std::string sidecar = sidecar_path(f.model);
   std::error_code ec;
-  require_regular_file(model, "backbone model file");
-  const std::string sidecar = sidecar_path(model);
   if (!fs::exists(sidecar, ec))
     throw InputError(sidecar + ": missing; every backbone needs its preprocessing file next to it "
                      "(see docs/backbones.md)");
-  Preprocessing pre = Preprocessing::load(sidecar);
-  if (o.input_size != 0) {
-    pre.input_size = o.input_size;
-    pre.validate("--input-size");
+  f.preprocessing = Preprocessing::load(sidecar);
+  if (input_size != 0) {
+    f.preprocessing.input_size = input_size;
+    f.preprocessing.validate("--input-size");
   }
+  return f;
+}
+
+Extracted extract_features(const ExtractOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_options(o);
+  const auto [model, pre] = open_backbone_file(o.backbone, o.input_size);
 
   Extracted result;
   result.fingerprint = backbone_fingerprint(model, pre);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/types.h"
+#include "features/preprocess.h"
 
 #include <atomic>
 #include <cstdint>
@@ -52,6 +53,15 @@ struct Extracted {
 
 // Throws InputError for bad options, files or models.
 Extracted extract_features(const ExtractOptions& options);
+
+// The backbone file ExtractOptions::backbone names ("": the bundled one) and its preprocessing
+// from its sidecar, with `input_size` (unless 0) in place of the sidecar's: what extract_features
+// runs. Throws InputError naming a missing file or a bad size.
+struct BackboneFile {
+  std::string model;
+  Preprocessing preprocessing;
+};
+BackboneFile open_backbone_file(const std::string& backbone, int input_size);
 
 // Fashion-MNIST's ten class names, label i's at i.
 const std::vector<std::string>& fashion_mnist_class_names();

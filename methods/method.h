@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/generator.h"
+#include "core/image_encoder.h"
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
 #include "methods/fedmitr/receiver.h"
@@ -218,6 +219,10 @@ struct NodeContext {
   // What a method that synthesises its training data draws from (FGL; node/generator.h opens it
   // from MethodOptions::fgl). Null for every other method.
   std::shared_ptr<const Generator> generator;
+  // What turns an image into this node's features, the way its own data were computed (a backbone,
+  // or the pixels themselves): FGL's receiver reads its synthetic images through it to train the
+  // node's usual head. Null where the data came as features (.npy), from images fednode never saw.
+  std::shared_ptr<const ImageEncoder> image_encoder;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so

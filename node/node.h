@@ -57,6 +57,7 @@ struct NodeConfig {
   std::optional<Features> test;  // to report the head's accuracy
   std::string backbone_fingerprint = "pixels";  // must be the same at every node
   std::vector<std::string> class_names;         // label i's name, where the data names its classes
+  std::shared_ptr<const ImageEncoder> image_encoder;  // images to the data's features (NodeContext)
   std::string state_dir;   // empty: the topology's state_dir for this node
   std::string run_name;    // names the run: its id is derive_run_id(run_name); must not be empty
   Limits limits;

@@ -135,6 +135,7 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
       from_file(topology, id, [&] { return load_data(parsed, config.limits.max_dim, setup.quiet, setup.stop); });
   config.backbone_fingerprint = loaded.fingerprint;
   config.class_names = loaded.class_names;
+  config.image_encoder = loaded.encoder;
   if (whole) {
     config.local = expand_features(std::move(loaded.train), loaded.expansion);
   } else {
@@ -217,6 +218,7 @@ MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, con
                        config.local.num_classes, static_cast<int>(config.local.dim()));
   m.ctx.stop = stop;
   m.ctx.class_names = config.class_names;
+  m.ctx.image_encoder = config.image_encoder;
   m.transfer = transfer_precision(config.method);
   return m;
 }

@@ -156,6 +156,7 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
     m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
     m.ctx.class_names = options.class_names;
+    m.ctx.image_encoder = options.image_encoder;
     if ((m.masks = mask_plan(topology, plans[i], options.method))) {
       m.mask_secrets = mask_secrets(simulation_identity(options.seed, static_cast<NodeId>(i)), static_cast<NodeId>(i),
                                     *m.masks, keys, run);

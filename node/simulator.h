@@ -30,6 +30,7 @@ struct SimulationOptions {
   bool baselines = true;       // centralised and local-only heads
   std::string backbone_fingerprint = "pixels";
   std::vector<std::string> class_names;  // label i's name, where the data names its classes
+  std::shared_ptr<const ImageEncoder> image_encoder;  // images to the data's features (NodeContext)
   std::string dataset_description;  // for the report
   std::function<void(const std::string&)> progress;  // may be empty
   // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns

@@ -131,14 +131,16 @@ class Fgl final : public Method {
     SyntheticImages images = ctx.generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
     say(who + ": " + ctx.generator->describe() + " drew " + std::to_string(images.pixels.rows()) + " images for " +
         std::to_string(requests.size()) + " requests in " + std::to_string(seconds_since(t0)) + " s");
-    if (images.pixels.cols() != ctx.dim)
-      throw InputError(who + ": the generator draws images of " + std::to_string(images.channels) + " x " +
-                       std::to_string(images.size) + " x " + std::to_string(images.size) + " = " +
-                       std::to_string(images.pixels.cols()) + " pixels; this federation's features have " +
-                       std::to_string(ctx.dim) + " dimensions (FGL trains on pixels: --dataset without --backbone, "
-                       "or .npy pixels of the generator's size)");
     Features train;
-    train.X = std::move(images.pixels);
+    if (options_.receiver == FglOptions::Receiver::Linear && ctx.image_encoder) {
+      const auto t1 = std::chrono::steady_clock::now();
+      train.X = ctx.image_encoder->encode(images, ctx.stop);
+      say(who + ": read the images through " + ctx.image_encoder->describe() + " in " +
+          std::to_string(seconds_since(t1)) + " s");
+    } else {
+      train.X = std::move(images.pixels);
+    }
+    if (train.X.cols() != ctx.dim) throw InputError(who + ": " + mismatch(images, train.X.cols(), ctx));
     train.y = std::move(images.labels);
     train.num_classes = ctx.num_classes;
     train.validate(who + ": synthetic images");
@@ -152,6 +154,22 @@ class Fgl final : public Method {
     k.dim = ctx.dim;
     k.num_classes = ctx.num_classes;
     return k;
+  }
+
+  // Why the synthetic set's features do not fit this federation's, and what would.
+  std::string mismatch(const SyntheticImages& images, Eigen::Index got, const NodeContext& ctx) const {
+    const std::string drawn = "the generator draws images of " + std::to_string(images.channels) + " x " +
+                              std::to_string(images.size) + " x " + std::to_string(images.size) + " pixels";
+    const std::string have = "this federation's features have " + std::to_string(ctx.dim) + " dimensions";
+    if (options_.receiver == FglOptions::Receiver::Cnn)
+      return drawn + " and the CNN trains on them; " + have +
+             " (the CNN needs pixels of that size: --dataset without --backbone, or .npy pixels; "
+             "--receiver linear reads the images through the node's backbone instead)";
+    if (!ctx.image_encoder)
+      return drawn + "; " + have + ", computed from images fednode never saw (.npy), so it cannot read the "
+             "synthetic images the same way (give the data as --dataset, or .npy pixels of the generator's size)";
+    return drawn + ", which " + ctx.image_encoder->describe() + " turns into " + std::to_string(got) +
+           " dimensions; " + have;
   }
 
   // The receiver's network on the synthetic set (FglOptions::Receiver), seeded per node.
@@ -225,13 +243,15 @@ void parse_fgl_options(const Args& a, MethodOptions& m) {
 std::string fgl_options_help() {
   const FglOptions o;
   std::ostringstream h;
-  h << "FGL (receivers train on synthetic images: --dataset fashion-mnist without --backbone, or .npy pixels):\n"
+  h << "FGL (receivers train on synthetic images; the CNN on their pixels: --dataset fashion-mnist without\n"
+    << "  --backbone, or .npy pixels; the linear head on the node's features of them, through --backbone):\n"
     << "  --generator FILE | --generator-command CMD   the generative model (docs/methods/fgl.md)\n"
     << "  --prompt (\"" << o.prompt << "\") --negative-prompt (\"" << o.negative_prompt << "\")\n"
     << "  --class-names A,B,...   label i's name, where the data does not name its classes\n"
     << "  --images-per-sample (" << o.images_per_sample << ") --max-images-per-class (" << o.max_images_per_class
     << ": 0 is no cap)\n"
-    << "  --receiver cnn|linear (" << to_string(o.receiver) << ": a CNN from scratch on the pixels, or the linear head)\n"
+    << "  --receiver cnn|linear (" << to_string(o.receiver)
+    << ": a CNN from scratch on the pixels, or the node's linear head on its features)\n"
     << "    the CNN: --cnn-width (" << o.cnn.width << ") --cnn-hidden (" << o.cnn.hidden << ") --cnn-epochs ("
     << o.cnn_train.epochs << ") --cnn-min-steps (" << o.cnn_train.min_steps << ") --cnn-lr (" << o.cnn_train.lr
     << ") --cnn-batch-size (" << o.cnn_train.batch_size << ")\n";
@@ -279,8 +299,9 @@ MethodBaselines fgl_baselines(const Features& all, const std::vector<Features>& 
   const int size = static_cast<int>(std::lround(std::sqrt(static_cast<double>(all.dim()) / channels)));
   const bool cnn = o.receiver == FglOptions::Receiver::Cnn;
   if (cnn && channels * size * size != all.dim())
-    throw InputError("fgl: features of dimension " + std::to_string(all.dim()) + " are not square images of " +
-                     std::to_string(channels) + " channel(s)");
+    throw InputError("fgl: the CNN trains on pixels, and features of dimension " + std::to_string(all.dim()) +
+                     " are not square images of " + std::to_string(channels) +
+                     " channel(s) (--dataset without --backbone; or --receiver linear)");
   // One start for every node, as FedAvg needs: the linear head starts from zero, the CNN from this.
   const uint64_t shared = derive_seed(seed, {static_cast<uint64_t>(Purpose::HeadInit), 0xFEDA});
   std::vector<float> sum;
