@@ -1,4 +1,4 @@
-// fednode train-generator: FGL's built-in generator (methods/fgl/label_generator.h), trained on a
+// fednode train-generator: FGL's built-in generator (methods/fgl/torch_generator.h), trained on a
 // public image set that no node of the federation holds, written as a TorchScript file with its
 // sidecar (vocabulary, geometry, and what it has seen).
 #include "cli/commands.h"
@@ -10,7 +10,7 @@
 #include "features/extract.h"
 #include "features/idx.h"
 #include "features/images.h"
-#include "methods/fgl/label_generator.h"
+#include "methods/fgl/torch_generator.h"
 #include "node/generator.h"
 
 #include <fstream>
@@ -24,11 +24,12 @@ namespace {
 
 const char* kHelp =
     "usage: fednode train-generator (--dataset fashion-mnist [--from A] [--to B] | --images DIR) --out MODEL.pt\n"
-    "       [--epochs 20] [--latent 64] [--width 64] [--batch-size 64] [--lr 0.0002] [--seed 1]\n"
-    "       [--threads T] [--quiet]\n"
-    "trains FGL's built-in label-conditioned generator (a DCGAN, docs/methods/fgl.md) and writes\n"
-    "MODEL.pt (TorchScript: forward(z, labels) -> images in [0, 1]) and MODEL.pt.generator (its sidecar:\n"
-    "vocabulary, geometry, provenance). It is a stand-in for a foundation generator: it can draw only\n"
+    "       [--conditioning label|text] [--epochs 20] [--latent 64] [--width 64] [--batch-size 64]\n"
+    "       [--lr 0.0002] [--seed 1] [--threads T] [--quiet]\n"
+    "trains FGL's built-in generator (a DCGAN, docs/methods/fgl.md) and writes MODEL.pt (TorchScript:\n"
+    "forward(z, labels), or with --conditioning text encode(texts, negative_texts) and\n"
+    "forward(z, text_embedding), giving images in [0, 1]) and MODEL.pt.generator (its sidecar: kind,\n"
+    "classes, geometry, provenance). It is a stand-in for a foundation generator: it can draw only\n"
     "what it was trained on, so train it on images no node of the federation holds.\n"
     "input:\n"
     "  --dataset fashion-mnist   the training split's images [A, B) (default 50000 to 60000: the part\n"
@@ -36,6 +37,8 @@ const char* kHelp =
     "  --images DIR              DIR/<class>/<image>.png|jpg, every image square and of one size\n"
     "                            (a multiple of 4) and channel count; class names are the folders'\n"
     "training:\n"
+    "  --conditioning label      draw by class name (label), or by prompt (text: a learnt bag of words\n"
+    "                            over a few phrasings of each class name, FGL's prompt among them)\n"
     "  --epochs, --latent (z's width), --width (hidden planes), --batch-size, --lr, --seed\n"
     "  --threads T               LibTorch threads (default: one per core)\n";
 
@@ -105,8 +108,8 @@ void write_file(const std::string& path, const std::string& bytes) {
 
 int cmd_train_generator(const std::vector<std::string>& argv) {
   const Args a(argv,
-               {"dataset", "images", "from", "to", "out", "epochs", "latent", "width", "batch-size", "lr", "seed",
-                "threads"},
+               {"dataset", "images", "from", "to", "out", "conditioning", "epochs", "latent", "width", "batch-size", "lr",
+                "seed", "threads"},
                {"quiet"});
   if (a.help()) {
     std::cout << kHelp;
@@ -120,6 +123,9 @@ int cmd_train_generator(const std::vector<std::string>& argv) {
   check_output_path("--out", out);
   check_output_path("--out", generator_sidecar_path(out));
   GeneratorTrainOptions o;
+  const std::string conditioning = a.str("conditioning", to_string(o.conditioning));
+  if (conditioning == "text") o.conditioning = Conditioning::Text;
+  else if (conditioning != "label") throw UsageError("--conditioning must be label or text, got '" + conditioning + "'");
   o.epochs = static_cast<int>(a.integer("epochs", o.epochs, 1, 100000));
   o.latent = static_cast<int>(a.integer("latent", o.latent, 1, 4096));
   o.width = static_cast<int>(a.integer("width", o.width, 1, 4096));
@@ -137,14 +143,19 @@ int cmd_train_generator(const std::vector<std::string>& argv) {
   }
   const PublicImages data = a.has("dataset") ? fashion_mnist_range(from, to) : image_folder(a.str("images", ""));
   set_torch_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  TrainedGenerator g = train_label_generator(data.pixels, data.labels, data.channels, data.size, data.names, o);
+  TrainedGenerator g = train_generator(data.pixels, data.labels, data.channels, data.size, data.names, o);
   const std::string images_digest =
       sha256_hex(std::string(reinterpret_cast<const char*>(data.pixels.data()), static_cast<size_t>(data.pixels.size()) * sizeof(float)));
   std::ostringstream recipe;
   recipe << "seed " << o.seed << ", " << o.epochs << " epochs, batch " << o.batch_size << ", lr " << o.lr << ", latent "
          << o.latent << ", width " << o.width << ", " << torch_threads() << " threads";
-  g.info.provenance = {data.description, "the images' pixels as float32 have SHA-256 " + images_digest, recipe.str(),
-                       "fednode " + std::string(fednode_version()) + " train-generator"};
+  g.info.provenance = {data.description, "the images' pixels as float32 have SHA-256 " + images_digest, recipe.str()};
+  if (o.conditioning == Conditioning::Text) {
+    std::string texts = "texts: each class name as";
+    for (const std::string& p : text_generator_phrasings()) texts += " '" + p + "'";
+    g.info.provenance.push_back(texts);
+  }
+  g.info.provenance.push_back("fednode " + std::string(fednode_version()) + " train-generator");
   write_file(out, g.module);
   write_file(generator_sidecar_path(out), g.info.to_text());
   std::cout << "wrote " << out << " (" << g.module.size() << " bytes, SHA-256 " << sha256_hex(g.module).substr(0, 16)

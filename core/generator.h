@@ -1,5 +1,5 @@
 // A generative model behind one interface (FGL, docs/methods/fgl.md): images for prompts. The
-// built-in label-conditioned generator (methods/fgl/label_generator.h), a user's text-conditioned
+// built-in label-conditioned generator (methods/fgl/torch_generator.h), a user's text-conditioned
 // TorchScript model and an external command (node/generator.h opens either) all answer it, so the
 // receiver that trains on what they draw does not know which one drew.
 #pragma once

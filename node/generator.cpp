@@ -2,7 +2,7 @@
 
 #include "core/digest.h"
 #include "features/command_generator.h"
-#include "methods/fgl/label_generator.h"
+#include "methods/fgl/torch_generator.h"
 
 #include <fstream>
 #include <map>
@@ -35,8 +35,8 @@ std::shared_ptr<const Generator> open_generator(const FglOptions& options) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = opened.find(digest); it != opened.end()) return it->second;
   const std::string sidecar = generator_sidecar_path(options.generator);
-  LabelGeneratorInfo info = LabelGeneratorInfo::parse(read_whole(sidecar, "generator's sidecar"), sidecar);
-  return opened[digest] = make_label_generator(std::move(module), std::move(info), digest);
+  GeneratorInfo info = GeneratorInfo::parse(read_whole(sidecar, "generator's sidecar"), sidecar);
+  return opened[digest] = make_torch_generator(std::move(module), std::move(info), digest);
 }
 
 }  // namespace fednode

@@ -1,5 +1,5 @@
 // Opens the generative model a node's method draws from (NodeContext::generator): the built-in
-// label-conditioned TorchScript file with its sidecar (methods/fgl/label_generator.h), or an
+// label-conditioned TorchScript file with its sidecar (methods/fgl/torch_generator.h), or an
 // external command (features/command_generator.h). Here because it reads files and runs
 // programs, which methods/ may not.
 #pragma once

@@ -5,10 +5,11 @@ built-in TorchScript generator: the script a user copies to put any generator be
 
 fednode runs the command with two more arguments, PROMPTS.jsonl and IMAGES/: for each JSON line
 {"index", "label", "name", "prompt", "negative_prompt", ["caption"], "count", "seed"} it must
-write exactly `count` PNG or JPEG files into IMAGES/<index>/. This one maps `name` to the
-generator's label through the sidecar's vocabulary and draws from torch.manual_seed(seed); a
-Stable Diffusion wrapper would pass `prompt` (or `caption`) and `negative_prompt` to diffusers'
-pipeline instead (docs/methods/fgl.md, "An external generator").
+write exactly `count` PNG or JPEG files into IMAGES/<index>/. This one draws from
+torch.manual_seed(seed): a label generator (kind = label) by mapping `name` to its label through
+the sidecar's vocabulary, a text generator (kind = text) from encode(caption or prompt,
+negative_prompt). A Stable Diffusion wrapper would pass the same texts to diffusers' pipeline
+instead (docs/methods/fgl.md, "An external generator").
 
 Writes 8-bit PNGs with zlib alone, so it needs nothing beyond PyTorch.
 """
@@ -61,24 +62,31 @@ def main():
     model, prompts, images = sys.argv[1:]
     info = read_sidecar(model + ".generator")
     vocabulary = {name: i for i, name in enumerate(info["class"])}
+    text = info["kind"] == "text"
     latent = int(info["latent"])
     generator = torch.jit.load(model).eval()
     torch.set_num_threads(1)
     with open(prompts, encoding="utf-8") as f:
         for line in f:
             request = json.loads(line)
-            if request["name"] not in vocabulary:
+            if not text and request["name"] not in vocabulary:
                 sys.exit(f"fgl_generator_command: the generator knows no class '{request['name']}'")
             folder = os.path.join(images, str(request["index"]))
             os.makedirs(folder, exist_ok=True)
             torch.manual_seed(request["seed"] % (1 << 63))
             count = request["count"]
+            if text:
+                with torch.no_grad():
+                    embedding = generator.encode([request.get("caption") or request["prompt"]],
+                                                 [request["negative_prompt"]])
             for at in range(0, count, 256):
                 n = min(256, count - at)
                 z = torch.randn(n, latent)
-                labels = torch.full((n,), vocabulary[request["name"]], dtype=torch.int64)
                 with torch.no_grad():
-                    x = generator(z, labels).clamp(0, 1)
+                    if text:
+                        x = generator(z, embedding.expand(n, -1)).clamp(0, 1)
+                    else:
+                        x = generator(z, torch.full((n,), vocabulary[request["name"]], dtype=torch.int64)).clamp(0, 1)
                 pixels = (x * 255).round().to(torch.uint8)
                 for i in range(n):
                     write_png(os.path.join(folder, f"{at + i:06d}.png"), pixels[i])

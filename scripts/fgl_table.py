@@ -4,7 +4,7 @@ locally, local-only, FedPFT, FedCGS and the centralised ceilings, at each Dirich
 iid) over several seeds, with the bytes each leaf sends.
 
     python3 scripts/fgl_table.py FEDNODE OUT_DIR --generator GEN.pt [--alphas 0.01,0.1,0.5,iid] \
-        [--seeds 1,2,3] [--methods fgl,fedpft,fedcgs] -- SIMULATE_ARGS...
+        [--seeds 1,2,3] [--methods fgl,fedpft,fedcgs] [--fgl-args "--cnn-min-steps 500"] -- SIMULATE_ARGS...
 
 Everything after "--" goes to every run (data, nodes); the script adds --topology star, the
 partition and --seed, and for FGL --generator. A run whose report is already in OUT_DIR is not
@@ -13,6 +13,7 @@ train on the generator's images, FedPFT and FedCGS summarise the nodes' pixels.
 """
 import argparse
 import json
+import shlex
 import os
 import statistics
 import subprocess
@@ -53,14 +54,16 @@ def main():
     p.add_argument("--alphas", default="0.01,0.1,0.5,iid")
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--methods", default="fgl,fedpft,fedcgs")
+    p.add_argument("--fgl-args", default="")
     args, extra = p.parse_known_args()
     if extra and extra[0] == "--":
         extra = extra[1:]
     os.makedirs(args.out_dir, exist_ok=True)
     methods = args.methods.split(",")
+    fgl = ["--method", "fgl", "--generator", args.generator] + shlex.split(args.fgl_args)
     per_method = {
-        "fgl": ["--method", "fgl", "--generator", args.generator] + extra,
-        "fgl-linear": ["--method", "fgl", "--receiver", "linear", "--generator", args.generator, "--no-baselines"] + extra,
+        "fgl": fgl + extra,
+        "fgl-linear": fgl + ["--receiver", "linear", "--no-baselines"] + extra,
         "fedpft": ["--method", "fedpft", "--no-baselines"] + extra,
         "fedcgs": ["--method", "fedcgs", "--no-baselines"] + extra,
     }

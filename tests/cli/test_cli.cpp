@@ -349,40 +349,85 @@ std::string completions(const std::string& words) {
   return out;
 }
 
+// `fednode train-generator` at a test's size, on the last 1 000 training images (which no test
+// federation holds); returns its sidecar's text.
+std::string train_tiny_generator(const fs::path& out, const std::string& options) {
+  const CliRun trained = run_cli("train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1"
+                                 " --width 8 --latent 8 --seed 2 --quiet --out " + out.string() + " " + options);
+  EXPECT_EQ(trained.code, 0) << trained.output;
+  std::ifstream sidecar(out.string() + ".generator");
+  return std::string((std::istreambuf_iterator<char>(sidecar)), std::istreambuf_iterator<char>());
+}
+
+double hub_accuracy(const fs::path& report) {
+  const nlohmann::json json = read_json(report);
+  const nlohmann::json& node = element(json["nodes"], 0);
+  return node.contains("accuracy") ? number_or(node["accuracy"], -1) : -1.0;
+}
+
+// scripts/fgl_generator_command.py around a generator file: the command contract in PyTorch.
+std::string generator_command(const fs::path& generator) {
+  return "/usr/bin/python3 " + std::string(FEDNODE_SOURCE_DIR) + "/scripts/fgl_generator_command.py " +
+         generator.string();
+}
+
 // FGL end to end: `train-generator` writes a TorchScript generator and its sidecar from images
 // the federation does not hold; `simulate --method fgl` draws from it, in process and behind the
 // external-command contract (scripts/fgl_generator_command.py, a real generator, not a stub).
 TEST_F(Cli, FglTrainsAGeneratorAndSimulatesWithItDirectlyAndAsACommand) {
   const fs::path gen = dir_ / "gen.pt";
-  const CliRun trained = run_cli("train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1"
-                                 " --width 8 --latent 8 --seed 2 --quiet --out " + gen.string());
-  ASSERT_EQ(trained.code, 0) << trained.output;
-  std::ifstream sidecar(gen.string() + ".generator");
-  const std::string text((std::istreambuf_iterator<char>(sidecar)), std::istreambuf_iterator<char>());
+  const std::string text = train_tiny_generator(gen, "");
   EXPECT_NE(text.find("class = Ankle boot"), std::string::npos) << text;
   EXPECT_NE(text.find("trained_on = fashion-mnist training images 59000 to 59999"), std::string::npos) << text;
   const std::string common = "simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
-                             " --topology star --nodes 3 --head-lr 0.01 --head-epochs 2 --head-min-steps 50 --quiet";
-  const auto accuracy_of = [](const fs::path& report) {
-    const nlohmann::json json = read_json(report);
-    const nlohmann::json& node = element(json["nodes"], 0);
-    return node.contains("accuracy") ? number_or(node["accuracy"], -1) : -1.0;
-  };
+                             " --topology star --nodes 3 --cnn-epochs 1 --cnn-min-steps 50 --head-lr 0.01"
+                             " --head-epochs 2 --head-min-steps 50 --quiet";
   const CliRun direct = run_cli(common + " --generator " + gen.string() + " --report " + (dir_ / "a.json").string());
   ASSERT_EQ(direct.code, 0) << direct.output;
-  EXPECT_GT(accuracy_of(dir_ / "a.json"), 0.0);
-  const std::string command = "/usr/bin/python3 " + std::string(FEDNODE_SOURCE_DIR) +
-                              "/scripts/fgl_generator_command.py " + gen.string();
-  const CliRun external =
-      run_cli(common + " --generator-command '" + command + "' --report " + (dir_ / "b.json").string());
+  EXPECT_GT(hub_accuracy(dir_ / "a.json"), 0.0);
+  const CliRun external = run_cli(common + " --generator-command '" + generator_command(gen) + "' --report " +
+                                  (dir_ / "b.json").string());
   ASSERT_EQ(external.code, 0) << external.output;
-  EXPECT_GT(accuracy_of(dir_ / "b.json"), 0.0);
+  EXPECT_GT(hub_accuracy(dir_ / "b.json"), 0.0);
   // One generator, named: neither or both is a usage error.
   EXPECT_EQ(run_cli(common).code, 2);
   EXPECT_EQ(run_cli(common + " --generator " + gen.string() + " --generator-command true").code, 2);
   // A generator that does not know the federation's class names says which.
   const CliRun unnamed = run_cli(common + " --generator " + gen.string() + " --class-names a,b,c,d,e,f,g,h,i,j");
   EXPECT_NE(unnamed.output.find("knows no class 'a'"), std::string::npos) << unnamed.output;
+}
+
+// The text-conditioned kind: trained by fednode, it draws from the prompts in process and in
+// PyTorch behind the command contract (its encode() is TorchScript too); and the linear receiver
+// reads the synthetic images through the backbone the nodes' features came from.
+TEST_F(Cli, FglDrawsFromPromptsAndReadsSyntheticImagesThroughTheBackbone) {
+  const fs::path gen = dir_ / "text.pt";
+  const std::string text = train_tiny_generator(gen, "--conditioning text");
+  EXPECT_NE(text.find("kind = text"), std::string::npos) << text;
+  EXPECT_NE(text.find("'{name}, real world images, high resolution'"), std::string::npos) << text;
+  const std::string common = "simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
+                             " --topology star --nodes 3 --head-lr 0.01 --head-epochs 2 --head-min-steps 50 --quiet"
+                             " --no-baselines --receiver linear";
+  // Any class name encodes: --class-names that the generator never saw still draw.
+  const CliRun direct = run_cli(common + " --generator " + gen.string() + " --class-names a,b,c,d,e,f,g,h,i,j" +
+                                " --report " + (dir_ / "a.json").string());
+  ASSERT_EQ(direct.code, 0) << direct.output;
+  EXPECT_GT(hub_accuracy(dir_ / "a.json"), 0.0);
+  const CliRun external = run_cli(common + " --generator-command '" + generator_command(gen) + "' --report " +
+                                  (dir_ / "b.json").string());
+  ASSERT_EQ(external.code, 0) << external.output;
+  EXPECT_GT(hub_accuracy(dir_ / "b.json"), 0.0);
+  const CliRun backbone = run_cli(common + " --generator " + gen.string() + " --backbone default --input-size 32" +
+                                  " --report " + (dir_ / "c.json").string());
+  ASSERT_EQ(backbone.code, 0) << backbone.output;
+  EXPECT_GT(hub_accuracy(dir_ / "c.json"), 0.0);
+  EXPECT_EQ(read_json(dir_ / "c.json")["data"]["dim"], 1280) << backbone.output;
+  // The CNN cannot read backbone features: the error says what would do.
+  const CliRun cnn = run_cli("simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
+                             " --topology star --nodes 3 --quiet --generator " + gen.string() +
+                             " --backbone default --input-size 32");
+  EXPECT_EQ(cnn.code, 1);
+  EXPECT_NE(cnn.output.find("--receiver linear"), std::string::npos) << cnn.output;
 }
 
 TEST_F(Cli, BashCompletesCommandsOptionsAndTheirValuesFromTheHelpTexts) {

@@ -2,13 +2,14 @@
 // the built-in generator's sidecar reads back what it wrote and refuses what it cannot run; the
 // same seeds draw bit-identical images; knowledge merges by union of shards; the head trains on
 // what the generator drew.
+#include "../common/expect_error.h"
 #include "../common/node_context.h"
 #include "core/openmp_threads.h"
 #include "core/rng.h"
 #include "core/torch_library.h"
 #include "methods/fgl/cnn.h"
 #include "methods/fgl/fgl.h"
-#include "methods/fgl/label_generator.h"
+#include "methods/fgl/torch_generator.h"
 #include "methods/fgl/requests.h"
 
 #include <gtest/gtest.h>
@@ -101,21 +102,26 @@ TEST(FglPrompts, OwnPromptsNameEveryHeldClassOrSayWhichHasNoName) {
   }
 }
 
-TEST(LabelGeneratorInfo, ReadsBackWhatItWritesAndNamesWhatIsWrong) {
-  LabelGeneratorInfo info;
+TEST(GeneratorInfo, ReadsBackWhatItWritesAndNamesWhatIsWrong) {
+  GeneratorInfo info;
   info.latent = 16;
   info.image_size = 8;
   info.channels = 1;
   info.vocabulary = {"T-shirt/top", "Ankle boot", "#1 bag"};
   info.provenance = {"fashion-mnist training images 50000 to 59999"};
-  const LabelGeneratorInfo back = LabelGeneratorInfo::parse(info.to_text(), "g.pt.generator");
+  const GeneratorInfo back = GeneratorInfo::parse(info.to_text(), "g.pt.generator");
   EXPECT_EQ(back.latent, 16);
   EXPECT_EQ(back.image_size, 8);
   EXPECT_EQ(back.vocabulary, info.vocabulary);
   EXPECT_EQ(back.provenance, info.provenance);
+  EXPECT_EQ(back.kind, Conditioning::Label);
+  // A text generator reads prompts: its class lines are optional.
+  const GeneratorInfo text = GeneratorInfo::parse("kind = text\nlatent = 4\nimage_size = 8\nchannels = 3\n", "t");
+  EXPECT_EQ(text.kind, Conditioning::Text);
+  EXPECT_TRUE(text.vocabulary.empty());
   const auto refused = [](const std::string& text, const std::string& mentions) {
     try {
-      LabelGeneratorInfo::parse(text, "g.pt.generator");
+      GeneratorInfo::parse(text, "g.pt.generator");
       ADD_FAILURE() << "accepted: " << text;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
@@ -124,7 +130,7 @@ TEST(LabelGeneratorInfo, ReadsBackWhatItWritesAndNamesWhatIsWrong) {
   const std::string base = "kind = label\nlatent = 4\nimage_size = 8\nchannels = 1\n";
   refused(base, "names no class");
   refused(base + "class = a\nclass = a\n", "listed twice");
-  refused("kind = text\nlatent = 4\nimage_size = 8\nchannels = 1\nclass = a\n", "kind 'text'");
+  refused("kind = image\nlatent = 4\nimage_size = 8\nchannels = 1\nclass = a\n", "kind 'image' (label or text)");
   refused("latent = 4\nimage_size = 8\nchannels = 1\nclass = a\n", "'kind' is missing");
   refused(base + "class = a\ncolour = red\n", "unknown key 'colour'");
   refused("kind = label\nlatent = 4\nimage_size = 10\nchannels = 1\nclass = a\n", "multiple of 4");
@@ -134,7 +140,7 @@ TEST(LabelGeneratorInfo, ReadsBackWhatItWritesAndNamesWhatIsWrong) {
 // A generator small enough to train in a test: 2 classes of 8 x 8 images, one epoch.
 struct TinyGenerator {
   std::shared_ptr<const Generator> generator;
-  TinyGenerator() {
+  explicit TinyGenerator(Conditioning kind = Conditioning::Label) {
     Rng rng = Rng::stream(4, Purpose::Generic);
     MatrixF images(128, 64);
     Labels labels(128);
@@ -147,13 +153,19 @@ struct TinyGenerator {
     o.width = 4;
     o.epochs = 1;
     o.batch_size = 32;
-    TrainedGenerator g = train_label_generator(images, labels, 1, 8, {"dark", "light"}, o);
-    generator = make_label_generator(g.module, g.info, "tiny");
+    o.conditioning = kind;
+    TrainedGenerator g = train_generator(images, labels, 1, 8, {"dark", "light"}, o);
+    generator = make_torch_generator(g.module, g.info, "tiny");
   }
 };
 
 const std::shared_ptr<const Generator>& tiny_generator() {
   static const TinyGenerator tiny;
+  return tiny.generator;
+}
+
+const std::shared_ptr<const Generator>& tiny_text_generator() {
+  static const TinyGenerator tiny(Conditioning::Text);
   return tiny.generator;
 }
 
@@ -191,6 +203,36 @@ TEST_F(FglGenerator, TheSameSeedsDrawBitIdenticalImages) {
   dark.count = 1;
   const SyntheticImages d = tiny_generator()->generate({light, dark}, 11, nullptr);
   EXPECT_EQ(d.pixels.topRows(5), a.pixels.topRows(5));
+}
+
+// A text generator draws from the prompt (the caption where there is one), bit for bit the same
+// for the same seed, and any text encodes: it looks nothing up.
+TEST_F(FglGenerator, ATextGeneratorDrawsFromThePromptOrTheCaption) {
+  GenerationRequest light;
+  light.label = 1;
+  light.name = "light";
+  light.prompt = "light, real world images, high resolution";
+  light.negative_prompt = "low quality";
+  light.count = 4;
+  GenerationRequest other = light;
+  other.name = "never seen";
+  other.prompt = "Zebra crossing at night";
+  const auto& g = tiny_text_generator();
+  EXPECT_NE(g->describe().find("text generator"), std::string::npos) << g->describe();
+  const SyntheticImages a = g->generate({light, other}, 5, nullptr);
+  EXPECT_EQ(a.pixels.rows(), 8);
+  EXPECT_EQ(a.pixels, g->generate({light, other}, 5, nullptr).pixels);
+  EXPECT_EQ(a.labels, (Labels{1, 1, 1, 1, 1, 1, 1, 1}));
+  // The same latent noise (the same request index and seed) with another text: other images.
+  EXPECT_NE(a.pixels.topRows(4), g->generate({other}, 5, nullptr).pixels);
+  // Case and punctuation do not change the words.
+  GenerationRequest shouted = light;
+  shouted.prompt = "LIGHT -- real world images; high resolution!";
+  EXPECT_EQ(g->generate({shouted}, 5, nullptr).pixels, a.pixels.topRows(4));
+  // A caption stands for the prompt.
+  GenerationRequest captioned = other;
+  captioned.caption = light.prompt;
+  EXPECT_EQ(g->generate({captioned}, 5, nullptr).pixels, a.pixels.topRows(4));
 }
 
 TEST_F(FglGenerator, AClassTheVocabularyLacksIsNamed) {
@@ -245,6 +287,51 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   NodeContext none = ca;
   none.generator = nullptr;
   EXPECT_THROW(method->fit_head({merged}, nullptr, none), InputError);
+}
+
+// A node whose features are its images pooled 2 x 2 (as a backbone would give other features than
+// the pixels): the linear receiver must read the synthetic images the same way.
+class PoolingEncoder final : public ImageEncoder {
+ public:
+  std::string describe() const override { return "2 x 2 pooling"; }
+  MatrixF encode(const SyntheticImages& images, const std::atomic<bool>*) const override {
+    const int s = images.size, h = s / 2;
+    MatrixF out = MatrixF::Zero(images.pixels.rows(), h * h);
+    for (Eigen::Index i = 0; i < images.pixels.rows(); ++i)
+      for (int r = 0; r < s; ++r)
+        for (int c = 0; c < s; ++c) out(i, (r / 2) * h + c / 2) += 0.25f * images.pixels(i, r * s + c);
+    return out;
+  }
+};
+
+TEST_F(FglGenerator, TheLinearReceiverReadsTheImagesAsTheNodeReadItsOwn) {
+  MethodOptions options;
+  options.method = "fgl";
+  options.fgl.receiver = FglOptions::Receiver::Linear;
+  options.fedpft.head.lr = 1e-2;
+  options.fedpft.head.epochs = 2;
+  Features a;
+  a.X = MatrixF::Zero(6, 16);
+  a.y = {0, 0, 0, 1, 1, 1};
+  a.num_classes = 2;
+  NodeContext ctx = test::node_context(0, 2, 16, 9);
+  ctx.class_names = {"dark", "light"};
+  ctx.generator = tiny_generator();
+  ctx.image_encoder = std::make_shared<PoolingEncoder>();
+  const auto method = make_fgl(options);
+  const Knowledge k = method->summarize(a, ctx);
+  const auto head = method->fit_head({k}, nullptr, ctx);
+  EXPECT_EQ(head->dim(), 16);  // trained on the pooled images, not on the generator's 64 pixels
+  const MatrixF probe = MatrixF::Constant(2, 16, 0.3f);
+  EXPECT_EQ(head->scores(probe), method->fit_head({k}, nullptr, ctx)->scores(probe));
+
+  // Features from images fednode never saw (.npy) cannot be matched: the error says so.
+  ctx.image_encoder = nullptr;
+  test::expect_input_error([&] { method->fit_head({k}, nullptr, ctx); }, {"8 x 8 pixels", ".npy"});
+  // The CNN needs the pixels themselves.
+  options.fgl.receiver = FglOptions::Receiver::Cnn;
+  ctx.image_encoder = std::make_shared<PoolingEncoder>();
+  test::expect_input_error([&] { make_fgl(options)->fit_head({k}, nullptr, ctx); }, {"--receiver linear"});
 }
 
 TEST(FglCnn, ItsParametersAreTheLayersAndAnImpossibleSpecIsNamed) {

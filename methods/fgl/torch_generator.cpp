@@ -1,11 +1,12 @@
-// The built-in generator's sidecar, the checks before LibTorch sees anything, and the generator
-// that answers requests by name (label_generator.h).
-#include "methods/fgl/label_generator.h"
+// The TorchScript generators' sidecar, the checks before LibTorch sees anything, and the generator
+// that answers requests by name or by text (torch_generator.h).
+#include "methods/fgl/torch_generator.h"
 
 #include "core/rng.h"
+#include "methods/method.h"
 #include "core/torch_library.h"
 #include "methods/blas_threads.h"
-#include "methods/fgl/label_generator_torch.h"
+#include "methods/fgl/torch_generator_torch.h"
 
 #include <chrono>
 #include <cmath>
@@ -31,38 +32,48 @@ int whole(const std::string& value, const std::string& at, int low, int high) {
                    std::to_string(high) + "]");
 }
 
-class LabelGenerator final : public Generator {
+class TorchGenerator final : public Generator {
  public:
-  LabelGenerator(std::string module, LabelGeneratorInfo info, std::string digest)
+  TorchGenerator(std::string module, GeneratorInfo info, std::string digest)
       : module_(std::move(module)), info_(std::move(info)), digest_(std::move(digest)) {
     for (size_t i = 0; i < info_.vocabulary.size(); ++i) by_name_.emplace(info_.vocabulary[i], static_cast<int64_t>(i));
   }
 
-  std::string describe() const override { return "fednode label generator " + digest_.substr(0, 16); }
+  std::string describe() const override {
+    return std::string("fednode ") + to_string(info_.kind) + " generator " + digest_.substr(0, 16);
+  }
 
   SyntheticImages generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
                            const std::atomic<bool>* stop) const override {
+    const bool text = info_.kind == Conditioning::Text;
     int64_t n = 0;
+    DrawConditions conditions;
     for (const GenerationRequest& r : requests) {
       if (r.count < 0) throw InputError("generator: a request for a negative number of images");
-      if (!by_name_.count(r.name)) throw InputError("generator: " + describe() + " knows no class '" + r.name +
-                                                    "' (its vocabulary: " + vocabulary() + ")");
+      if (!text && !by_name_.count(r.name))
+        throw InputError("generator: " + describe() + " knows no class '" + r.name + "' (its vocabulary: " +
+                         vocabulary() + ")");
+      if (text) {
+        conditions.texts.push_back(r.caption.empty() ? r.prompt : r.caption);
+        conditions.negative_texts.push_back(r.negative_prompt);
+      }
       n += r.count;
     }
     SyntheticImages out;
     out.channels = info_.channels;
     out.size = info_.image_size;
     MatrixF z(n, info_.latent);
-    std::vector<int64_t> labels(static_cast<size_t>(n));
+    conditions.rows.resize(static_cast<size_t>(n));
     out.labels.resize(static_cast<size_t>(n));
     int64_t row = 0;
     for (size_t i = 0; i < requests.size(); ++i) {
       const GenerationRequest& r = requests[i];
       // Per request a stream of its own: a request's images do not change when another's count does.
       Rng rng = Rng::stream(seed, Purpose::Synthesis, static_cast<uint64_t>(i));
+      const int64_t condition = text ? static_cast<int64_t>(i) : by_name_.at(r.name);
       for (int64_t k = 0; k < r.count; ++k, ++row) {
         for (int j = 0; j < info_.latent; ++j) z(row, j) = static_cast<float>(rng.normal());
-        labels[static_cast<size_t>(row)] = by_name_.at(r.name);
+        conditions.rows[static_cast<size_t>(row)] = condition;
         out.labels[static_cast<size_t>(row)] = r.label;
       }
     }
@@ -71,8 +82,8 @@ class LabelGenerator final : public Generator {
       return out;
     }
     BlasSingleThread blas;
-    torch_function<decltype(fednode_torch_label_generator_draw)>("fednode_torch_label_generator_draw")(
-        module_, z, labels, info_.channels, info_.image_size, stop, &out.pixels);
+    torch_function<decltype(fednode_torch_generator_draw)>("fednode_torch_generator_draw")(
+        module_, z, conditions, info_.channels, info_.image_size, stop, &out.pixels);
     return out;
   }
 
@@ -84,19 +95,20 @@ class LabelGenerator final : public Generator {
   }
 
   std::string module_;
-  LabelGeneratorInfo info_;
+  GeneratorInfo info_;
   std::string digest_;
   std::map<std::string, int64_t> by_name_;
 };
 
 }  // namespace
 
-void LabelGeneratorInfo::validate(const std::string& where) const {
+void GeneratorInfo::validate(const std::string& where) const {
   if (latent < 1 || latent > 4096) throw InputError(where + ": latent must be in [1, 4096]");
   if (image_size < 4 || image_size > 1024 || image_size % 4 != 0)
     throw InputError(where + ": image_size must be a multiple of 4 in [4, 1024]");
   if (channels < 1 || channels > 4) throw InputError(where + ": channels must be in [1, 4]");
-  if (vocabulary.empty()) throw InputError(where + ": names no class (a 'class = NAME' line per generator label)");
+  if (kind == Conditioning::Label && vocabulary.empty())
+    throw InputError(where + ": names no class (a label generator needs a 'class = NAME' line per label)");
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < vocabulary.size(); ++i) {
     if (vocabulary[i].empty()) throw InputError(where + ": class " + std::to_string(i) + " has an empty name");
@@ -105,17 +117,17 @@ void LabelGeneratorInfo::validate(const std::string& where) const {
   }
 }
 
-std::string LabelGeneratorInfo::to_text() const {
+std::string GeneratorInfo::to_text() const {
   std::ostringstream s;
   s << "# fednode's built-in FGL generator (docs/methods/fgl.md): a stand-in for a foundation model\n"
-    << "kind = label\nlatent = " << latent << "\nimage_size = " << image_size << "\nchannels = " << channels << "\n";
+    << "kind = " << to_string(kind) << "\nlatent = " << latent << "\nimage_size = " << image_size << "\nchannels = " << channels << "\n";
   for (const std::string& name : vocabulary) s << "class = " << name << "\n";
   for (const std::string& line : provenance) s << "trained_on = " << line << "\n";
   return s.str();
 }
 
-LabelGeneratorInfo LabelGeneratorInfo::parse(const std::string& text, const std::string& where) {
-  LabelGeneratorInfo info;
+GeneratorInfo GeneratorInfo::parse(const std::string& text, const std::string& where) {
+  GeneratorInfo info;
   std::istringstream in(text);
   std::string line;
   std::map<std::string, int> seen;
@@ -129,8 +141,9 @@ LabelGeneratorInfo LabelGeneratorInfo::parse(const std::string& text, const std:
     const bool repeats = key == "class" || key == "trained_on";
     if (!repeats && seen[key]++) throw InputError(at + ": '" + key + "' given twice");
     if (key == "kind") {
-      if (value != "label")
-        throw InputError(at + ": kind '" + value + "': fednode's own generators are label-conditioned (kind = label)");
+      if (value == "label") info.kind = Conditioning::Label;
+      else if (value == "text") info.kind = Conditioning::Text;
+      else throw InputError(at + ": kind '" + value + "' (label or text)");
     } else if (key == "latent") {
       info.latent = whole(value, at, 1, 4096);
     } else if (key == "image_size") {
@@ -151,7 +164,14 @@ LabelGeneratorInfo LabelGeneratorInfo::parse(const std::string& text, const std:
   return info;
 }
 
-TrainedGenerator train_label_generator(const MatrixF& images, const Labels& labels, int channels, int size,
+const char* to_string(Conditioning c) { return c == Conditioning::Text ? "text" : "label"; }
+
+const std::vector<std::string>& text_generator_phrasings() {
+  static const std::vector<std::string> v = {"{name}", FglOptions{}.prompt, "a photo of a {name}"};
+  return v;
+}
+
+TrainedGenerator train_generator(const MatrixF& images, const Labels& labels, int channels, int size,
                                        const std::vector<std::string>& vocabulary, const GeneratorTrainOptions& o) {
   const std::string where = "train-generator";
   if (size < 4 || size % 4 != 0) throw InputError(where + ": images of side " + std::to_string(size) + ": the side must be a multiple of 4");
@@ -172,6 +192,7 @@ TrainedGenerator train_label_generator(const MatrixF& images, const Labels& labe
   if (o.latent < 1 || o.width < 1 || o.epochs < 1 || o.batch_size < 2 || !(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1))
     throw InputError(where + ": latent, width and epochs must be >= 1, the batch >= 2, lr > 0, beta1 in [0, 1)");
   TrainedGenerator out;
+  out.info.kind = o.conditioning;
   out.info.latent = o.latent;
   out.info.image_size = size;
   out.info.channels = channels;
@@ -179,15 +200,17 @@ TrainedGenerator train_label_generator(const MatrixF& images, const Labels& labe
   out.info.validate(where);
   const auto t0 = std::chrono::steady_clock::now();
   BlasSingleThread blas;
-  torch_function<decltype(fednode_torch_label_generator_train)>("fednode_torch_label_generator_train")(
-      images, labels, channels, size, static_cast<int>(vocabulary.size()), o, &out.module);
+  const std::vector<std::string> none;
+  torch_function<decltype(fednode_torch_generator_train)>("fednode_torch_generator_train")(
+      images, labels, channels, size, vocabulary, o.conditioning == Conditioning::Text ? text_generator_phrasings() : none,
+      o, &out.module);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
-std::shared_ptr<const Generator> make_label_generator(std::string module, LabelGeneratorInfo info, std::string digest) {
+std::shared_ptr<const Generator> make_torch_generator(std::string module, GeneratorInfo info, std::string digest) {
   info.validate("generator " + digest.substr(0, 16));
-  return std::make_shared<LabelGenerator>(std::move(module), std::move(info), std::move(digest));
+  return std::make_shared<TorchGenerator>(std::move(module), std::move(info), std::move(digest));
 }
 
 }  // namespace fednode
