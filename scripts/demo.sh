@@ -16,6 +16,11 @@
 #                (fedmitr too: it trains a ViT per node on the pixels and inverts the chain's
 #                models at every hop, so it takes minutes, not seconds: docs/methods/fedmitr.md)
 #   DEMO_FEDMITR options for fedmitr's runs (its receiver's budget)  default a small one
+#                (fgl too: the demo first trains its generator on training images 50000-59999,
+#                which the federation does not hold, then each node synthesises from the prompts
+#                it holds and trains a CNN: minutes per node; docs/methods/fgl.md)
+#   DEMO_FGL_EPOCHS the generator's training epochs                 default 20 (about 13 min)
+#   DEMO_FGL     options for fgl's runs (its CNN's budget)           default --cnn-min-steps 500
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRAIN=${DEMO_TRAIN:-20000}
@@ -26,6 +31,7 @@ OUT=${DEMO_OUT:-demo-out}
 PORT=${DEMO_PORT:-7400}
 read -r -a METHODS <<< "${DEMO_METHODS:-fedpft fedcgs}"
 read -r -a FEDMITR <<< "${DEMO_FEDMITR:---client-min-steps 300 --distill-stages 2 --images-per-stage 64 --inversion-iterations 40}"
+read -r -a FGL <<< "${DEMO_FGL:---cnn-min-steps 500}"
 
 step() { printf '\n== %s (%ds)\n' "$1" "$SECONDS"; }
 
@@ -47,13 +53,33 @@ DATA=(--train-features "$OUT/train_X.npy" --train-labels "$OUT/train_y.npy"
       --backbone-fingerprint "mobilenet_v2@${SIZE}")
 
 ABS=$(cd "$OUT" && pwd)
+# A method's own options, given to simulate as they are and to the topology as --option NAME=VALUE.
+as_topology_options() {
+  OPTIONS=()
+  local args=("$@")
+  for ((i = 0; i + 1 < ${#args[@]}; i += 2)); do OPTIONS+=(--option "${args[i]#--}=${args[i+1]}"); done
+}
 for method in "${METHODS[@]}"; do
-  # FedMITR's nodes train ViTs on the images themselves, not on backbone features.
-  if [ "$method" = fedmitr ]; then
+  TIMING=()
+  # FedMITR's and FGL's nodes train networks on the images themselves, not on backbone features.
+  if [ "$method" = fedmitr ] || [ "$method" = fgl ]; then
     NETDATA=(--data dataset=fashion-mnist --data train-limit="$TRAIN" --data test-limit="$TEST")
-    SIMDATA=(--dataset fashion-mnist --train-limit "$TRAIN" --test-limit "$TEST" "${FEDMITR[@]}")
-    OPTIONS=()
-    for ((i = 0; i + 1 < ${#FEDMITR[@]}; i += 2)); do OPTIONS+=(--option "${FEDMITR[i]#--}=${FEDMITR[i+1]}"); done
+    SIMDATA=(--dataset fashion-mnist --train-limit "$TRAIN" --test-limit "$TEST")
+  fi
+  if [ "$method" = fedmitr ]; then
+    SIMDATA+=("${FEDMITR[@]}")
+    as_topology_options "${FEDMITR[@]}"
+  elif [ "$method" = fgl ]; then
+    if [ ! -f "$OUT/fgl_generator.pt" ]; then
+      step "fgl: training its generator on training images 50000-59999 (no node holds them)"
+      "$FEDNODE" train-generator --dataset fashion-mnist --from 50000 --to 60000 --epochs "${DEMO_FGL_EPOCHS:-20}" \
+        --out "$OUT/fgl_generator.pt" --quiet
+    fi
+    FGL_ALL=(--generator "$ABS/fgl_generator.pt" "${FGL[@]}")
+    SIMDATA+=("${FGL_ALL[@]}")
+    as_topology_options "${FGL_ALL[@]}"
+    # A chain's nodes fit their CNNs one after another before forwarding (docs/methods/fgl.md).
+    TIMING=(--deadline 3600 --ack-deadline 3600)
   else
     NETDATA=(--data train-features="$ABS/train_X.npy" --data train-labels="$ABS/train_y.npy"
              --data test-features="$ABS/test_X.npy" --data test-labels="$ABS/test_y.npy"
@@ -64,7 +90,7 @@ for method in "${METHODS[@]}"; do
   step "$method: ${NODES} node processes in a linear chain over ZeroMQ, Dirichlet(0.1) label skew"
   # A fresh run each time: new run name (so old frames cannot be replayed into it), new state.
   rm -rf "$OUT/net/$method.toml" "$OUT/net/$method-state"
-  "$FEDNODE" topology linear --nodes "$NODES" --method "$method" --seed 1 --base-port "$PORT" \
+  "$FEDNODE" topology linear --nodes "$NODES" --method "$method" --seed 1 --base-port "$PORT" "${TIMING[@]}" \
     --keys "$OUT/net/keys" --state "$OUT/net/$method-state" --out "$OUT/net/$method.toml" \
     "${NETDATA[@]}" "${OPTIONS[@]}" --data partition=dirichlet --data dirichlet-alpha=0.1 >/dev/null
   "$FEDNODE" launch "$OUT/net/$method.toml" --threads 1 --quiet
