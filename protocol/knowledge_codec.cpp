@@ -723,6 +723,13 @@ const msgpack::object_array& read_one_per_contributor(MapReader& body, const cha
   return list;
 }
 
+// An entry's "owner": a node id, which is 32 bits on the wire.
+NodeId read_owner(MapReader& e) {
+  const uint64_t owner = e.uint("owner");
+  if (owner > UINT32_MAX) fail(ProtocolErrorCode::InvalidValue, e.path("owner") + ": node id exceeds 32 bits");
+  return static_cast<NodeId>(owner);
+}
+
 // The spec's numbers are read as 32-bit values and checked (VitSpec::validate) before the
 // parameters' tensor is sized; its length must then be the spec's parameter count.
 ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
@@ -735,9 +742,7 @@ ModelKnowledge read_models(const msgpack::object& o, const Knowledge& k, const L
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader e(list.ptr[i], body.path("models") + "[" + std::to_string(i) + "]");
     ClientModel c;
-    const uint64_t owner = e.uint("owner");
-    if (owner > UINT32_MAX) fail(ProtocolErrorCode::InvalidValue, e.path("owner") + ": node id exceeds 32 bits");
-    c.owner = static_cast<NodeId>(owner);
+    c.owner = read_owner(e);
     const uint64_t count = e.uint("count");
     if (count < 1) fail(ProtocolErrorCode::InvalidValue, e.path("count") + ": must be at least 1");
     add_samples(samples, count, e.path("count"), limits);
@@ -768,9 +773,7 @@ PromptKnowledge read_prompts(const msgpack::object& o, const Knowledge& k, const
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader e(list.ptr[i], body.path("shards") + "[" + std::to_string(i) + "]");
     PromptShard shard;
-    const uint64_t owner = e.uint("owner");
-    if (owner > UINT32_MAX) fail(ProtocolErrorCode::InvalidValue, e.path("owner") + ": node id exceeds 32 bits");
-    shard.owner = static_cast<NodeId>(owner);
+    shard.owner = read_owner(e);
     const auto& classes = read_class_list(e, k.num_classes);
     e.finish();
     shard.classes.reserve(classes.size);
