@@ -246,7 +246,10 @@ TEST_F(Cli, SimulateRunsOnBackboneFeatures) {
   const std::string fingerprint = string_or(field(field(json, "parameters"), "backbone_fingerprint")).substr(0, 64);
   ASSERT_EQ(fingerprint.size(), 64u) << json;
   EXPECT_EQ(fingerprint.find_first_not_of("0123456789abcdef"), std::string::npos) << fingerprint;
-  EXPECT_NE(run_cli("simulate " + data_args() + " --backbone default --quiet").code, 0);
+  // .npy features named by a backbone must be that backbone's width.
+  const CliRun narrow = run_cli("simulate " + data_args() + " --backbone default --quiet");
+  EXPECT_EQ(narrow.code, 1) << narrow.output;
+  EXPECT_NE(narrow.output.find("gives 1280"), std::string::npos) << narrow.output;
 }
 
 // The first element of the array `list` whose `key` is `value` (a node by id, a run by seed);
@@ -417,15 +420,16 @@ TEST_F(Cli, FglDrawsFromPromptsAndReadsSyntheticImagesThroughTheBackbone) {
                                   (dir_ / "b.json").string());
   ASSERT_EQ(external.code, 0) << external.output;
   EXPECT_GT(hub_accuracy(dir_ / "b.json"), 0.0);
+  const std::string private_cache = "XDG_CACHE_HOME=" + (dir_ / "cache").string();  // not the user's
   const CliRun backbone = run_cli(common + " --generator " + gen.string() + " --backbone default --input-size 32" +
-                                  " --report " + (dir_ / "c.json").string());
+                                  " --report " + (dir_ / "c.json").string(), private_cache);
   ASSERT_EQ(backbone.code, 0) << backbone.output;
   EXPECT_GT(hub_accuracy(dir_ / "c.json"), 0.0);
   EXPECT_EQ(read_json(dir_ / "c.json")["data"]["dim"], 1280) << backbone.output;
   // The CNN cannot read backbone features: the error says what would do.
   const CliRun cnn = run_cli("simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
                              " --topology star --nodes 3 --quiet --generator " + gen.string() +
-                             " --backbone default --input-size 32");
+                             " --backbone default --input-size 32", private_cache);
   EXPECT_EQ(cnn.code, 1);
   EXPECT_NE(cnn.output.find("--receiver linear"), std::string::npos) << cnn.output;
 }
