@@ -374,6 +374,18 @@ std::string generator_command(const fs::path& generator) {
          generator.string();
 }
 
+// `common` with the generator file in process, then behind the command contract: both run and
+// score the hub.
+void expect_it_runs_in_process_and_as_a_command(const std::string& common, const fs::path& gen, const fs::path& dir) {
+  const CliRun direct = run_cli(common + " --generator " + gen.string() + " --report " + (dir / "a.json").string());
+  ASSERT_EQ(direct.code, 0) << direct.output;
+  EXPECT_GT(hub_accuracy(dir / "a.json"), 0.0);
+  const CliRun external = run_cli(common + " --generator-command '" + generator_command(gen) + "' --report " +
+                                  (dir / "b.json").string());
+  ASSERT_EQ(external.code, 0) << external.output;
+  EXPECT_GT(hub_accuracy(dir / "b.json"), 0.0);
+}
+
 // FGL end to end: `train-generator` writes a TorchScript generator and its sidecar from images
 // the federation does not hold; `simulate --method fgl` draws from it, in process and behind the
 // external-command contract (scripts/fgl_generator_command.py, a real generator, not a stub).
@@ -385,13 +397,7 @@ TEST_F(Cli, FglTrainsAGeneratorAndSimulatesWithItDirectlyAndAsACommand) {
   const std::string common = "simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
                              " --topology star --nodes 3 --cnn-epochs 1 --cnn-min-steps 50 --head-lr 0.01"
                              " --head-epochs 2 --head-min-steps 50 --quiet";
-  const CliRun direct = run_cli(common + " --generator " + gen.string() + " --report " + (dir_ / "a.json").string());
-  ASSERT_EQ(direct.code, 0) << direct.output;
-  EXPECT_GT(hub_accuracy(dir_ / "a.json"), 0.0);
-  const CliRun external = run_cli(common + " --generator-command '" + generator_command(gen) + "' --report " +
-                                  (dir_ / "b.json").string());
-  ASSERT_EQ(external.code, 0) << external.output;
-  EXPECT_GT(hub_accuracy(dir_ / "b.json"), 0.0);
+  expect_it_runs_in_process_and_as_a_command(common, gen, dir_);
   // One generator, named: neither or both is a usage error.
   EXPECT_EQ(run_cli(common).code, 2);
   EXPECT_EQ(run_cli(common + " --generator " + gen.string() + " --generator-command true").code, 2);
@@ -408,18 +414,11 @@ TEST_F(Cli, FglDrawsFromPromptsAndReadsSyntheticImagesThroughTheBackbone) {
   const std::string text = train_tiny_generator(gen, "--conditioning text");
   EXPECT_NE(text.find("kind = text"), std::string::npos) << text;
   EXPECT_NE(text.find("'{name}, real world images, high resolution'"), std::string::npos) << text;
+  // Any class name encodes: names that the generator never saw still draw.
   const std::string common = "simulate --method fgl --dataset fashion-mnist --train-limit 600 --test-limit 200"
                              " --topology star --nodes 3 --head-lr 0.01 --head-epochs 2 --head-min-steps 50 --quiet"
-                             " --no-baselines --receiver linear";
-  // Any class name encodes: --class-names that the generator never saw still draw.
-  const CliRun direct = run_cli(common + " --generator " + gen.string() + " --class-names a,b,c,d,e,f,g,h,i,j" +
-                                " --report " + (dir_ / "a.json").string());
-  ASSERT_EQ(direct.code, 0) << direct.output;
-  EXPECT_GT(hub_accuracy(dir_ / "a.json"), 0.0);
-  const CliRun external = run_cli(common + " --generator-command '" + generator_command(gen) + "' --report " +
-                                  (dir_ / "b.json").string());
-  ASSERT_EQ(external.code, 0) << external.output;
-  EXPECT_GT(hub_accuracy(dir_ / "b.json"), 0.0);
+                             " --no-baselines --receiver linear --class-names a,b,c,d,e,f,g,h,i,j";
+  expect_it_runs_in_process_and_as_a_command(common, gen, dir_);
   const std::string private_cache = "XDG_CACHE_HOME=" + (dir_ / "cache").string();  // not the user's
   const CliRun backbone = run_cli(common + " --generator " + gen.string() + " --backbone default --input-size 32" +
                                   " --report " + (dir_ / "c.json").string(), private_cache);
