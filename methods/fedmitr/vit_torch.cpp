@@ -3,19 +3,17 @@
 // multi-head self-attention, LayerNorm, GELU MLP), a CLS token read by the head.
 #include "methods/fedmitr/vit_torch.h"
 #include "core/rng.h"
+#include "methods/fedmitr/vit_graph_torch.h"
+#include "methods/fedmitr/vit_script_torch.h"
 #include "methods/heads/eigen_tensors.h"
 #include "methods/heads/flat_sgd_torch.h"
 
-#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <map>
-#include <memory>
-#include <mutex>
 
 namespace fednode {
 namespace {
@@ -62,64 +60,8 @@ torch::Tensor layer_norm(const torch::Tensor& h, const torch::Tensor& g, const t
   return F::layer_norm(h, F::LayerNormFuncOptions({D}).eps(1e-6)) * g.view(shape) + b.view(shape);
 }
 
-// A user's TorchScript ViT (vit.h, load_vit_script), as loaded: the module with its file's
-// parameters, and the names its parameters are set by, in the flat order.
-struct ScriptedVit {
-  torch::jit::Module module;
-  std::vector<std::string> names;
-  VitSpec spec;
-};
-
-std::mutex scripts_mutex;
-std::map<std::string, std::shared_ptr<const ScriptedVit>>& scripts() {  // by the file's SHA-256
-  static std::map<std::string, std::shared_ptr<const ScriptedVit>> table;
-  return table;
-}
-
-std::shared_ptr<const ScriptedVit> script_for(const std::string& digest) {
-  std::lock_guard<std::mutex> lock(scripts_mutex);
-  const auto it = scripts().find(digest);
-  if (it == scripts().end())
-    throw InputError("ViT: this model runs the TorchScript ViT " + digest.substr(0, 16) +
-                     "..., which this process has not loaded (--vit-script FILE)");
-  return it->second;
-}
-
-// `flat` [P] into the parameters of `module` (a clone), as views, so that gradients reach it.
-void set_parameters(torch::jit::Module& module, const ScriptedVit& vit, const torch::Tensor& flat) {
-  int64_t at = 0;
-  for (const std::string& name : vit.names) {
-    torch::jit::Module owner = module;
-    size_t start = 0, dot = 0;
-    while ((dot = name.find('.', start)) != std::string::npos) {
-      owner = owner.attr(name.substr(start, dot - start)).toModule();
-      start = dot + 1;
-    }
-    const std::string leaf = name.substr(start);
-    const torch::Tensor current = owner.attr(leaf).toTensor();
-    owner.setattr(leaf, flat.narrow(0, at, current.numel()).view(current.sizes()));
-    at += current.numel();
-  }
-}
-
-// What the ViT computes for M models on the same B images.
-struct Graph {
-  torch::Tensor logits;         // [M, B, classes]
-  torch::Tensor token_logits;   // [M, B, tokens, classes]; undefined when stopped tokens are dropped
-  torch::Tensor cls_attention;  // [M, B, tokens]: 0 for a stopped patch
-};
-
-// How a keep-mask takes effect. Masked: a stopped patch stays in the sequence but is no key
-// (-inf before the softmax), so every token has its output. Dropped: stopped patches leave the
-// sequence, which gives the same class scores and CLS attention for less work (sparse
-// inversion's point); it needs every image to keep the same number of patches.
-enum class Stopped { Masked, Dropped };
-
 // The ViT of M models (`flats` [M, P], views, so gradients reach the parameters when they require
 // them) on `images` [B, pixels]; `keep` undefined or [B, tokens] bool.
-Graph run_script(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
-                 Stopped stopped);
-
 Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
           Stopped stopped = Stopped::Masked) {
   if (s.scripted()) return run_script(s, flats, images, keep, stopped);
@@ -188,111 +130,6 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
     out.cls_attention = from_cls;
   }
   return out;
-}
-
-// A scripted ViT keeps every token (its own code applies the keep-mask); the models run one by
-// one, each a clone of the loaded module with its parameters set from its row of `flats`.
-Graph run_script(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
-                 Stopped stopped) {
-  const std::shared_ptr<const ScriptedVit> vit = script_for(s.script);
-  const int64_t M = flats.size(0), B = images.size(0), T = s.tokens();
-  const torch::Tensor x = images.view({B, s.channels, s.image_size, s.image_size});
-  const torch::Tensor k = keep.defined() ? keep : torch::ones({B, T}, torch::kBool);
-  std::vector<torch::Tensor> logits, tokens, attention;
-  for (int64_t m = 0; m < M; ++m) {
-    torch::jit::Module module = vit->module.clone();
-    set_parameters(module, *vit, flats.select(0, m));
-    const auto out = module.forward({x, k}).toTuple();
-    logits.push_back(out->elements().at(0).toTensor());
-    tokens.push_back(out->elements().at(1).toTensor());
-    attention.push_back(out->elements().at(2).toTensor());
-  }
-  Graph g;
-  g.logits = torch::stack(logits);
-  if (!(stopped == Stopped::Dropped && keep.defined())) g.token_logits = torch::stack(tokens);
-  g.cls_attention = torch::stack(attention);
-  return g;
-}
-
-int64_t int_attribute(const torch::jit::Module& m, const char* name, const std::string& path) {
-  if (!m.hasattr(name))
-    throw InputError(path + ": the ViT script has no attribute '" + name + "' (see scripts/export_vit.py)");
-  const c10::IValue v = m.attr(name);
-  if (!v.isInt()) throw InputError(path + ": the ViT script's attribute '" + name + "' is not an int");
-  const int64_t n = v.toInt();
-  if (n < 0 || n > (int64_t{1} << 30)) throw InputError(path + ": the ViT script's " + name + " is " + std::to_string(n));
-  return n;
-}
-
-std::string first_line(const char* what) {
-  const std::string s(what);
-  return s.substr(0, s.find('\n'));
-}
-
-void load_script(const std::string& path, const std::string& digest, VitSpec* out) {
-  {
-    std::lock_guard<std::mutex> lock(scripts_mutex);
-    if (const auto it = scripts().find(digest); it != scripts().end()) {
-      *out = it->second->spec;  // the same bytes, loaded before
-      return;
-    }
-  }
-  auto vit = std::make_shared<ScriptedVit>();
-  try {
-    vit->module = torch::jit::load(path, torch::kCPU);
-  } catch (const c10::Error& e) {
-    throw InputError(path + ": not a TorchScript file this LibTorch loads (" + first_line(e.what()) + ")");
-  }
-  vit->module.eval();
-  VitSpec s;
-  s.image_size = static_cast<int>(int_attribute(vit->module, "image_size", path));
-  s.channels = static_cast<int>(int_attribute(vit->module, "channels", path));
-  s.patch = static_cast<int>(int_attribute(vit->module, "patch", path));
-  s.classes = static_cast<int>(int_attribute(vit->module, "classes", path));
-  s.dim = s.depth = s.heads = s.mlp_dim = 0;
-  s.script = digest;
-  for (const auto& p : vit->module.named_parameters(/*recurse=*/true)) {
-    if (p.value.scalar_type() != torch::kFloat32)
-      throw InputError(path + ": the ViT script's parameter " + p.name + " is not float32");
-    vit->names.push_back(p.name);
-    s.script_parameters += p.value.numel();
-  }
-  s.validate(path);
-  // A probe: two images, the second with one patch stopped; the shapes must be the interface's.
-  const int64_t T = s.tokens();
-  torch::Tensor keep = torch::ones({2, T}, torch::kBool);
-  keep[1][0] = false;
-  std::vector<torch::Tensor> outputs;
-  try {
-    torch::NoGradGuard no_grad;
-    const auto out = vit->module.forward({torch::full({2, s.channels, s.image_size, s.image_size}, 0.5), keep});
-    if (!out.isTuple() || out.toTuple()->elements().size() != 3)
-      throw InputError(path + ": the ViT script's forward must return (logits, token_logits, cls_attention)");
-    for (const c10::IValue& v : out.toTuple()->elements()) outputs.push_back(v.toTensor());
-  } catch (const c10::Error& e) {
-    throw InputError(path + ": the ViT script's forward(images [2, " + std::to_string(s.channels) + ", " +
-                     std::to_string(s.image_size) + ", " + std::to_string(s.image_size) + "], keep [2, " +
-                     std::to_string(T) + "]) failed (" + first_line(e.what()) + ")");
-  }
-  const std::vector<std::vector<int64_t>> want = {{2, s.classes}, {2, T, s.classes}, {2, T}};
-  const char* names[] = {"logits", "token_logits", "cls_attention"};
-  for (size_t i = 0; i < 3; ++i)
-    if (outputs[i].sizes().vec() != want[i] || outputs[i].scalar_type() != torch::kFloat32)
-      throw InputError(path + ": the ViT script's " + names[i] + " came back " + c10::str(outputs[i].sizes()) + " " +
-                       std::string(c10::toString(outputs[i].scalar_type())) + ", expected float " + c10::str(c10::IntArrayRef(want[i])));
-  vit->spec = s;
-  std::lock_guard<std::mutex> lock(scripts_mutex);
-  scripts()[digest] = std::move(vit);
-  *out = s;
-}
-
-void script_start(const std::string& digest, std::vector<float>* out) {
-  const std::shared_ptr<const ScriptedVit> vit = script_for(digest);
-  out->clear();
-  for (const auto& p : vit->module.named_parameters(/*recurse=*/true)) {
-    const torch::Tensor t = p.value.detach().contiguous();
-    out->insert(out->end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-  }
 }
 
 // One model's parameters as [1, P], without a copy.
