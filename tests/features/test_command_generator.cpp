@@ -3,9 +3,11 @@
 // that is not an image, images of different sizes -- gives an error naming the command, the
 // request and the file, with the end of the command's log.
 #include "features/command_generator.h"
+#include "../common/temp_dir.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -33,7 +35,32 @@ std::vector<GenerationRequest> two_requests() {
   return {a, b};
 }
 
+// The generator's work folders go where TMPDIR says: a failing command's is kept for its user
+// to read, so the tests point TMPDIR into a folder of their own, removed after.
+class PrivateTmpdir {
+ public:
+  PrivateTmpdir() : dir_("fednode_generator_test") {
+    const char* old = std::getenv("TMPDIR");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv("TMPDIR", dir_.str().c_str(), 1);
+  }
+  ~PrivateTmpdir() {
+    if (had_)
+      ::setenv("TMPDIR", old_.c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+  }
+  const test::TempDir& dir() const { return dir_; }
+
+ private:
+  test::TempDir dir_;
+  bool had_ = false;
+  std::string old_;
+};
+
 std::string error_of(const std::string& command) {
+  const PrivateTmpdir tmp;
   try {
     make_command_generator(command)->generate(two_requests(), 5, nullptr);
   } catch (const InputError& e) {
@@ -88,6 +115,23 @@ TEST(CommandGenerator, AFailingCommandIsQuotedWithItsLog) {
   const std::string e = error_of(script("echo starting; echo no GPU found >&2; exit 3"));
   EXPECT_NE(e.find("exited with status 3"), std::string::npos) << e;
   EXPECT_NE(e.find("no GPU found"), std::string::npos) << e;
+  {  // the log the error names is kept for its reader
+    const PrivateTmpdir tmp;
+    std::string kept;
+    try {
+      make_command_generator(script("echo no GPU found; exit 3"))->generate(two_requests(), 5, nullptr);
+    } catch (const InputError& e) {
+      const std::string what = e.what(), mark = "the end of its log ";
+      const size_t at = what.find(mark);
+      ASSERT_NE(at, std::string::npos) << what;
+      kept = what.substr(at + mark.size(), what.find(':', at + mark.size()) - at - mark.size());
+    }
+    EXPECT_EQ(kept.rfind(tmp.dir().str(), 0), 0u) << kept;
+    std::ifstream log(kept);
+    std::string line;
+    EXPECT_TRUE(std::getline(log, line)) << kept;
+    EXPECT_EQ(line, "no GPU found");
+  }
   EXPECT_NE(error_of("/nonexistent/generator").find("exited with status 127"), std::string::npos);
 }
 
