@@ -7,7 +7,11 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
 
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
-        [--device cpu|cuda] [--fashion DIR]
+        [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble mean|samples]
+
+--partition-from gives the clients the class counts of a fednode report's nodes (scaled to the
+federation's share of the training set), so that fednode's own partition can be tuned on the
+validation split; --ensemble samples weighs each model's logits by its images instead of averaging.
 
 On a GPU (--device cuda) the paper's budget (100 iterations, thousands of images) takes minutes
 where the 2-core machine needs hours; the numbers differ from a CPU run's in float rounding only.
@@ -57,6 +61,8 @@ p.add_argument('--depochs', type=int, default=5); p.add_argument('--dlr', type=f
 p.add_argument('--work', default='/tmp/fedmitr_tune')
 p.add_argument('--device', default='cpu')
 p.add_argument('--fashion', default='/usr/share/datasets/fashion-mnist/')
+p.add_argument('--partition-from', default='')  # a fednode report: its nodes' class counts, drawn from the split
+p.add_argument('--ensemble', default='mean')  # mean: the models' logits averaged; samples: weighted by their images
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 os.makedirs(a.work, exist_ok=True)
@@ -69,11 +75,20 @@ X, y, Xv, yv = X.to(a.device), y.to(a.device), Xv.to(a.device), yv.to(a.device)
 N, C = 10, 10
 def acc(m):
     with torch.no_grad(): return (m(Xv)[0].argmax(1) == yv).float().mean().item()
-cache = os.path.join(a.work, f'clients_a{a.alpha}_s{a.seed}.pt')
+tag = '_' + os.path.basename(a.partition_from).replace('.json', '') if a.partition_from else ''
+cache = os.path.join(a.work, f'clients_a{a.alpha}_s{a.seed}{tag}.pt')
 if not os.path.exists(cache):
     rng = np.random.default_rng(a.seed); idx = [[] for _ in range(N)]
+    # fednode's own partition (its report's class counts, scaled to the federation's share of the
+    # training set), or numpy's Dirichlet draw.
+    want = [n['class_counts'] for n in json.load(open(a.partition_from))['nodes']] if a.partition_from else None
     for c in range(C):
         ids = np.where(y.cpu().numpy() == c)[0]; rng.shuffle(ids)
+        if want:
+            need = [w[c] for w in want]; scale = min(1.0, len(ids) / max(sum(need), 1)); at = 0
+            for k in range(N):
+                take = int(round(need[k] * scale)); idx[k] += ids[at:at + take].tolist(); at += take
+            continue
         pr = rng.dirichlet([a.alpha] * N); cuts = (np.cumsum(pr) * len(ids)).astype(int)[:-1]
         for k, part in enumerate(np.split(ids, cuts)): idx[k] += part.tolist()
     sds, counts = [], []
@@ -94,8 +109,18 @@ for sd in d['sds']:
     m = Vit(); m.load_state_dict(sd); m.requires_grad_(False); models.append(m)
 counts = d['counts']; tot = sum(counts)
 fedavg = Vit(); fedavg.load_state_dict({k: sum(sd[k] * c for sd, c in zip(d['sds'], counts)) / tot for k in d['init']})
-with torch.no_grad(): ens = (torch.stack([m(Xv)[0] for m in models]).mean(0).argmax(1) == yv).float().mean().item()
-print(f'fedavg {acc(fedavg):.3f} ensemble {ens:.3f} init {acc(init):.3f}', flush=True)
+weights = (torch.tensor([float(c) for c in counts]) / tot if a.ensemble == 'samples'
+           else torch.full((len(models),), 1.0 / len(models)))
+def ensemble_logits(outputs):  # [M, B, C] -> [B, C]
+    return (weights.view(-1, 1, 1) * outputs).sum(0)
+with torch.no_grad():
+    Lv = torch.stack([m(Xv)[0] for m in models])
+    for k in range(len(models)):  # how large a model's logits are, and how much they depend on the image
+        print(f'client {k}: n={counts[k]} acc={(Lv[k].argmax(1) == yv).float().mean().item():.3f} '
+              f'max-logit {Lv[k].max(1).values.mean().item():.1f} spread {Lv[k].std(0).mean().item():.2f}', flush=True)
+    ens = (Lv.mean(0).argmax(1) == yv).float().mean().item()
+    wens = ((Lv * (torch.tensor([float(c) for c in counts]) / tot).view(-1, 1, 1)).sum(0).argmax(1) == yv).float().mean().item()
+print(f'fedavg {acc(fedavg):.3f} ensemble {ens:.3f} (weighted by images {wens:.3f}) init {acc(init):.3f}', flush=True)
 
 def full(m, x):  # class and token logits
     B = x.shape[0]; img = x.view(B, 1, 28, 28)
@@ -115,10 +140,9 @@ def invert(student, targets, iters, dense, gen):
                 order = att.masked_fill(~keep, float('inf')).argsort(1); k = int(keep[0].sum())
                 keep.scatter_(1, order[:, :min(int(0.3 * k), k - 1)], False)
                 frozen = x.detach().clone()
-        lg, at = 0, 0
-        for m in models:
-            o, aa = m(x, keep); lg, at = lg + o, at + aa.detach()
-        lg, att = lg / len(models), at / len(models)
+        lg, att = 0, 0
+        for i, m in enumerate(models):
+            o, aa = m(x, keep); lg, att = lg + weights[i] * o, att + weights[i] * aa.detach()
         loss = F.cross_entropy(lg, targets) + 1e-4 * total_variation(x, 28)
         if a.js > 0: loss = loss - a.js * js_divergence(student(x, keep)[0], lg)
         adam.zero_grad(); loss.backward(); adam.step()
@@ -146,7 +170,7 @@ for st in range(a.stages):
     off = int(torch.randint(0, C, (1,), generator=gen, device='cpu')); targets = (torch.arange(a.ipp) + off) % C
     student.eval(); student.requires_grad_(False)
     t1 = time.time(); xs, keep = invert(student, targets, a.iters, a.dense, gen); ti = time.time() - t1
-    with torch.no_grad(): te = torch.stack([m(xs)[0] for m in models]).mean(0)
+    with torch.no_grad(): te = ensemble_logits(torch.stack([m(xs)[0] for m in models]))
     pool.append(xs); T_.append(te); P_.append(te.argmax(1)); H_.append(keep)
     Xp, Tp, Pp, Hp = torch.cat(pool), torch.cat(T_), torch.cat(P_), torch.cat(H_)
     match = (Pp[-a.ipp:] == targets).float().mean().item()
