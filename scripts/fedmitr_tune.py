@@ -8,6 +8,7 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
         [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble mean|samples]
+        [--init torch|timm]
 
 --partition-from gives the clients the class counts of a fednode report's nodes (scaled to the
 federation's share of the training set), so that fednode's own partition can be tuned on the
@@ -62,12 +63,18 @@ p.add_argument('--work', default='/tmp/fedmitr_tune')
 p.add_argument('--device', default='cpu')
 p.add_argument('--fashion', default='/usr/share/datasets/fashion-mnist/')
 p.add_argument('--partition-from', default='')  # a fednode report: its nodes' class counts, drawn from the split
+p.add_argument('--init', default='torch')  # torch: PyTorch's defaults; timm: every weight N(0, 0.02) cut at 2 sd, as fednode's vit_init
 p.add_argument('--ensemble', default='mean')  # mean: the models' logits averaged; samples: weighted by their images
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 os.makedirs(a.work, exist_ok=True)
 X, y, Xv, yv = split(a.fashion)
-torch.manual_seed(0); init = Vit().to(a.device)  # on the CPU's generator, as on a CPU run
+torch.manual_seed(0); init = Vit()  # on the CPU's generator, as on a CPU run
+if a.init == 'timm':
+    for mod in init.modules():
+        if isinstance(mod, torch.nn.Linear):
+            torch.nn.init.trunc_normal_(mod.weight, std=0.02, a=-0.04, b=0.04); torch.nn.init.zeros_(mod.bias)
+init = init.to(a.device)
 # Every tensor made from here on lives on the device; seeded draws come from CPU generators and move.
 if a.device != 'cpu':
     torch.set_default_device(a.device)  # PyTorch 2 (a GPU machine's); Debian's 1.13 runs on the CPU
@@ -75,7 +82,8 @@ X, y, Xv, yv = X.to(a.device), y.to(a.device), Xv.to(a.device), yv.to(a.device)
 N, C = 10, 10
 def acc(m):
     with torch.no_grad(): return (m(Xv)[0].argmax(1) == yv).float().mean().item()
-tag = '_' + os.path.basename(a.partition_from).replace('.json', '') if a.partition_from else ''
+tag = ('_' + os.path.basename(a.partition_from).replace('.json', '') if a.partition_from else '') + \
+    ('_timm' if a.init == 'timm' else '')
 cache = os.path.join(a.work, f'clients_a{a.alpha}_s{a.seed}{tag}.pt')
 if not os.path.exists(cache):
     rng = np.random.default_rng(a.seed); idx = [[] for _ in range(N)]
