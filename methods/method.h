@@ -225,6 +225,11 @@ struct NodeContext {
   std::shared_ptr<const ImageEncoder> image_encoder;
   // Progress for long steps (EM per class, head epochs); may be empty.
   std::function<void(const std::string&)> progress;
+  // The simulator's test set, for progress lines that say how a head fitted in stages scores
+  // after each stage (FedMITR's receiver), so that a run's course can be read, not only its end.
+  // Nothing is fitted or chosen on it. Null for a networked node (it holds no test set) and
+  // whenever progress is empty.
+  const Features* watch = nullptr;
   // When set and true, long steps end at their next class or epoch by throwing Interrupted, so
   // that a node asked to stop (a signal) does not first finish minutes of EM or head training.
   const std::atomic<bool>* stop = nullptr;

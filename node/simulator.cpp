@@ -155,6 +155,7 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
                          report.dim);
     m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
     m.ctx.progress = say;
+    if (say) m.ctx.watch = &test;
     m.ctx.class_names = options.class_names;
     m.ctx.image_encoder = options.image_encoder;
     if ((m.masks = mask_plan(topology, plans[i], options.method))) {

@@ -48,7 +48,7 @@ MethodBaselines fedmitr_baselines(const Features& all, const std::vector<Feature
   add("fedavg", fedavg, t0);
 
   t0 = std::chrono::steady_clock::now();
-  const MatrixF scores = ensemble_logits(models, test.X);
+  const MatrixF scores = ensemble_logits(models, test.X, EnsembleMix{o.receiver.ensemble, weights});
   int64_t correct = 0;
   for (Eigen::Index r = 0; r < scores.rows(); ++r) {
     Eigen::Index best = 0;
@@ -61,7 +61,8 @@ MethodBaselines fedmitr_baselines(const Features& all, const std::vector<Feature
 
   for (ReceiverVariant v : {ReceiverVariant::DenseKd, ReceiverVariant::SparsePseudoLabel}) {
     t0 = std::chrono::steady_clock::now();
-    const VitModel distilled = distil_ensemble(models, fedavg, o.receiver, v, fedmitr_receiver_seed(seed, 0), say, nullptr);
+    const VitModel distilled = distil_ensemble(models, weights, fedavg, o.receiver, v, fedmitr_receiver_seed(seed, 0), say, nullptr,
+                                                 nullptr, progress ? &test : nullptr);
     add(to_string(v), distilled, t0);
   }
   t0 = std::chrono::steady_clock::now();

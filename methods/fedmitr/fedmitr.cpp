@@ -136,8 +136,9 @@ class FedMitr final : public Method {
       if (ctx.progress) ctx.progress(line);
     };
     say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
-    return std::make_unique<VitHead>(distil_ensemble(ensemble, student, options_.receiver, ReceiverVariant::FedMitr,
-                                                     fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop));
+    return std::make_unique<VitHead>(distil_ensemble(ensemble, weights, student, options_.receiver, ReceiverVariant::FedMitr,
+                                                     fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop,
+                                                     nullptr, ctx.progress ? ctx.watch : nullptr));
   }
 
  private:
@@ -245,7 +246,7 @@ MethodDescriptor fedmitr_descriptor() {
   d.knowledge = KnowledgeKind::Models;
   d.options = {"vit-script", "vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
                "client-min-steps",
-               "client-lr", "client-batch-size", "model-precision", "distill-stages", "images-per-stage",
+               "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
                "high-token-weight", "low-token-weight"};

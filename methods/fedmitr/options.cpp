@@ -61,6 +61,13 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
   o.half_precision = precision == "float16";
   auto& r = o.receiver;
   r.stages = whole("distill-stages", r.stages, 0, 100000);
+  const std::string rule = a.str("ensemble", to_string(r.ensemble));
+  if (rule == "mean-logits")
+    r.ensemble = EnsembleRule::MeanLogits;
+  else if (rule == "weighted-probabilities")
+    r.ensemble = EnsembleRule::WeightedProbabilities;
+  else
+    throw UsageError("--ensemble: '" + rule + "' (expected weighted-probabilities or mean-logits)");
   r.images_per_stage = whole("images-per-stage", r.images_per_stage, 1, 1 << 20);
   r.inversion.iterations = whole("inversion-iterations", r.inversion.iterations, 0, 100000);
   r.inversion.lr = a.real("inversion-lr", r.inversion.lr, 1e-8, 100.0);
@@ -100,7 +107,9 @@ std::string fedmitr_options_help() {
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
-    << "  receiver: --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
+    << "  receiver: --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
+    << ": the teacher; mean-logits is the paper's)\n"
+    << "    --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
     << ") --inversion-iterations (" << r.inversion.iterations << ") --inversion-lr (" << r.inversion.lr << ")\n"
     << "    --tv-weight (" << r.inversion.tv_weight << ") --l2-weight (" << r.inversion.l2_weight << ") --js-weight ("
     << r.inversion.js_weight << ") --mask-ratio (" << r.inversion.mask_ratio << ") --mask-at LIST|none ("
@@ -136,6 +145,7 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.key("model_precision").value(o.half_precision ? "float16" : "float32");
   w.key("receiver").begin_object();
   w.key("stages").value(r.stages);
+  w.key("ensemble").value(to_string(r.ensemble));
   w.key("images_per_stage").value(r.images_per_stage);
   w.key("inversion").begin_object();
   w.key("iterations").value(r.inversion.iterations);

@@ -3,6 +3,7 @@
 #include "core/elapsed.h"
 #include "core/rng.h"
 #include "core/types.h"
+#include "methods/fedmitr/vit_head.h"
 
 #include <chrono>
 #include <cstdio>
@@ -42,14 +43,17 @@ VitModel average_models(const std::vector<VitModel>& models, const std::vector<d
   return out;
 }
 
-VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& start, const ReceiverOptions& o,
+VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const std::vector<double>& samples,
+                         const VitModel& start, const ReceiverOptions& o,
                          ReceiverVariant variant, uint64_t seed, const std::function<void(const std::string&)>& progress,
-                         const std::atomic<bool>* stop, ReceiverTimes* times) {
+                         const std::atomic<bool>* stop, ReceiverTimes* times, const Features* watch) {
   if (ensemble.empty()) throw InputError("FedMITR: no model to distil");
   if (o.stages < 0 || o.images_per_stage < 1)
     throw InputError("FedMITR: the stages must be >= 0 and the images per stage >= 1");
   const VitSpec& s = ensemble[0].spec;
   const int C = s.classes, T = s.tokens();
+  const EnsembleMix mix{o.ensemble, samples};
+  mix.shares(ensemble.size());  // refuses counts that do not fit before any work
   InversionOptions inversion = o.inversion;
   if (variant == ReceiverVariant::DenseKd) inversion.mask_at.clear();
   DistillOptions distill = o.distill;
@@ -67,10 +71,10 @@ VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& 
     Labels wanted(static_cast<size_t>(o.images_per_stage));
     for (int i = 0; i < o.images_per_stage; ++i) wanted[static_cast<size_t>(i)] = (offset + i) % C;
     inversion.seed = rng.next();
-    const Inversion inv = vit_invert(ensemble, &student, wanted, inversion);
+    const Inversion inv = vit_invert(ensemble, &student, wanted, inversion, mix);
     // The patches sparse inversion kept inverting to the end are the ones the ensemble attends
     // to: the high-attention tokens, relabelled with the pseudo-label.
-    DistillTargets batch = ensemble_targets(ensemble, inv.images, inv.keep);
+    DistillTargets batch = ensemble_targets(ensemble, inv.images, inv.keep, mix);
     const double t_inversion = seconds_since(t0);
 
     const auto t1 = std::chrono::steady_clock::now();
@@ -98,7 +102,13 @@ VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& 
                     to_string(variant), stage + 1, o.stages, static_cast<long long>(inv.images.rows()), t_inversion,
                     inv.first_loss, inv.last_loss, static_cast<double>(high) / static_cast<double>(inv.images.rows()), T,
                     static_cast<long long>(pool.rows()), t_distillation);
-      progress(line);
+      std::string said = line;
+      if (watch && watch->size() > 0) {
+        std::snprintf(line, sizeof line, "; the student scores %.3f on the test set",
+                      VitHead(student).accuracy(*watch));
+        said += line;
+      }
+      progress(said);
     }
   }
   return student;

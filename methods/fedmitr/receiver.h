@@ -8,6 +8,7 @@
 // with plain KD, and sparse inversion with pseudo-labels.
 #pragma once
 
+#include "core/types.h"
 #include "methods/fedmitr/vit.h"
 
 #include <atomic>
@@ -32,6 +33,9 @@ struct ReceiverOptions {
   int stages = 12;
   int images_per_stage = 256;
   InversionOptions inversion = receiver_inversion_defaults();  // seed: set per stage from the receiver's seed
+  // The teacher every receiver inverts and learns (vit.h): the models' probabilities weighted by
+  // their images, chosen on the validation split over the paper's plain mean of logits.
+  EnsembleRule ensemble = EnsembleRule::WeightedProbabilities;
   DistillOptions distill;  // loss and seed: set by the variant and the stage
 };
 
@@ -51,12 +55,16 @@ struct ReceiverTimes {
 // InputError for no model, models of different specs, or weights that do not sum to a positive.
 VitModel average_models(const std::vector<VitModel>& models, const std::vector<double>& weights);
 
-// Distils the ensemble into one model from `student` (FedAvg for the paper's recipe). The
+// Distils the ensemble (its models, and the images each trained on) into one model from `student`
+// (FedAvg for the paper's recipe). The
 // targets of each stage's inversion cycle through the classes from a seeded offset, so that every
 // class gets its share of images. `progress` (may be empty) hears one line per stage; `stop`, when
-// set and true, ends the work at the next stage with Interrupted.
-VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const VitModel& student, const ReceiverOptions& options,
+// set and true, ends the work at the next stage with Interrupted. With `watch` (a labelled set,
+// NodeContext::watch) each stage's progress line also gives the student's accuracy on it.
+VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const std::vector<double>& samples,
+                         const VitModel& student, const ReceiverOptions& options,
                          ReceiverVariant variant, uint64_t seed, const std::function<void(const std::string&)>& progress,
-                         const std::atomic<bool>* stop, ReceiverTimes* times = nullptr);
+                         const std::atomic<bool>* stop, ReceiverTimes* times = nullptr,
+                         const Features* watch = nullptr);
 
 }  // namespace fednode

@@ -6,7 +6,9 @@
 #include "methods/fedmitr/vit_torch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 namespace fednode {
 
@@ -68,6 +70,13 @@ namespace {
 class Filler {
  public:
   Filler(std::vector<float>& p, Rng& rng) : p_(p), rng_(rng) {}
+  // A Linear layer as PyTorch starts it (kaiming-uniform with a = sqrt(5) for the weights, which
+  // is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the same bound for the biases).
+  void linear(int64_t out, int64_t fan_in) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    uniform(out * fan_in, bound);
+    uniform(out, bound);
+  }
   void normal(int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
       double v;
@@ -79,6 +88,10 @@ class Filler {
   void constant(int64_t n, float v) { p_.insert(p_.end(), static_cast<size_t>(n), v); }
 
  private:
+  void uniform(int64_t n, double bound) {
+    for (int64_t i = 0; i < n; ++i) p_.push_back(static_cast<float>(bound * (2.0 * rng_.uniform() - 1.0)));
+  }
+
   std::vector<float>& p_;
   Rng& rng_;
 };
@@ -99,20 +112,19 @@ VitModel vit_init(const VitSpec& spec, uint64_t seed) {
   Rng rng = Rng::stream(seed, Purpose::ModelInit);
   Filler f(m.parameters, rng);
   const int64_t d = spec.dim, mlp = spec.mlp_dim;
-  f.normal(d * spec.channels * spec.patch * spec.patch);
-  f.constant(d, 0);
+  f.linear(d, int64_t{spec.channels} * spec.patch * spec.patch);  // patch embedding
   f.normal(d);                          // CLS
   f.normal((spec.tokens() + 1) * d);    // positions
   for (int b = 0; b < spec.depth; ++b) {
     f.constant(d, 1), f.constant(d, 0);  // LayerNorm 1
-    f.normal(3 * d * d), f.constant(3 * d, 0);
-    f.normal(d * d), f.constant(d, 0);
+    f.linear(3 * d, d);                  // qkv
+    f.linear(d, d);                      // the attention's output
     f.constant(d, 1), f.constant(d, 0);  // LayerNorm 2
-    f.normal(mlp * d), f.constant(mlp, 0);
-    f.normal(d * mlp), f.constant(d, 0);
+    f.linear(mlp, d);
+    f.linear(d, mlp);
   }
   f.constant(d, 1), f.constant(d, 0);    // final LayerNorm
-  f.normal(int64_t{spec.classes} * d), f.constant(spec.classes, 0);
+  f.linear(spec.classes, d);             // head
   return m;
 }
 
@@ -203,8 +215,9 @@ VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& l
 }
 
 Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
-                     const InversionOptions& o) {
+                     const InversionOptions& o, const EnsembleMix& mix) {
   if (ensemble.empty()) throw InputError("ViT inversion: no model to invert");
+  const std::vector<double> shares = mix.shares(ensemble.size());
   const VitSpec& s = ensemble[0].spec;
   MatrixF noise(static_cast<Eigen::Index>(targets.size()), s.pixels());
   for (const VitModel& m : ensemble) {
@@ -236,7 +249,8 @@ Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* stud
     return out;
   }
   const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
-  torch_function<decltype(fednode_torch_vit_invert)>("fednode_torch_vit_invert")(ensemble, student, targets, o, noise, &out);
+  torch_function<decltype(fednode_torch_vit_invert)>("fednode_torch_vit_invert")(ensemble, student, targets, o, shares,
+                                                                                 mix.probabilities(), noise, &out);
   return out;
 }
 
@@ -249,19 +263,66 @@ const char* to_string(DistillLoss loss) {
   return "?";
 }
 
-MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images) {
-  if (ensemble.empty()) throw InputError("ViT ensemble: no model");
-  MatrixF sum = MatrixF::Zero(images.rows(), ensemble[0].spec.classes);
-  for (const VitModel& m : ensemble) {
-    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
-    sum += vit_forward(m, images).logits;
-  }
-  return sum / static_cast<float>(ensemble.size());
+const char* to_string(EnsembleRule rule) {
+  return rule == EnsembleRule::MeanLogits ? "mean-logits" : "weighted-probabilities";
 }
 
-DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high) {
+std::vector<double> EnsembleMix::shares(size_t models) const {
+  if (!probabilities()) return std::vector<double>(models, 1.0 / static_cast<double>(models));
+  if (samples.size() != models)
+    throw InputError("ViT ensemble: " + std::to_string(samples.size()) + " sample counts for " + std::to_string(models) +
+                     " models");
+  double total = 0;
+  for (double n : samples) {
+    if (!(n > 0) || !std::isfinite(n))
+      throw InputError("ViT ensemble: a model's sample count " + std::to_string(n) + " is not a positive number");
+    total += n;
+  }
+  std::vector<double> out;
+  for (double n : samples) out.push_back(n / total);
+  return out;
+}
+
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix) {
+  if (ensemble.empty()) throw InputError("ViT ensemble: no model");
+  const std::vector<double> shares = mix.shares(ensemble.size());
+  const Eigen::Index B = images.rows(), C = ensemble[0].spec.classes;
+  std::vector<MatrixF> each;
+  for (const VitModel& m : ensemble) {
+    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
+    each.push_back(vit_forward(m, images).logits);
+  }
+  MatrixF out = MatrixF::Zero(B, C);
+  if (!mix.probabilities()) {
+    for (size_t k = 0; k < each.size(); ++k) out += static_cast<float>(shares[k]) * each[k];
+    return out;
+  }
+  // log sum_k share_k softmax_k, in log space throughout (in double), so that a class every model
+  // rules out keeps a finite score however far below the others.
+  std::vector<double> terms(each.size());
+  for (Eigen::Index b = 0; b < B; ++b) {
+    std::vector<double> normaliser(each.size());
+    for (size_t k = 0; k < each.size(); ++k) {
+      const double top = each[k].row(b).maxCoeff();
+      double sum = 0;
+      for (Eigen::Index c = 0; c < C; ++c) sum += std::exp(each[k](b, c) - top);
+      normaliser[k] = top + std::log(sum);
+    }
+    for (Eigen::Index c = 0; c < C; ++c) {
+      for (size_t k = 0; k < each.size(); ++k) terms[k] = std::log(shares[k]) + each[k](b, c) - normaliser[k];
+      const double top = *std::max_element(terms.begin(), terms.end());
+      double sum = 0;
+      for (double t : terms) sum += std::exp(t - top);
+      out(b, c) = static_cast<float>(top + std::log(sum));
+    }
+  }
+  return out;
+}
+
+DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high,
+                                const EnsembleMix& mix) {
   DistillTargets t;
-  t.teacher_logits = ensemble_logits(ensemble, images);
+  t.teacher_logits = ensemble_logits(ensemble, images, mix);
   t.pseudo.resize(static_cast<size_t>(images.rows()));
   for (Eigen::Index b = 0; b < images.rows(); ++b) {
     Eigen::Index best = 0;

@@ -61,9 +61,13 @@ struct VitModel {
   std::vector<float> parameters;
 };
 
-// The shared initialisation of a federation's run: weights from N(0, 0.02^2) truncated at two
-// standard deviations (as timm's ViTs), biases zero, LayerNorm gains one, CLS and position
-// embeddings from the same normal. The same spec and seed give the same bytes. A scripted spec's
+// The shared initialisation of a federation's run: every Linear layer (patch embedding, qkv,
+// the attention's output, the MLP, the head) as PyTorch starts one, weights and biases from
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)); CLS and position embeddings from N(0, 0.02^2) truncated at
+// two standard deviations; LayerNorm gains one, biases zero. Chosen on the validation split over
+// timm's start (every weight from that normal, biases zero), which left the clients' FedAvg and
+// ensemble collapsed and hard to invert at alpha 0.05 (docs/methods/fedmitr.md, "Choosing the
+// settings"). The same spec and seed give the same bytes. A scripted spec's
 // start is its file's parameters (a pretrained model's, for the paper's fine-tuning; no seed).
 VitModel vit_init(const VitSpec& spec, uint64_t seed);
 
@@ -116,8 +120,29 @@ struct VitTrainOptions {
 // same parameters (LibTorch's threads set as the caller leaves them).
 VitModel vit_train(const VitModel& start, const MatrixF& images, const Labels& labels, const VitTrainOptions& options);
 
+// How an ensemble's models combine into its class scores. The paper (004, Eq. 1) weighs each
+// model's logits, "typically" alike; on the validation split a model trained on one class, whose
+// logits are large and the same for every image, moved the mean of logits towards its class for
+// every image, where a mixture of the models' probabilities weighted by their images did not
+// (docs/methods/fedmitr.md, "Choosing the settings").
+enum class EnsembleRule {
+  MeanLogits,             // the paper's: the models' logits averaged, every model alike
+  WeightedProbabilities,  // log of the mixture of the models' softmax probabilities, weighted by their images
+};
+const char* to_string(EnsembleRule rule);  // "mean-logits" | "weighted-probabilities"
+
+struct EnsembleMix {
+  EnsembleRule rule = EnsembleRule::MeanLogits;
+  std::vector<double> samples;  // WeightedProbabilities: the images each model trained on, one per model
+
+  // Each model's share of the ensemble (summing to 1). Throws InputError naming what is wrong
+  // for WeightedProbabilities without one positive, finite count per model.
+  std::vector<double> shares(size_t models) const;
+  bool probabilities() const { return rule == EnsembleRule::WeightedProbabilities; }
+};
+
 // The receiver's model inversion (paper 004, Section IV-A): images synthesised from noise by Adam
-// on the pixels so that the received models' ensemble (the mean of their logits) predicts the
+// on the pixels so that the received models' ensemble (its class scores, `mix`) predicts the
 // target labels, with a total-variation prior, and, given a student, pushed to where the student
 // and the ensemble disagree (the Jensen-Shannon term, subtracted):
 //   loss = CE(ensemble(x), y) - js_weight * JS(student(x), ensemble(x)) + tv_weight * TV(x) + l2_weight * ||x||^2.
@@ -146,7 +171,7 @@ struct Inversion {
 // Throws InputError for an empty ensemble, models of different specs, targets out of range, or
 // options out of range.
 Inversion vit_invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
-                     const InversionOptions& options);
+                     const InversionOptions& options, const EnsembleMix& mix = {});
 
 // The receiver's distillation (paper 004, Section IV-B): the student learns the ensemble on the
 // synthetic images. What the student is taught is `loss`:
@@ -183,13 +208,15 @@ struct DistillOptions {
   uint64_t seed = 0;          // the batches' order
 };
 
-// The class scores of the ensemble on `images`: the mean of its models' logits. Throws
-// InputError for no model or models of different specs.
-MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images);
+// The class scores of the ensemble on `images`, combined as `mix` says (log-probabilities for
+// WeightedProbabilities, whose softmax is the mixture). Throws InputError for no model, models of
+// different specs, or a mix that does not fit them.
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix = {});
 
-// The ensemble's targets for `images`: the mean of the models' class scores on the whole image,
-// its argmax, and `high` as given (B * tokens flags, or empty for every token high).
-DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high);
+// The ensemble's targets for `images`: its class scores on the whole image, their argmax, and
+// `high` as given (B * tokens flags, or empty for every token high).
+DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high,
+                                const EnsembleMix& mix = {});
 
 // Trains `student` on `images` against `targets`. Throws InputError for shapes that do not fit,
 // options out of range, or training that diverges. Deterministic like vit_train.

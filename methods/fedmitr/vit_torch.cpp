@@ -204,7 +204,8 @@ torch::Tensor total_variation(const torch::Tensor& x, const VitSpec& s) {
 }
 
 void invert(const std::vector<VitModel>& ensemble, const VitModel* student, const Labels& targets,
-            const InversionOptions& o, const MatrixF& noise, Inversion* out) {
+            const InversionOptions& o, const std::vector<double>& shares, bool probabilities, const MatrixF& noise,
+            Inversion* out) {
   const VitSpec& s = ensemble[0].spec;
   const int64_t B = noise.rows(), T = s.tokens(), p = s.patch, g = s.grid();
   // The ensemble and the student (the last row, when it takes part) run as one stacked graph.
@@ -216,6 +217,13 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
   const torch::Tensor flats = torch::cat(rows, 0);
   torch::Tensor y = torch::empty({B}, torch::kInt64);
   for (int64_t i = 0; i < B; ++i) y[i] = static_cast<int64_t>(targets[static_cast<size_t>(i)]);
+  torch::Tensor w = torch::empty({M, 1, 1});
+  for (int64_t k = 0; k < M; ++k) w[k] = shares[static_cast<size_t>(k)];
+  // The ensemble's class scores from its models' [M, B, classes]: with probabilities, log of their
+  // mixture (what cross-entropy and the JS term read as logits).
+  const auto mixed = [&](const torch::Tensor& per_model) {
+    return probabilities ? torch::logsumexp(torch::log_softmax(per_model, -1) + w.log(), 0) : (w * per_model).sum(0);
+  };
   torch::Tensor x = to_tensor(noise).set_requires_grad(true);
   torch::optim::Adam adam({x}, torch::optim::AdamOptions(o.lr));
   torch::Tensor keep = torch::ones({B, T}, torch::kBool);
@@ -240,8 +248,8 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
     }
     // Every image keeps as many patches as the others, so the stopped ones leave the sequence.
     const Graph gr = run(s, flats, x, keep, Stopped::Dropped);
-    const torch::Tensor logits = gr.logits.narrow(0, 0, M).mean(0);
-    attention = gr.cls_attention.narrow(0, 0, M).detach().mean(0);
+    const torch::Tensor logits = mixed(gr.logits.narrow(0, 0, M));
+    attention = (w * gr.cls_attention.narrow(0, 0, M).detach()).sum(0);
     const torch::Tensor ce = F::cross_entropy(logits, y);
     torch::Tensor loss = ce + o.tv_weight * total_variation(x, s);
     if (o.l2_weight > 0) loss = loss + o.l2_weight * x.pow(2).sum(1).mean();
@@ -345,8 +353,9 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_invert(const std::vector<fednode::VitModel>& ensemble,
                                                    const fednode::VitModel* student, const fednode::Labels& targets,
                                                    const fednode::InversionOptions& options,
+                                                   const std::vector<double>& shares, bool probabilities,
                                                    const fednode::MatrixF& noise, fednode::Inversion* out) {
-  fednode::invert(ensemble, student, targets, options, noise, out);
+  fednode::invert(ensemble, student, targets, options, shares, probabilities, noise, out);
 }
 
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_distill(const fednode::VitModel& student, const fednode::MatrixF& images,

@@ -20,10 +20,12 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& mod
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,
                                                   const fednode::Labels& labels, const fednode::VitTrainOptions& options,
                                                   fednode::VitModel* out);
-// Inverts the ensemble (checked by vit.cpp); `noise` is the starting images. Fills `out`.
+// Inverts the ensemble (checked by vit.cpp), its models weighted by `shares`, mixing
+// probabilities or logits; `noise` is the starting images. Fills `out`.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_invert(const std::vector<fednode::VitModel>& ensemble,
                                                    const fednode::VitModel* student, const fednode::Labels& targets,
                                                    const fednode::InversionOptions& options,
+                                                   const std::vector<double>& shares, bool probabilities,
                                                    const fednode::MatrixF& noise, fednode::Inversion* out);
 // Distils `targets` into `student` (checked by vit.cpp); fills `out`. Throws InputError when
 // training diverges.

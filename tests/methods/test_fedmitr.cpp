@@ -117,6 +117,51 @@ TEST_F(TokenRelabel, DistillationLowersTheLossAndBadTargetsAreRefused) {
   EXPECT_THROW(vit_distill(start, images, bad, o), InputError);
 }
 
+// The teacher as the receiver builds it by default: the models' softmax probabilities mixed by
+// their images, handed on as log-probabilities; the paper's plain mean of logits on request.
+TEST_F(FedMitr, TheEnsembleMixesProbabilitiesByImagesOrAveragesLogits) {
+  const VitSpec s;
+  const std::vector<VitModel> ensemble = {scaled_model(s, 21), scaled_model(s, 22), scaled_model(s, 23)};
+  const MatrixF images = random_images(s, 4, 9);
+  const std::vector<double> samples = {100, 300, 600};
+  std::vector<VitOutput> each;
+  for (const VitModel& m : ensemble) each.push_back(vit_forward(m, images));
+  const MatrixF mixed = ensemble_logits(ensemble, images, EnsembleMix{EnsembleRule::WeightedProbabilities, samples});
+  const MatrixF mean = ensemble_logits(ensemble, images);
+  for (int b = 0; b < 4; ++b)
+    for (int c = 0; c < s.classes; ++c) {
+      double p = 0, z = 0;
+      for (size_t k = 0; k < 3; ++k) {
+        p += samples[k] / 1000.0 * std::exp(log_softmax_at(each[k].logits.row(b), c));
+        z += each[k].logits(b, c) / 3.0;
+      }
+      EXPECT_NEAR(mixed(b, c), std::log(p), 1e-5 * (1 + std::abs(std::log(p)))) << "image " << b << " class " << c;
+      EXPECT_NEAR(mean(b, c), z, 1e-5 * (1 + std::abs(z)));
+    }
+  // A model that answers one class for every image, however loudly, adds its share to that class
+  // and no more: the mixture's probability of it stays within the model's share of 1.
+  VitModel loud = ensemble[0];
+  const int64_t head_bias = static_cast<int64_t>(loud.parameters.size()) - s.classes;
+  loud.parameters[static_cast<size_t>(head_bias + 7)] = 200.0f;
+  const MatrixF with_loud =
+      ensemble_logits({loud, ensemble[1], ensemble[2]}, images, EnsembleMix{EnsembleRule::WeightedProbabilities, samples});
+  const MatrixF without = ensemble_logits({ensemble[1], ensemble[2]}, images,
+                                          EnsembleMix{EnsembleRule::WeightedProbabilities, {300, 600}});
+  for (int b = 0; b < 4; ++b)
+    EXPECT_NEAR(std::exp(with_loud(b, 7)), 0.1 + 0.9 * std::exp(without(b, 7)), 1e-5);
+  const MatrixF loud_mean = ensemble_logits({loud, ensemble[1], ensemble[2]}, images);
+  for (int b = 0; b < 4; ++b) {
+    Eigen::Index best;
+    loud_mean.row(b).maxCoeff(&best);
+    EXPECT_EQ(best, 7) << "the mean of logits follows the loud model";
+  }
+  // Counts that do not fit the models are refused, naming them.
+  EXPECT_THROW(ensemble_logits(ensemble, images, EnsembleMix{EnsembleRule::WeightedProbabilities, {1, 2}}), InputError);
+  EXPECT_THROW(ensemble_logits(ensemble, images, EnsembleMix{EnsembleRule::WeightedProbabilities, {1, 0, 2}}), InputError);
+  EXPECT_THROW(vit_invert(ensemble, nullptr, Labels{1, 2}, InversionOptions{}, EnsembleMix{EnsembleRule::WeightedProbabilities, {}}),
+               InputError);
+}
+
 TEST_F(FedMitr, OneShotFedAvgWeighsTheModelsBySamples) {
   VitSpec s;
   s.depth = 1;
