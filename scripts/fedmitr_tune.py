@@ -7,12 +7,19 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
 
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
-        [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble mean|samples]
+        [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble probs|mean|samples]
         [--init torch|timm]
+    python3 scripts/fedmitr_tune.py --write-split DIR
+
+--write-split writes the split below as .npy files for `fednode simulate` (X.npy, y.npy: the
+federation's 55 000 images and labels; Xv.npy, yv.npy: the 5 000 validation ones, to pass as
+--test-features and --test-labels) and exits.
 
 --partition-from gives the clients the class counts of a fednode report's nodes (scaled to the
 federation's share of the training set), so that fednode's own partition can be tuned on the
-validation split; --ensemble samples weighs each model's logits by its images instead of averaging.
+validation split; --ensemble says how the models combine: probs (fednode's default, --ensemble
+weighted-probabilities) mixes their softmax probabilities weighted by their images, mean (the
+paper's) averages their logits, samples weighs their logits by their images.
 
 On a GPU (--device cuda) the paper's budget (100 iterations, thousands of images) takes minutes
 where the 2-core machine needs hours; the numbers differ from a CPU run's in float rounding only.
@@ -64,11 +71,17 @@ p.add_argument('--device', default='cpu')
 p.add_argument('--fashion', default='/usr/share/datasets/fashion-mnist/')
 p.add_argument('--partition-from', default='')  # a fednode report: its nodes' class counts, drawn from the split
 p.add_argument('--init', default='torch')  # torch: PyTorch's defaults; timm: every weight N(0, 0.02) cut at 2 sd, as fednode's vit_init
-p.add_argument('--ensemble', default='mean')  # mean: the models' logits averaged; samples: weighted by their images
+p.add_argument('--ensemble', default='probs')  # probs: their probabilities weighted by images (fednode's); mean: logits averaged; samples: logits weighted
+p.add_argument('--write-split', default='')
 a = p.parse_args()
 torch.set_num_threads(a.threads)
-os.makedirs(a.work, exist_ok=True)
 X, y, Xv, yv = split(a.fashion)
+if a.write_split:
+    os.makedirs(a.write_split, exist_ok=True)
+    for name, t in (('X', X), ('y', y), ('Xv', Xv), ('yv', yv)):
+        np.save(os.path.join(a.write_split, name + '.npy'), t.numpy())
+    sys.exit(0)
+os.makedirs(a.work, exist_ok=True)
 torch.manual_seed(0); init = Vit()  # on the CPU's generator, as on a CPU run
 if a.init == 'timm':
     for mod in init.modules():
@@ -117,18 +130,20 @@ for sd in d['sds']:
     m = Vit(); m.load_state_dict(sd); m.requires_grad_(False); models.append(m)
 counts = d['counts']; tot = sum(counts)
 fedavg = Vit(); fedavg.load_state_dict({k: sum(sd[k] * c for sd, c in zip(d['sds'], counts)) / tot for k in d['init']})
-weights = (torch.tensor([float(c) for c in counts]) / tot if a.ensemble == 'samples'
+weights = (torch.tensor([float(c) for c in counts]) / tot if a.ensemble in ('samples', 'probs')
            else torch.full((len(models),), 1.0 / len(models)))
-def ensemble_logits(outputs):  # [M, B, C] -> [B, C]
+def ensemble_logits(outputs):  # [M, B, C] -> [B, C]; with probs, log of the models' weighted mixture
+    if a.ensemble == 'probs':
+        return torch.logsumexp(outputs.log_softmax(2) + weights.log().view(-1, 1, 1), 0)
     return (weights.view(-1, 1, 1) * outputs).sum(0)
 with torch.no_grad():
     Lv = torch.stack([m(Xv)[0] for m in models])
     for k in range(len(models)):  # how large a model's logits are, and how much they depend on the image
         print(f'client {k}: n={counts[k]} acc={(Lv[k].argmax(1) == yv).float().mean().item():.3f} '
               f'max-logit {Lv[k].max(1).values.mean().item():.1f} spread {Lv[k].std(0).mean().item():.2f}', flush=True)
-    ens = (Lv.mean(0).argmax(1) == yv).float().mean().item()
-    wens = ((Lv * (torch.tensor([float(c) for c in counts]) / tot).view(-1, 1, 1)).sum(0).argmax(1) == yv).float().mean().item()
-print(f'fedavg {acc(fedavg):.3f} ensemble {ens:.3f} (weighted by images {wens:.3f}) init {acc(init):.3f}', flush=True)
+    ens = (ensemble_logits(Lv).argmax(1) == yv).float().mean().item()
+    mean = (Lv.mean(0).argmax(1) == yv).float().mean().item()
+print(f'fedavg {acc(fedavg):.3f} ensemble ({a.ensemble}) {ens:.3f} (mean of logits {mean:.3f}) init {acc(init):.3f}', flush=True)
 
 def full(m, x):  # class and token logits
     B = x.shape[0]; img = x.view(B, 1, 28, 28)
@@ -148,9 +163,10 @@ def invert(student, targets, iters, dense, gen):
                 order = att.masked_fill(~keep, float('inf')).argsort(1); k = int(keep[0].sum())
                 keep.scatter_(1, order[:, :min(int(0.3 * k), k - 1)], False)
                 frozen = x.detach().clone()
-        lg, att = 0, 0
+        outs, att = [], 0
         for i, m in enumerate(models):
-            o, aa = m(x, keep); lg, att = lg + weights[i] * o, att + weights[i] * aa.detach()
+            o, aa = m(x, keep); outs.append(o); att = att + weights[i] * aa.detach()
+        lg = ensemble_logits(torch.stack(outs))
         loss = F.cross_entropy(lg, targets) + 1e-4 * total_variation(x, 28)
         if a.js > 0: loss = loss - a.js * js_divergence(student(x, keep)[0], lg)
         adam.zero_grad(); loss.backward(); adam.step()
