@@ -8,7 +8,7 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
         [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble probs|mean|samples]
-        [--init torch|timm]
+        [--init torch|timm] [--ema 0.5]
     python3 scripts/fedmitr_tune.py --write-split DIR
 
 --write-split writes the split below as .npy files for `fednode simulate` (X.npy, y.npy: the
@@ -27,6 +27,8 @@ where the 2-core machine needs hours; the numbers differ from a CPU run's in flo
 The split: Debian's Fashion-MNIST training set, permuted by numpy's default_rng(0); the first 5 000
 are the validation images, the other 55 000 the federation's. The ten clients' models are trained
 once per alpha and seed and kept in --work; each run appends one JSON line to --work/results.jsonl.
+Each stage prints the student's validation accuracy and, read beside it (never trained), that of the
+mean of the students after stages 1..k and of their EMA (--ema, the decay).
 """
 import argparse
 import gzip
@@ -73,6 +75,7 @@ p.add_argument('--partition-from', default='')  # a fednode report: its nodes' c
 p.add_argument('--init', default='torch')  # torch: PyTorch's defaults; timm: every weight N(0, 0.02) cut at 2 sd, as fednode's vit_init
 p.add_argument('--ensemble', default='probs')  # probs: their probabilities weighted by images (fednode's); mean: logits averaged; samples: logits weighted
 p.add_argument('--write-split', default='')
+p.add_argument('--ema', type=float, default=0.5)  # the decay of the students' EMA (read beside the curve)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 X, y, Xv, yv = split(a.fashion)
@@ -190,6 +193,14 @@ student = Vit(); student.load_state_dict((fedavg if a.start == 'fedavg' else ini
 gen = torch.Generator(device='cpu').manual_seed(a.seed * 1000 + 7)
 pool, T_, P_, H_ = [], [], [], []
 t0 = time.time(); rows = []
+# Beside the student itself, the mean of its weights after stages 1..k and their EMA (LayerNorm
+# only, so an average needs no recalibration): whether averaging steadies the student's swings. They
+# are read, never trained, so the student's own curve is the same as without them.
+averaged, ema = {}, {}
+rows_avg, rows_ema = [], []
+shadow = Vit()
+def acc_of(sd):
+    shadow.load_state_dict(sd); return acc(shadow)
 for st in range(a.stages):
     off = int(torch.randint(0, C, (1,), generator=gen, device='cpu')); targets = (torch.arange(a.ipp) + off) % C
     student.eval(); student.requires_grad_(False)
@@ -205,7 +216,14 @@ for st in range(a.stages):
         for f in range(0, len(Xp), 64):
             b = perm[f:f+64]; l = dloss(student, Xp[b], Tp[b], Pp[b], Hp[b]); sgd.zero_grad(); l.backward(); sgd.step()
     r = acc(student); rows.append(r)
-    print(f'stage {st+1}: inv {ti:.0f}s distil {time.time()-t2:.0f}s target-match {match:.2f} val {r:.3f}', flush=True)
-res = dict(vars(a)); res.update(final=rows[-1] if rows else None, curve=rows, seconds=time.time() - t0)
+    with torch.no_grad():
+        for k, v in student.state_dict().items():
+            averaged[k] = v.clone() if st == 0 else (averaged[k] * st + v) / (st + 1)
+            ema[k] = v.clone() if st == 0 else a.ema * ema[k] + (1 - a.ema) * v
+    rows_avg.append(acc_of(averaged)); rows_ema.append(acc_of(ema))
+    print(f'stage {st+1}: inv {ti:.0f}s distil {time.time()-t2:.0f}s target-match {match:.2f} val {r:.3f} '
+          f'averaged {rows_avg[-1]:.3f} ema {rows_ema[-1]:.3f}', flush=True)
+res = dict(vars(a)); res.update(final=rows[-1] if rows else None, curve=rows, curve_averaged=rows_avg, curve_ema=rows_ema,
+                                seconds=time.time() - t0)
 print('RESULT', json.dumps(res), flush=True)
 with open(os.path.join(a.work, 'results.jsonl'), 'a') as f: f.write(json.dumps(res) + '\n')
