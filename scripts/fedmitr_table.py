@@ -4,13 +4,18 @@ FedAvg, the ensemble, dense inversion + KD, sparse inversion + pseudo-labels), l
 centralised ViT, at each Dirichlet alpha over several seeds, with the time per stage.
 
     python3 scripts/fedmitr_table.py FEDNODE OUT_DIR [--alphas 0.05,0.1,0.5] [--seeds 1,2,3] \
-        -- SIMULATE_ARGS...
+        [--have] -- SIMULATE_ARGS...
 
 Everything after "--" goes to every run (data, nodes, FedMITR's options); the script adds
 --method fedmitr --topology star --partition dirichlet --dirichlet-alpha A --seed S. A run whose
-report is already in OUT_DIR is not run again, so that an interrupted table resumes. Prints one
-markdown row per alpha: the mean and sd over the seeds of each accuracy (FedMITR's is the hub's,
-whose head every leaf of a star uses), then one row of seconds per stage (means).
+report is already in OUT_DIR is not run again, so that an interrupted table resumes (the reports
+of record are kept in docs/methods/fedmitr-table/, so that the table grows across sessions);
+--have prints what the reports there give and runs nothing.
+
+Prints one markdown row per alpha: the mean and sd over the seeds of each accuracy (FedMITR's is
+the hub's, whose head every leaf of a star uses); then the seconds per receiver stage (each
+receiver's seconds over its stages) and of the one-off steps, means over the runs; then one row per
+run.
 """
 import argparse
 import json
@@ -21,10 +26,16 @@ import sys
 import time
 
 COLUMNS = ["local-only", "fedavg", "ensemble", "dense-kd", "sparse-pseudo-label", "fedmitr", "centralized"]
+HEADERS = ["local-only (mean)", "FedAvg", "ensemble", "dense + KD", "sparse + PL", "FedMITR", "centralised ViT"]
+RECEIVERS = ["fedmitr", "dense-kd", "sparse-pseudo-label"]
+
+
+def report_path(out_dir, alpha, seed):
+    return os.path.join(out_dir, f"alpha{alpha}_seed{seed}.json")
 
 
 def run(fednode, out_dir, alpha, seed, extra):
-    report = os.path.join(out_dir, f"alpha{alpha}_seed{seed}.json")
+    report = report_path(out_dir, alpha, seed)
     if not os.path.exists(report):
         cmd = [fednode, "simulate", "--method", "fedmitr", "--topology", "star", "--partition", "dirichlet",
                "--dirichlet-alpha", str(alpha), "--seed", str(seed), "--report", report + ".part", "--quiet"] + extra
@@ -41,10 +52,13 @@ def row(report):
     acc = {b["name"]: b["accuracy"] for b in report["method_baselines"]}
     acc["local-only"] = report["local_only"]["mean"]
     acc["fedmitr"] = report["nodes"][0]["accuracy"]
+    stages = report["parameters"]["fedmitr"]["receiver"]["stages"]
     seconds = {b["name"]: b["seconds"] for b in report["method_baselines"]}
     seconds.update(report["method_baseline_shared_seconds"])
-    seconds["fedmitr hub"] = report["nodes"][0]["seconds"]
-    return acc, seconds
+    seconds["fedmitr"] = report["nodes"][0]["seconds"]  # the hub's client model, then its receiver
+    per_stage = {k: seconds[k] / max(stages, 1) for k in RECEIVERS}
+    once = {k: v for k, v in seconds.items() if k not in RECEIVERS and k != "fedavg"}
+    return acc, per_stage, once
 
 
 def cell(values):
@@ -59,23 +73,38 @@ def main():
     p.add_argument("out_dir")
     p.add_argument("--alphas", default="0.05,0.1,0.5")
     p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--have", action="store_true", help="print what the reports in OUT_DIR give; run nothing")
     args, extra = p.parse_known_args()
     if extra and extra[0] == "--":
         extra = extra[1:]
     os.makedirs(args.out_dir, exist_ok=True)
+    alphas = args.alphas.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
-    print("| alpha | " + " | ".join(COLUMNS) + " |")
-    print("|---|" + "---:|" * len(COLUMNS))
-    times = {}
-    for alpha in args.alphas.split(","):
-        rows = [row(run(args.fednode, args.out_dir, alpha, s, extra)) for s in seeds]
-        print(f"| {alpha} | " + " | ".join(cell([r[0][c] for r in rows]) for c in COLUMNS) + " |", flush=True)
-        for _, sec in rows:
-            for k, v in sec.items():
-                times.setdefault(k, []).append(v)
+    runs = {}
+    for alpha in alphas:
+        for s in seeds:
+            if args.have and not os.path.exists(report_path(args.out_dir, alpha, s)):
+                continue
+            runs[(alpha, s)] = row(run(args.fednode, args.out_dir, alpha, s, extra))
+    print("| alpha | seeds | " + " | ".join(HEADERS) + " |")
+    print("|---|---|" + "---:|" * len(HEADERS))
+    for alpha in alphas:
+        have = [(s, runs[(alpha, s)]) for s in seeds if (alpha, s) in runs]
+        if have:
+            print(f"| {alpha} | {','.join(str(s) for s, _ in have)} | " +
+                  " | ".join(cell([r[0][c] for _, r in have]) for c in COLUMNS) + " |")
+    if not runs:
+        return
+    mean = lambda k, i: statistics.mean(r[i][k] for r in runs.values())
     print()
-    print("seconds per stage (mean over every run): " +
-          ", ".join(f"{k} {statistics.mean(v):.0f}" for k, v in times.items() if k not in ("fedavg",)))
+    print("seconds per receiver stage (mean over the runs): " +
+          ", ".join(f"{k} {mean(k, 1):.0f}" for k in RECEIVERS) + "; once a run: " +
+          ", ".join(f"{k} {mean(k, 2):.0f}" for k in next(iter(runs.values()))[2]))
+    print()
+    print("| alpha | seed | " + " | ".join(HEADERS) + " |")
+    print("|---|---|" + "---:|" * len(HEADERS))
+    for (alpha, s), r in runs.items():
+        print(f"| {alpha} | {s} | " + " | ".join(f"{r[0][c]:.3f}" for c in COLUMNS) + " |")
 
 
 if __name__ == "__main__":
