@@ -8,7 +8,7 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
         [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble probs|mean|samples]
-        [--init torch|timm] [--ema 0.5]
+        [--init torch|timm] [--teacher-temp 1] [--ema 0.5]
     python3 scripts/fedmitr_tune.py --write-split DIR
 
 --write-split writes the split below as .npy files for `fednode simulate` (X.npy, y.npy: the
@@ -75,6 +75,7 @@ p.add_argument('--partition-from', default='')  # a fednode report: its nodes' c
 p.add_argument('--init', default='torch')  # torch: PyTorch's defaults; timm: every weight N(0, 0.02) cut at 2 sd, as fednode's vit_init
 p.add_argument('--ensemble', default='probs')  # probs: their probabilities weighted by images (fednode's); mean: logits averaged; samples: logits weighted
 p.add_argument('--write-split', default='')
+p.add_argument('--teacher-temp', type=float, default=1.0)  # the ensemble's targets divided by it before distillation (< 1 sharpens)
 p.add_argument('--ema', type=float, default=0.5)  # the decay of the students' EMA (read beside the curve)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
@@ -205,7 +206,7 @@ for st in range(a.stages):
     off = int(torch.randint(0, C, (1,), generator=gen, device='cpu')); targets = (torch.arange(a.ipp) + off) % C
     student.eval(); student.requires_grad_(False)
     t1 = time.time(); xs, keep = invert(student, targets, a.iters, a.dense, gen); ti = time.time() - t1
-    with torch.no_grad(): te = ensemble_logits(torch.stack([m(xs)[0] for m in models]))
+    with torch.no_grad(): te = ensemble_logits(torch.stack([m(xs)[0] for m in models])) / a.teacher_temp
     pool.append(xs); T_.append(te); P_.append(te.argmax(1)); H_.append(keep)
     Xp, Tp, Pp, Hp = torch.cat(pool), torch.cat(T_), torch.cat(P_), torch.cat(H_)
     match = (Pp[-a.ipp:] == targets).float().mean().item()
