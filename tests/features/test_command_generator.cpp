@@ -11,12 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
 namespace fednode {
 namespace {
-
-namespace fs = std::filesystem;
 
 const std::string kImages = std::string(FEDNODE_SOURCE_DIR) + "/tests/features/data/images";
 
@@ -70,9 +66,11 @@ std::string error_of(const std::string& command) {
 }
 
 // A square gray PNG for the scripts to copy: the fixture folders hold none of the right shape.
+// It lives in a folder of its own, removed when the test program ends.
 std::string square_png() {
+  static const test::TempDir dir("fednode_square");
   static const std::string path = [] {
-    const fs::path p = fs::temp_directory_path() / ("fednode_square_" + std::to_string(::getpid()) + ".png");
+    const std::string p = dir / "square.png";
     // 2 x 2 gray, 8-bit: pixels 0, 64, 128, 255.
     const unsigned char bytes[] = {
         0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
@@ -80,7 +78,7 @@ std::string square_png() {
         0x0e, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x70, 0x60, 0x68, 0xf8, 0x0f, 0x00, 0x03, 0x05, 0x01,
         0xc0, 0x53, 0x5b, 0x15, 0x9f, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
     std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes), sizeof bytes);
-    return p.string();
+    return p;
   }();
   return path;
 }
@@ -90,9 +88,10 @@ std::string script(const std::string& body) { return "sh -c '" + body + "' fedno
 
 TEST(CommandGenerator, ReadsWhatAWellBehavedCommandWrites) {
   const std::string png = square_png();
-  const auto g = make_command_generator(
-      script("mkdir -p $2/0 $2/1 && cp " + png + " $2/0/b.png && cp " + png + " $2/0/a.png && cp " + png +
-             " $2/1/x.png && cp $1 " + (fs::temp_directory_path() / "fednode_prompts_seen.jsonl").string()));
+  const test::TempDir seen_dir("fednode_prompts");
+  const std::string seen_file = seen_dir / "seen.jsonl";
+  const auto g = make_command_generator(script("mkdir -p $2/0 $2/1 && cp " + png + " $2/0/b.png && cp " + png +
+                                               " $2/0/a.png && cp " + png + " $2/1/x.png && cp $1 " + seen_file));
   const SyntheticImages s = g->generate(two_requests(), 5, nullptr);
   ASSERT_EQ(s.pixels.rows(), 3);
   EXPECT_EQ(s.size, 2);
@@ -101,7 +100,7 @@ TEST(CommandGenerator, ReadsWhatAWellBehavedCommandWrites) {
   EXPECT_FLOAT_EQ(s.pixels(0, 1), 64.0f / 255.0f);
   EXPECT_FLOAT_EQ(s.pixels(2, 3), 1.0f);
   // The prompts as the contract writes them: one JSON object a line, strings escaped.
-  std::ifstream seen(fs::temp_directory_path() / "fednode_prompts_seen.jsonl");
+  std::ifstream seen(seen_file);
   std::string first, second;
   std::getline(seen, first);
   std::getline(seen, second);

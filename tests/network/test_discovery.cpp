@@ -157,6 +157,7 @@ TEST(Discovery, AChainWithoutAddressesFindsItselfPastForgedBeacons) {
   // second), so the forged address was dialled and given up on at least once.
   EXPECT_GT(silent.accepted(), 0);
   EXPECT_GT(gave_up_forgeries, 0);
+  if (!::testing::Test::HasFailure()) fs::remove_all(f.dir);
 }
 
 // Without --discover, a peer with no address is a clear error, not a silent wait; and discovery
@@ -180,6 +181,7 @@ TEST(Discovery, SaysWhatIsMissingInsteadOfWaiting) {
   out = run_cli("run --topology " + f.file.string() + " --id 1 --quiet --discover-on lo");
   EXPECT_EQ(out.code, 2) << out.output;
   EXPECT_NE(out.output.find("--discover-on is for --discover"), std::string::npos) << out.output;
+  if (!::testing::Test::HasFailure()) fs::remove_all(f.dir);
 }
 
 }  // namespace

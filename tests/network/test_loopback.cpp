@@ -110,6 +110,7 @@ TEST(LoopbackSecureAggregation, ARingOfFourAChainOfFiveAndAGraphOfSevenMatchTheS
   const Federation graph = make_federation(dir / "graph", TopologyMode::Graph, 7, "fedcgs", 23930,
                                            {{"secure-aggregation", "all"}}, small_data());
   launch_and_expect_simulate(graph);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 // Personalised FedCGS over real processes (paper 001, Eq. 12): a star's hub sends its leaves the
@@ -138,6 +139,7 @@ TEST(LoopbackPersonalization, AStarsLeavesAndARingsNodesTrainTheSimulatorsPerson
   else fs::remove_all(star.dir);
   const Federation ring = make_federation(dir / "ring", TopologyMode::Ring, 3, "fedcgs", 23944, personal, data);
   launch_and_expect_simulate(ring);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 // FedMITR over real processes (paper 004): a star's leaves send their ViTs to the hub, which
@@ -156,6 +158,7 @@ TEST(LoopbackFedMitr, AStarAChainOfFloat16ModelsAndAScriptedStarMatchTheSimulato
   // models travel as the file's SHA-256 and their parameters.
   options["vit-script"] = std::string(FEDNODE_SOURCE_DIR) + "/tests/data/tiny_vit.pt";
   launch_and_expect_simulate(make_federation(dir / "scripted", TopologyMode::Star, 3, "fedmitr", 23956, options, small_data()));
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 // FGL over real processes: prompts travel, every receiver draws its synthetic set from the same
