@@ -83,7 +83,10 @@ TEST_F(Vit, TheClsAttentionIsADistributionOverThePatches) {
   const VitOutput one = vit_forward(m, images.row(1));
   const float scale = 1.0f + out.logits.cwiseAbs().maxCoeff();  // float32 sums in another order
   EXPECT_LT((one.logits.row(0) - out.logits.row(1)).cwiseAbs().maxCoeff(), 1e-4f * scale);
-  EXPECT_LT((one.cls_attention.row(0) - out.cls_attention.row(1)).cwiseAbs().maxCoeff(), 1e-5f);
+  // Probabilities up to 1, from the same sums: 1e-4 as for the logits (1.03e-5 was measured here,
+  // where 1e-5 had held on the machine the test was written on; a leak between the images of a
+  // batch would move them by far more).
+  EXPECT_LT((one.cls_attention.row(0) - out.cls_attention.row(1)).cwiseAbs().maxCoeff(), 1e-4f);
 }
 
 TEST_F(Vit, ADroppedPatchTakesNoPart) {
