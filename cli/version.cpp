@@ -14,8 +14,8 @@ namespace fednode::cli {
 std::string version_text() {
   std::ostringstream out;
   out << "fednode " << fednode_version() << "\n"
-      << "protocol versions " << kProtocolVersion << " (one frame a message) and " << kStreamVersion
-      << " (streams of sealed chunks), docs/protocol.md\n"
+      << "protocol versions " << kProtocolVersion << " (one frame a message), " << kStreamVersion
+      << " (streams of sealed chunks) and " << kReceiptsVersion << " (receipts), docs/protocol.md\n"
       // LibTorch is loaded only when a command needs it; its version is the one this was built against.
       << "built with LibTorch " << FEDNODE_TORCH_VERSION << ", Eigen " << EIGEN_WORLD_VERSION << "."
       << EIGEN_MAJOR_VERSION << "." << EIGEN_MINOR_VERSION << ", msgpack-c " << msgpack_version_text()

@@ -12,6 +12,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kRejectionLines = 20;
 constexpr double kRejectionWindow = 10.0;
+// A receipt is tried again while the peer's queue has no room (it was taken up by a frame still
+// on its way), but not forever: a receiver that waits for it acknowledges again, and each new
+// ack draws a new receipt.
+constexpr double kReceiptRetrySeconds = 3.0;
 
 bool routed(MessageType t) {
   return t == MessageType::Knowledge || t == MessageType::Complete || t == MessageType::Head ||
@@ -190,8 +194,11 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
     out = machine_.accept(h.from, h.msg_id, h.type, std::move(msg.payload), /*fresh=*/true, now);
   } else if (h.type == MessageType::Hello) {
     const Hello& hello = std::get<Hello>(msg.payload);
-    if (std::find(hello.versions.begin(), hello.versions.end(), kStreamVersion) != hello.versions.end())
-      says_version2_.insert(h.from);
+    const auto lists = [&](uint32_t v) { return std::find(hello.versions.begin(), hello.versions.end(), v) != hello.versions.end(); };
+    if (lists(kStreamVersion)) says_version2_.insert(h.from);
+    // Known before the first message that needs a receipt: the sender may be killed before any
+    // receipt of its leaves, and this node must then still be there for its resend.
+    if (lists(kReceiptsVersion)) sends_receipts_.insert(h.from);
     say_(who_(h.from) + " says hello (" + printable(hello.software) + ")");
   }
   store_.save_replay(replay_);
@@ -204,7 +211,7 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
   return out;
 }
 
-void Inbox::answer_hello(const Incoming& in, NodeId from, uint64_t msg_id) {
+void Inbox::answer_hello(const ReplyPath& in, NodeId from, uint64_t msg_id) {
   const bool awaited = pacing_.window > 0 && machine_.awaits_knowledge_from(from);
   pace();
   if (awaited && !cleared_.count(from) && cleared_.size() >= pacing_.window) {
@@ -219,8 +226,7 @@ void Inbox::answer_hello(const Incoming& in, NodeId from, uint64_t msg_id) {
     // The newest copy's connection: an older one may be gone.
     it->from = from;
     it->msg_id = msg_id;
-    it->route = in.route;
-    it->via_dealer = in.via_dealer;
+    it->path = in;
     return;
   }
   if (send_ack(in, from, msg_id) && awaited) cleared_.emplace(from, Clock::now());
@@ -240,11 +246,8 @@ void Inbox::pace() {
       ++it;
       continue;
     }
-    Incoming again;
-    again.route = it->route;
-    again.via_dealer = it->via_dealer;
     // A sender whose connection is gone resends its hello on the next one, and queues again.
-    if (send_ack(again, it->from, it->msg_id) && awaited) cleared_.emplace(it->from, now);
+    if (send_ack(it->path, it->from, it->msg_id) && awaited) cleared_.emplace(it->from, now);
     it = paced_.erase(it);
   }
 }
@@ -281,11 +284,9 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
             say_.debug(who_(h.from) + " opens protocol version 2: large messages to it go as streams (" + to_string(c) + ")");
           break;
         }
-    if (outbox_.acknowledged(h.from, acked)) {
+    if (outbox_.acknowledged(h.from, acked, h.msg_id)) {
       // Stored by now (Outbox::acknowledged): the receiver may stop waiting for a resend.
-      Ack receipt;
-      receipt.acked_id = h.msg_id;
-      answer(in, h.from, Payload(receipt));
+      send_receipt(in, h.from, h.msg_id);
       return;
     }
     const auto it = std::find_if(awaited_.begin(), awaited_.end(), [&](const AwaitedReceipt& a) {
@@ -303,13 +304,40 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
   machine_.peer_refused(h.from);
 }
 
-// Acks and errors are answers: sealed like everything else, never stored or resent.
-bool Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
-  const uint64_t ack_id = answer(in, to, Payload(make_ack(to, acked)));
-  if (ack_id == 0) {
-    say_.debug("could not answer " + who_(to) + ": its connection is gone (it will resend)");
-    return false;
+void Inbox::send_receipt(const ReplyPath& in, NodeId to, uint64_t ack_id) {
+  Ack receipt;
+  receipt.acked_id = ack_id;
+  if (answer(in, to, Payload(receipt)) == 0)
+    // Its DEALER's one-frame queue was taken (the frame before it is still on its way): a receipt
+    // dropped here left its receiver waiting for one that never came.
+    unsent_receipts_.push_back({to, ack_id, in, Clock::now()});
+}
+
+void Inbox::receipts_again(const std::vector<std::pair<NodeId, uint64_t>>& acks) {
+  for (const auto& [peer, ack_id] : acks) {
+    ReplyPath own;
+    own.via_dealer = peer;
+    send_receipt(own, peer, ack_id);
   }
+}
+
+void Inbox::retry_receipts() {
+  const auto now = Clock::now();
+  for (auto it = unsent_receipts_.begin(); it != unsent_receipts_.end();) {
+    Ack receipt;
+    receipt.acked_id = it->ack_id;
+    const bool gone = answer(it->path, it->to, Payload(receipt)) != 0 ||
+                      std::chrono::duration<double>(now - it->since).count() >= kReceiptRetrySeconds;
+    it = gone ? unsent_receipts_.erase(it) : std::next(it);
+  }
+}
+
+// Acks and errors are answers: sealed like everything else, never stored or resent.
+bool Inbox::send_ack(const ReplyPath& in, NodeId to, uint64_t acked) {
+  // Awaited also when the ack cannot go out: the message is stored, and its sender, killed
+  // between sending it and hearing of it, will resend it; the receipt then names the ack of the
+  // resend (a kill the moment a message was stored ended its sender incomplete when its
+  // receiver, having no ack to wait on, closed first).
   auto it = std::find_if(awaited_.begin(), awaited_.end(),
                          [&](const AwaitedReceipt& w) { return w.from == to && w.msg_id == acked; });
   if (it == awaited_.end()) {
@@ -318,10 +346,21 @@ bool Inbox::send_ack(const Incoming& in, NodeId to, uint64_t acked) {
     it->from = to;
     it->msg_id = acked;
   }
+  const auto last = last_path_.find(to);
+  if (last != last_path_.end() && last->second != in)
+    // A new connection: the sender came back, and hears at once (remind) of everything of its
+    // earlier process that still waits for a receipt.
+    for (auto& a : awaited_)
+      if (a.from == to) a.sender_returned = true;
+  last_path_[to] = in;
+  const uint64_t ack_id = answer(in, to, Payload(make_ack(to, acked)));
+  if (ack_id == 0) {
+    say_.debug("could not answer " + who_(to) + ": its connection is gone (it will resend)");
+    return false;
+  }
   it->ack_ids.push_back(ack_id);
-  it->route = in.route;
-  it->via_dealer = in.via_dealer;
   it->acked_at = Clock::now();
+  it->sender_returned = false;
   return true;
 }
 
@@ -334,18 +373,24 @@ std::vector<NodeId> Inbox::awaiting_receipts() const {
 
 void Inbox::remind(std::chrono::milliseconds reminder_interval) {
   const auto now = Clock::now();
-  for (auto& a : awaited_) {
-    if (!sends_receipts_.count(a.from) || now - a.acked_at < reminder_interval) continue;
-    a.acked_at = now;
-    Incoming again;
-    again.route = a.route;
-    again.via_dealer = a.via_dealer;
-    // Quietly: the connection of a sender that died is gone, and its resend will come on a new one.
-    if (const uint64_t id = answer(again, a.from, Payload(make_ack(a.from, a.msg_id)))) a.ack_ids.push_back(id);
-  }
+  for (auto& a : awaited_)
+    if (sends_receipts_.count(a.from) && (a.sender_returned || now - a.acked_at >= reminder_interval)) ack_again(a);
 }
 
-void Inbox::send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort,
+void Inbox::remind_returned() {
+  for (auto& a : awaited_)
+    if (a.sender_returned && sends_receipts_.count(a.from)) ack_again(a);
+}
+
+void Inbox::ack_again(AwaitedReceipt& a) {
+  a.acked_at = Clock::now();
+  a.sender_returned = false;
+  // Quietly: the connection of a sender that died is gone, and its resend will come on a new one.
+  if (const uint64_t id = answer(last_path_.at(a.from), a.from, Payload(make_ack(a.from, a.msg_id))))
+    a.ack_ids.push_back(id);
+}
+
+void Inbox::send_error(const ReplyPath& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort,
                        const std::string& text) {
   if (!channel_.knows(to)) return;
   ErrorMessage e;
@@ -356,7 +401,7 @@ void Inbox::send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64
   if (answer(in, to, Payload(e)) == 0) say_("could not answer " + who_(to) + ": its connection is gone");
 }
 
-uint64_t Inbox::answer(const Incoming& in, NodeId to, const Payload& p) {
+uint64_t Inbox::answer(const ReplyPath& in, NodeId to, const Payload& p) {
   const uint64_t id = store_.next_msg_id();
   const std::string frame = channel_.seal(to, id, p);
   if (!transport_.reply(in, frame)) return 0;

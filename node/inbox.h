@@ -11,6 +11,8 @@
 // comes, its receiver cannot tell "the sender has my ack on disk" from "the sender was killed
 // before storing it, and will resend when it is back"; a finished node therefore keeps answering
 // while receipts are outstanding (up to its ack deadline), so that the restarted sender finds it.
+// It knows which senders send receipts from their hello (protocol version 3), before the first
+// message that needs one: a sender killed before any receipt left it is waited for too.
 //
 // Pacing (docs/node.md, "Pacing"): a sender sends nothing after its hello until the hello is
 // acknowledged (stop-and-wait per peer), and the next thing a sender this node waits for sends
@@ -88,13 +90,28 @@ class Inbox {
   void say_rejections_left_out();
 
   // Peers that send receipts and have not yet sent the receipt of some acknowledgement of ours,
-  // in ascending order. A peer that never sent a receipt (one that implements protocol version 1
-  // without them) is not waited for.
+  // in ascending order. A peer sends receipts when its hello lists version 3, or once it sent
+  // one; any other peer (another implementation without them) is not waited for.
   std::vector<NodeId> awaiting_receipts() const;
   // Acknowledges again each message whose receipt is overdue (reminder_interval since its last
-  // ack), on the connection it came in on: a receipt lost on the way is answered anew, while a
-  // sender that died has no connection left and is waited for until it resends.
+  // ack), on the connection its sender last used: a receipt lost on the way is answered anew.
+  // The closing node's loop.
   void remind(std::chrono::milliseconds reminder_interval);
+  // Acknowledges again, at once, each message whose receipt is missing from a sender that came
+  // back (a frame of it came on a new connection): the restarted sender hears of every message
+  // of its earlier process that still waits, not only of the one it resent, while it still runs
+  // (a ring's node back for its second pass may finish and be gone before its receiver closes).
+  // Every step of the node; in a run without restarts it sends nothing.
+  void remind_returned();
+
+  // Receipts of this node's that the peer's queue had no room for are tried again; one that
+  // still finds no room after kReceiptRetrySeconds is given up (its receiver asks again).
+  void retry_receipts();
+  // A restart: the receipts of the acks the earlier process recorded (Outbox::recorded_acks),
+  // sent again on this node's own connection to each peer.
+  void receipts_again(const std::vector<std::pair<NodeId, uint64_t>>& acks);
+  // Some receipt of this node's is still to be sent: a closing node waits for it.
+  bool receipts_unsent() const { return !unsent_receipts_.empty(); }
 
   // Acknowledges the hellos whose turn came: a cleared sender delivered, was given up on, or
   // outlived its clearance. The node calls it every step; handle() does after each frame.
@@ -119,14 +136,17 @@ class Inbox {
   void settle(const Incoming& in, const Message& msg);
   // Step 5, and the plan's check: empty when the machine takes the message, else why not.
   std::string decode_and_check(const EnvelopeHeader& h, std::string_view plaintext, Payload& payload) const;
-  // Acknowledges `acked` and waits for its receipt. False when the connection is gone.
-  bool send_ack(const Incoming& in, NodeId to, uint64_t acked);
+  // Acknowledges `acked` and waits for its receipt, also when the ack cannot go out now (its
+  // sender will resend). False when it could not.
+  bool send_ack(const ReplyPath& in, NodeId to, uint64_t acked);
+  // Tells `to` that its ack `ack_id` is on disk; kept for retry_receipts() when not taken now.
+  void send_receipt(const ReplyPath& in, NodeId to, uint64_t ack_id);
   // A hello (or a resent one) from `from`: acknowledged now, or when its turn comes.
-  void answer_hello(const Incoming& in, NodeId from, uint64_t msg_id);
-  void send_error(const Incoming& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort, const std::string& text);
+  void answer_hello(const ReplyPath& in, NodeId from, uint64_t msg_id);
+  void send_error(const ReplyPath& in, NodeId to, ErrorReason reason, uint64_t ref, bool abort, const std::string& text);
   // Seals `p` with a new message id and replies on `in`'s connection: the id, or 0 when that
-  // connection is gone.
-  uint64_t answer(const Incoming& in, NodeId to, const Payload& p);
+  // connection is gone or has no room.
+  uint64_t answer(const ReplyPath& in, NodeId to, const Payload& p);
   // At most kRejectionLines lines per kRejectionWindow, then one line saying how many were left out:
   // a flood of bad frames must not flood the log as well.
   void say_rejection(const std::string& line);
@@ -145,11 +165,22 @@ class Inbox {
     NodeId from = 0;
     uint64_t msg_id = 0;
     std::vector<uint64_t> ack_ids;  // every ack sent for it: a receipt names one of them
-    std::string route;              // the connection of the last ack (Incoming::route, via_dealer)
-    std::optional<NodeId> via_dealer;
     std::chrono::steady_clock::time_point acked_at{};
+    bool sender_returned = false;   // its sender came on a new connection since the last ack
   };
   std::vector<AwaitedReceipt> awaited_;
+  // Sends `a`'s message's ack once more, on its sender's newest connection.
+  void ack_again(AwaitedReceipt& a);
+  // The connection each peer's newest acknowledged frame came in on: reminders go there.
+  std::map<NodeId, ReplyPath> last_path_;
+  // Receipts the peer's queue had no room for, and since when.
+  struct UnsentReceipt {
+    NodeId to = 0;
+    uint64_t ack_id = 0;
+    ReplyPath path;
+    std::chrono::steady_clock::time_point since{};
+  };
+  std::vector<UnsentReceipt> unsent_receipts_;
   Pacing pacing_;
   // Senders whose hello was acknowledged while their knowledge is awaited, and since when.
   std::map<NodeId, std::chrono::steady_clock::time_point> cleared_;
@@ -157,12 +188,11 @@ class Inbox {
   struct PacedHello {
     NodeId from = 0;
     uint64_t msg_id = 0;
-    std::string route;
-    std::optional<NodeId> via_dealer;
+    ReplyPath path;
     std::chrono::steady_clock::time_point since{};  // the first of its copies to wait
   };
   std::deque<PacedHello> paced_;
-  std::set<NodeId> sends_receipts_;
+  std::set<NodeId> sends_receipts_;  // said so in their hello (version 3), or sent one
   // Streams being received, by connection (Incoming::route, or the DEALER's peer): at most one
   // per sender, the newest, so what they hold is bounded by the allow list.
   std::map<std::string, std::unique_ptr<IncomingStream>> streams_;

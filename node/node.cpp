@@ -44,11 +44,13 @@ constexpr int kFramesPerStep = 256;
 // After finishing, the node keeps answering for a moment: its last acknowledgement may be lost
 // when it closes its connection (ZeroMQ drops what the peer has not read yet from a connection
 // that goes away), and the peer's resend must then find it still there. At least kClosingGrace
-// seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s);
-// and while a receipt is outstanding, up to the ack deadline (node/inbox.h).
+// seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s), or
+// while a receipt of its own has not gone out yet; and while a receipt it waits for is
+// outstanding, up to the ack deadline (node/inbox.h).
 constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
-// An outstanding receipt is asked for again (the message acknowledged again) this often; the
-// wait is said after kReceiptPatience seconds of closing (a busy hub's receipts take a moment).
+// An outstanding receipt is asked for again (the message acknowledged again) this often, from
+// the moment it is overdue; the wait is said after kReceiptPatience seconds of closing (a busy
+// hub's receipts take a moment).
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
 constexpr double kReceiptPatience = 5.0;
 constexpr double kInboundSampling = 0.5;  // seconds between samples of inbound progress
@@ -202,6 +204,10 @@ struct Node::Impl {
             "; retrying in the background, but check the topology file or the name service");
     }
     if (config.discover) start_discovery(std::move(sought));
+    // Its earlier process may have been killed between recording an ack and sending the receipt,
+    // and a receiver that waits for that receipt hears nothing else from a sender with nothing
+    // left to resend it (a star's hub whose heads were all acknowledged).
+    if (result.restarts > 0) inbox->receipts_again(outbox->recorded_acks());
     if (!store->has_marker("hello")) {
       for (NodeId peer : plan.recipients()) queue(peer, MessageType::Hello, 0, Payload(hello_of(config)), 0);
       store->set_marker("hello");
@@ -343,6 +349,8 @@ struct Node::Impl {
     note_inbound_progress();
     apply(machine->tick(now()));
     inbox->pace();
+    inbox->retry_receipts();
+    inbox->remind_returned();
     const SendTally s = outbox->pump();
     sent.bytes += s.bytes;
     for (const auto& [to, bytes] : s.bytes_to) sent_to[to] += bytes;
@@ -401,13 +409,13 @@ struct Node::Impl {
         done_at = {};  // what the refit sends gets its own time to be acknowledged
         return false;
       }
+      inbox->retry_receipts();
+      inbox->remind(kReceiptReminder);
       const double open_for = seconds_since(closing_since);
       const bool answered =
-          open_for >= kClosingMax || (open_for >= kClosingGrace && seconds_since(inbox->last_frame()) >= kClosingQuiet);
-      if (answered && !receipts_settled(open_for)) {
-        inbox->remind(kReceiptReminder);
-        continue;
-      }
+          open_for >= kClosingMax || (open_for >= kClosingGrace && seconds_since(inbox->last_frame()) >= kClosingQuiet &&
+                                      !inbox->receipts_unsent());
+      if (answered && !receipts_settled(open_for)) continue;
       if (answered) {
         // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
         inbox->say_rejections_left_out();

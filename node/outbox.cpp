@@ -105,18 +105,26 @@ bool Outbox::offer_expired(const Pending& p) const {
   return p.offer() && p.attempted() && seconds_since(p.first_try) > timing_.warn_after_seconds;
 }
 
-bool Outbox::acknowledged(NodeId from, uint64_t msg_id) {
+bool Outbox::acknowledged(NodeId from, uint64_t msg_id, uint64_t ack_id) {
   bool ours = false;
   for (auto& p : pending_) {
     if (p.entry.to != from || p.entry.msg_id != msg_id) continue;
     ours = true;
     if (p.entry.acked) continue;
     p.entry.acked = true;
+    p.entry.ack_id = ack_id;
     p.ready.reset();
     store_.mark_acked(p.entry);
     if (p.warned) say_(who_(from) + " acknowledged at last");
   }
   return ours;
+}
+
+std::vector<std::pair<NodeId, uint64_t>> Outbox::recorded_acks() const {
+  std::vector<std::pair<NodeId, uint64_t>> out;
+  for (const auto& p : pending_)
+    if (p.entry.acked && p.entry.ack_id) out.emplace_back(p.entry.to, p.entry.ack_id);
+  return out;
 }
 
 void Outbox::refused(NodeId from, uint64_t msg_id) {

@@ -83,8 +83,12 @@ class Outbox {
   void give_up_offers();
 
   // True when `msg_id` is a frame this outbox sent `from` (acknowledged now or before): the ack
-  // is on disk, and the caller may tell the peer so (a receipt, docs/protocol.md 5.4).
-  bool acknowledged(NodeId from, uint64_t msg_id);
+  // is on disk, and the caller may tell the peer so (a receipt, docs/protocol.md 5.4). `ack_id`,
+  // the ack's own message id, is recorded with it (recorded_acks()).
+  bool acknowledged(NodeId from, uint64_t msg_id, uint64_t ack_id = 0);
+  // Each recorded ack whose id is known, as (peer, ack id): a restarted node sends their
+  // receipts again, since it may have been killed between recording an ack and its receipt.
+  std::vector<std::pair<NodeId, uint64_t>> recorded_acks() const;
   void refused(NodeId from, uint64_t msg_id);
 
   // Sends every peer's oldest unsettled frame whose next try is due, or whose connection broke

@@ -229,11 +229,27 @@ void StateStore::store_outgoing(const OutboxEntry& e) {
   write_file_durably(path(outbox_name(e) + ".frame"), seal_record(std::move(body)));
 }
 
-void StateStore::mark_acked(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".acked"), ""); }
+void StateStore::mark_acked(const OutboxEntry& e) {
+  write_file_durably(path(outbox_name(e) + ".acked"), e.ack_id ? std::to_string(e.ack_id) + "\n" : "");
+}
 void StateStore::mark_failed(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".failed"), ""); }
 void StateStore::mark_given_up(const OutboxEntry& e) { write_file_durably(path(outbox_name(e) + ".given_up"), ""); }
 
 namespace {
+
+// What mark_acked wrote: empty, or the ack's message id and a newline.
+uint64_t read_ack_id(const std::string& where, uint64_t max_file_bytes) {
+  const std::string text = read_file_bounded(where, std::min<uint64_t>(max_file_bytes, 32));
+  if (text.empty()) return 0;
+  const bool digits = text.size() >= 2 && text.size() <= 21 && text.back() == '\n' &&
+                      text.find_first_not_of("0123456789") == text.size() - 1;
+  errno = 0;
+  const uint64_t id = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || id == 0)
+    throw InputError("state file '" + where + "': expected an acknowledgement's message id; remove the node's "
+                     "state directory to start over");
+  return id;
+}
 
 OutboxEntry read_outbox_record(const std::string& where, uint64_t max_file_bytes) {
   const std::string bytes = read_file_bounded(where, max_file_bytes);
@@ -262,6 +278,7 @@ std::vector<OutboxEntry> StateStore::outbox() const {
       throw InputError("state file '" + where + "': sequence number does not match the file name; remove the "
                        "node's state directory to start over");
     e.acked = fs::exists(stem + ".acked");
+    if (e.acked) e.ack_id = read_ack_id(stem + ".acked", max_file_bytes_);
     e.failed = fs::exists(stem + ".failed");
     e.given_up = fs::exists(stem + ".given_up");
     out.push_back(std::move(e));

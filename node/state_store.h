@@ -9,7 +9,8 @@
 //   inbox/F-M.msg         message M from node F, as accepted (type and payload plaintext)
 //   outbox/S.frame        the S-th message this node sends (recipient, id, type and payload bytes,
 //                         sealed anew at each send: as a frame, or as a version-2 stream)
-//   outbox/S.acked        its acknowledgement arrived (S.failed: the recipient refused it)
+//   outbox/S.acked        its acknowledgement arrived: the ack's message id, in decimal (empty when
+//                         written by an older fednode); S.failed: the recipient refused it
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
 //   head.state            the node's current head and whose data it holds (checksummed)
 //   head                  the same head alone, in Head::save's format, for applications
@@ -50,6 +51,7 @@ struct OutboxEntry {
   std::string frame;      // what is sent: the node stores the payload and seals it at each send
   int64_t counted_bytes = 0;  // the payload as `fednode simulate` counts it (knowledge_bytes_sent)
   bool acked = false;
+  uint64_t ack_id = 0;    // the msg_id of the ack that settled it, for a receipt after a restart (0: not known)
   bool failed = false;    // the peer refused it; not sent again
   bool given_up = false;  // an offer nobody took in time, or one that a newer offer replaced
 };

@@ -425,7 +425,7 @@ std::chrono::steady_clock::time_point Transport::last_inbound_progress() {
   return impl_->last_inbound;
 }
 
-bool Transport::reply(const Incoming& in, const std::string& frame) {
+bool Transport::reply(const ReplyPath& in, const std::string& frame) {
   try {
     if (in.via_dealer) {
       // An answer may go between a stream's chunks (a receipt for an ack that came meanwhile):

@@ -98,11 +98,18 @@ class OutgoingMessages {
   virtual std::string take(size_t i) = 0;
 };
 
-// A frame that arrived, and the connection to answer on.
-struct Incoming {
-  ReceivedFrame frame;
+// The connection a frame came in on, where its answers go; kept beyond the frame by whoever
+// answers later (a paced hello's ack, a receipt the peer's queue did not take).
+struct ReplyPath {
   std::string route;                 // ROUTER routing id; empty when it came in on a DEALER
   std::optional<NodeId> via_dealer;  // the peer whose DEALER it came in on (acks, errors)
+  bool operator==(const ReplyPath& o) const { return route == o.route && via_dealer == o.via_dealer; }
+  bool operator!=(const ReplyPath& o) const { return !(*this == o); }
+};
+
+// A frame that arrived, and the connection to answer on.
+struct Incoming : ReplyPath {
+  ReceivedFrame frame;
 };
 
 class Transport {
@@ -162,8 +169,8 @@ class Transport {
   // any peer. Sampled when asked, as last_progress.
   std::chrono::steady_clock::time_point last_inbound_progress();
   // Answers on the connection `in` arrived on, also between the chunks of a stream being sent
-  // there. False when that connection is gone.
-  bool reply(const Incoming& in, const std::string& frame);
+  // there. False when that connection is gone, or its queue has no room now (nothing waits).
+  bool reply(const ReplyPath& in, const std::string& frame);
 
   // Waits up to `timeout` for one frame from any socket, answering CURVE admission (ZAP)
   // requests meanwhile; returns early, with nothing, when a connection to a peer broke.

@@ -21,6 +21,10 @@ constexpr uint32_t kProtocolVersion = 1;
 // Version 2 adds streams: a message sealed and sent as a sequence of chunks (docs/protocol.md,
 // section 12). Its header names the stream's layout.
 constexpr uint32_t kStreamVersion = 2;
+// Version 3 changes no bytes: a hello that lists it promises receipts (docs/protocol.md, 5.4), so
+// that its receiver waits for them before it closes, also from a sender killed before it sent any.
+// No frame carries 3 in its header; frames travel as version 1 or 2.
+constexpr uint32_t kReceiptsVersion = 3;
 constexpr uint32_t kMinStreamChunk = 1024;
 constexpr uint32_t kMaxStreamChunk = uint32_t{16} << 20;
 
@@ -65,7 +69,8 @@ struct EnvelopeHeader {
 // First message on a link: lets the peer refuse an incompatible node before any knowledge flows.
 // The sender's id and the version of this very message are in the (authenticated) header.
 struct Hello {
-  std::vector<uint32_t> versions{kProtocolVersion, kStreamVersion};  // every protocol version the sender speaks
+  // Every protocol version the sender speaks; a receiver ignores the ones it does not know.
+  std::vector<uint32_t> versions{kProtocolVersion, kStreamVersion, kReceiptsVersion};
   NodeId node = 0;                                   // must equal header.from
   std::string method;                                // a name in methods/registry.h
   std::string backbone_fingerprint;

@@ -329,7 +329,7 @@ TEST_F(Cli, VersionNamesItselfTheProtocolAndTheLibrariesWithoutLoadingLibTorch) 
   const CliRun r = run_cli("--version", "FEDNODE_TORCH_LIBRARY=" + (dir_ / "absent.so").string());
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex("^fednode [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << r.output;
-  for (const char* part : {"protocol versions 1 ", " and 2 ", "LibTorch 1.", "Eigen 3.", "msgpack-c ", "ZeroMQ 4.", "libsodium 1."})
+  for (const char* part : {"protocol versions 1 ", ", 2 ", " and 3 ", "LibTorch 1.", "Eigen 3.", "msgpack-c ", "ZeroMQ 4.", "libsodium 1."})
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
   EXPECT_NE(run_cli("help").output.find("--version"), std::string::npos);
 }

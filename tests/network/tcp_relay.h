@@ -8,6 +8,9 @@
 // With `bytes_per_second`, it also forwards towards the target no faster than that, through a
 // small receive window, so that the sender's TCP sees its bytes acknowledged at that pace: a
 // slow link, for tests of deadlines that follow progress.
+// With drop_towards_target(), it reads the ZeroMQ messages (ZMTP 3, the NULL mechanism: hop
+// encryption off) that the connections up to the held one carry towards the target, and drops
+// those the predicate picks, whole: a sender's receipts, so that none ever reaches its receiver.
 #pragma once
 
 #include <arpa/inet.h>
@@ -20,7 +23,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
+#include <string_view>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,11 +68,23 @@ class TcpRelay {
   int64_t held_bytes() const { return held_bytes_.load(); }
   bool holding() const { return holding_.load(); }
 
+  // Picks the messages (one ZeroMQ message each, a fednode frame or chunk) to drop towards the
+  // target on the connections accepted until the hold began, that one included. Set before any
+  // connection comes.
+  using Pick = std::function<bool(std::string_view message)>;
+  void drop_towards_target(Pick drop) { drop_ = std::move(drop); }
+  int64_t dropped() const { return dropped_.load(); }
+  // Connections accepted from now on are not filtered, hold or no hold.
+  void stop_dropping() { dropping_ = false; }
+
  private:
   struct Pair {
     int client = -1, server = -1;
     int64_t forwarded = 0;
     bool held = false;
+    bool filtered = false;      // drop_ applies to what it carries towards the target
+    int64_t greeting_left = 64; // ZMTP 3's greeting goes through as it comes (it is sent in parts)
+    std::string pending;        // the start of a ZMTP frame not yet whole
   };
 
   static sockaddr_in loopback(int port) {
@@ -99,7 +116,40 @@ class TcpRelay {
       ::close(client);  // the target is not up yet: the node's DEALER dials again
       return;
     }
-    pairs_.push_back({client, server});
+    Pair p;
+    p.client = client;
+    p.server = server;
+    p.filtered = drop_ && !hold_used_ && dropping_;
+    pairs_.push_back(std::move(p));
+  }
+
+  // Forwards what `p.pending` holds of whole ZMTP frames towards the target, but for the
+  // messages drop_ picks; a frame not yet whole waits for more bytes. Frames: a flags byte
+  // (0x02 long, 0x04 command), a size of 1 or 8 bytes (network order), the body.
+  bool forward_filtered(Pair& p) {
+    size_t at = 0;
+    const std::string& b = p.pending;
+    if (p.greeting_left > 0) {
+      at = static_cast<size_t>(std::min<int64_t>(p.greeting_left, static_cast<int64_t>(b.size())));
+      p.greeting_left -= static_cast<int64_t>(at);
+      if (!write_all(p.server, b.data(), static_cast<ssize_t>(at))) return false;
+    }
+    for (;;) {
+      if (b.size() - at < 2) break;
+      const auto flags = static_cast<unsigned char>(b[at]);
+      const size_t size_bytes = flags & 0x02 ? 8 : 1;
+      if (b.size() - at < 1 + size_bytes) break;
+      uint64_t size = 0;
+      for (size_t i = 0; i < size_bytes; ++i) size = size << 8 | static_cast<unsigned char>(b[at + 1 + i]);
+      const size_t whole = 1 + size_bytes + static_cast<size_t>(size);
+      if (b.size() - at < whole) break;
+      const std::string_view body(b.data() + at + 1 + size_bytes, static_cast<size_t>(size));
+      if (!(flags & 0x04) && drop_(body)) ++dropped_;
+      else if (!write_all(p.server, b.data() + at, static_cast<ssize_t>(whole))) return false;
+      at += whole;
+    }
+    p.pending.erase(0, at);
+    return true;
   }
 
   // One read on `from`; false when the connection pair is done.
@@ -118,6 +168,10 @@ class TcpRelay {
         hold_used_ = true;
         p.held = true;
         holding_ = true;
+      }
+      if (p.filtered) {
+        p.pending.append(buf, static_cast<size_t>(n));
+        return forward_filtered(p);
       }
       return write_all(to, buf, n);
     }
@@ -167,6 +221,9 @@ class TcpRelay {
   bool hold_used_ = false;
   std::atomic<bool> stop_{false}, holding_{false};
   std::atomic<int64_t> held_bytes_{0};
+  Pick drop_;
+  std::atomic<int64_t> dropped_{0};
+  std::atomic<bool> dropping_{true};
   std::thread thread_;
 };
 

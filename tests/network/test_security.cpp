@@ -4,16 +4,11 @@
 // to hold node 2's data), stream chunks that belong to no stream, a stream with an altered chunk,
 // and replays of a genuine frame (as a frame, and as a version-2 stream). Each is rejected (or, for the replay, acknowledged and
 // ignored) and the run still completes with exactly the result `fednode simulate` gives.
-#include "federation.h"
+#include "played_peer.h"
 
-#include "node/secure_channel.h"
 #include "node/secure_stream.h"
-#include "features/idx.h"
-#include "features/partition.h"
-#include "methods/method.h"
 
 #include <gtest/gtest.h>
-#include <zmq.hpp>
 
 #include <algorithm>
 #include <random>
@@ -25,40 +20,6 @@ OptionMap data() {
   return {{"dataset", "fashion-mnist"}, {"train-limit", "2000"}, {"test-limit", "500"}, {"partition", "iid"}};
 }
 
-// Node 0's knowledge, computed here exactly as `fednode run` would.
-Knowledge node0_knowledge(const Federation& f) {
-  Features train = load_fashion_mnist(default_fashion_mnist_dir(), "train", 2000);
-  PartitionOptions p;
-  p.nodes = 3;
-  p.seed = f.seed;
-  const Partition parts = make_partition(train.y, train.num_classes, p);
-  MethodOptions m;
-  m.method = "fedcgs";
-  NodeContext ctx;
-  ctx.node = 0;
-  ctx.seed = f.seed;
-  ctx.backbone_fingerprint = "pixels";
-  ctx.num_classes = train.num_classes;
-  ctx.dim = static_cast<int>(train.dim());
-  return make_method(m)->summarize(train.subset(parts[0]), ctx);
-}
-
-PeerKeys keys_of(const Topology& t) {
-  PeerKeys keys;
-  for (const auto& n : t.nodes) keys[n.id] = PublicKey{*n.public_key};
-  return keys;
-}
-
-// Sends one frame to node 1 and returns the reply frame, if one comes within `ms`.
-std::optional<std::string> exchange(zmq::socket_t& s, const std::string& frame, int ms = 3000) {
-  s.send(zmq::buffer(frame), zmq::send_flags::none);
-  zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, std::chrono::milliseconds(ms)) <= 0) return std::nullopt;
-  zmq::message_t m;
-  if (!s.recv(m)) return std::nullopt;
-  return m.to_string();
-}
-
 TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
   const auto dir = test_dir("security");
   const Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 23400, {}, data());
@@ -66,7 +27,7 @@ TEST(Security, AttacksOnALiveNodeAreRejectedAndTheRunStillCompletes) {
 
   const RunId run = derive_run_id(run_name(f.topology));
   const SecureChannel real0(load_identity(f.topology.key_dir_of(0)), 0, run, keys_of(f.topology));
-  const Knowledge k = node0_knowledge(f);
+  const Knowledge k = played_knowledge(f, 0);
 
   zmq::context_t ctx;
   zmq::socket_t s(ctx, zmq::socket_type::dealer);

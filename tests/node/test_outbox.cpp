@@ -76,18 +76,21 @@ TEST_F(OutboxTest, APeerGetsItsNextFrameOnlyOnceThePreviousIsSettled) {
   EXPECT_GE(tally.resends, 2);
   EXPECT_FALSE(outbox.settled());
 
-  EXPECT_TRUE(outbox.acknowledged(1, first.msg_id));
+  EXPECT_TRUE(outbox.acknowledged(1, first.msg_id, 41));
   EXPECT_EQ(frames(outbox, peer), (Frames{"second", "second", "second"}));
   outbox.refused(1, second.msg_id);  // a refusal settles a frame too
   EXPECT_EQ(frames(outbox, peer), (Frames{"third", "third", "third"}));
   EXPECT_EQ(outbox.unacknowledged(), std::vector<NodeId>{1});
   EXPECT_EQ(outbox.refusers(), std::vector<NodeId>{1});
 
-  EXPECT_TRUE(outbox.acknowledged(1, third.msg_id));
+  EXPECT_TRUE(outbox.acknowledged(1, third.msg_id, 43));
   EXPECT_TRUE(outbox.settled());
   EXPECT_TRUE(outbox.unacknowledged().empty());
-  // A repeated ack is still of our frame: the node answers it with a receipt again.
-  EXPECT_TRUE(outbox.acknowledged(1, third.msg_id));
+  // A repeated ack is still of our frame: the node answers it with a receipt again. The first
+  // ack's id is the one recorded (a restart sends its receipt again); a refusal has none.
+  EXPECT_TRUE(outbox.acknowledged(1, third.msg_id, 44));
+  using Acks = std::vector<std::pair<NodeId, uint64_t>>;
+  EXPECT_EQ(outbox.recorded_acks(), (Acks{{1, 41}, {1, 43}}));
   EXPECT_FALSE(outbox.acknowledged(2, third.msg_id));  // the id is ours, but not the frame we sent node 2
   EXPECT_FALSE(outbox.acknowledged(1, 999));  // an ack for nothing it sent changes nothing
   EXPECT_TRUE(outbox.settled());

@@ -38,6 +38,7 @@ TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
     e.phase = 1;
     e.frame = std::string("frame\0bytes", 11);
     e.counted_bytes = 123456789012;
+    e.ack_id = 18446744073709551615u;
     s.store_outgoing(e);
     s.mark_acked(e);
   }
@@ -54,9 +55,42 @@ TEST_F(StateStoreTest, ReceivedAndOutgoingSurviveAReopen) {
   EXPECT_EQ(out[0].counted_bytes, 123456789012);
   EXPECT_EQ(out[0].phase, 1);
   EXPECT_TRUE(out[0].acked);
+  EXPECT_EQ(out[0].ack_id, 18446744073709551615u) << "for the receipt a restart sends again";
   EXPECT_EQ(s.next_seq(), 2u);
   s.drop_outgoing(1);
   EXPECT_TRUE(s.outbox().empty());
+}
+
+// An ack recorded by an older fednode left the file empty: acked, its id unknown. Anything else
+// than an id is damage, named.
+TEST_F(StateStoreTest, AnAckedMarkerHoldsTheAcksIdOrNothing) {
+  fs::path marker;
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    OutboxEntry e;
+    e.seq = s.next_seq();
+    e.to = 2;
+    e.msg_id = s.next_msg_id();
+    e.frame = "frame";
+    s.store_outgoing(e);
+    s.mark_acked(e);  // ack_id 0: not known
+  }
+  for (const auto& e : fs::directory_iterator(fs::path(dir_) / "outbox"))
+    if (e.path().extension() == ".acked") marker = e.path();
+  ASSERT_FALSE(marker.empty());
+  EXPECT_EQ(fs::file_size(marker), 0u);
+  {
+    StateStore s(dir_, run_, 1 << 20);
+    const auto out = s.outbox();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].acked);
+    EXPECT_EQ(out[0].ack_id, 0u);
+  }
+  for (const std::string damage : {"12", "x7\n", "0\n", "99999999999999999999\n"}) {
+    std::ofstream(marker, std::ios::binary | std::ios::trunc) << damage;
+    StateStore s(dir_, run_, 1 << 20);
+    test::expect_input_error([&] { s.outbox(); }, {marker.filename().string(), "acknowledgement's message id"});
+  }
 }
 
 TEST_F(StateStoreTest, MessageIdsNeverRepeatAcrossRestarts) {
