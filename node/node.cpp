@@ -48,8 +48,9 @@ constexpr int kFramesPerStep = 256;
 // while a receipt of its own has not gone out yet; and while a receipt it waits for is
 // outstanding, up to the ack deadline (node/inbox.h).
 constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
-// An outstanding receipt is asked for again (the message acknowledged again) this often, from
-// the moment it is overdue; the wait is said after kReceiptPatience seconds of closing (a busy
+// While the node closes, an outstanding receipt is asked for again (the message acknowledged
+// again) this often, and at any time at once when its sender comes back on a new connection
+// (Inbox::remind_returned); the wait is said after kReceiptPatience seconds of closing (a busy
 // hub's receipts take a moment).
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
 constexpr double kReceiptPatience = 5.0;
