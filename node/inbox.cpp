@@ -292,9 +292,12 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
     const auto it = std::find_if(awaited_.begin(), awaited_.end(), [&](const AwaitedReceipt& a) {
       return a.from == h.from && std::find(a.ack_ids.begin(), a.ack_ids.end(), acked) != a.ack_ids.end();
     });
-    if (it != awaited_.end()) awaited_.erase(it);
-    // Also when the ack it names is one we no longer wait for: the peer sends receipts.
-    sends_receipts_.insert(h.from);
+    // An ack naming an id this node never used, or one whose receipt came already, is ignored
+    // (docs/protocol.md 5.4): a stray ack of a peer without receipts kept a node that took it for
+    // a receipt waiting a minute at close for the receipts that peer never sends.
+    if (it == awaited_.end()) return;
+    awaited_.erase(it);
+    sends_receipts_.insert(h.from);  // a peer of an older fednode, whose hello did not say so
     return;
   }
   const auto& err = std::get<ErrorMessage>(msg.payload);

@@ -137,6 +137,18 @@ TEST_F(InboxReceipts, AHelloWithoutVersion3PromisesNoReceipts) {
   EXPECT_TRUE(inbox_->awaiting_receipts().empty()) << "a peer that promised no receipts is not waited for";
 }
 
+// docs/protocol.md 5.4: an ack naming an id node 1 never used is ignored, and does not make its
+// sender one that sends receipts (issue 50, item 5: a peer built from the spec without receipts
+// sent one stray ack, and its receiver waited a minute at close).
+TEST_F(InboxReceipts, AStrayAckDoesNotMakeItsSenderOneThatSendsReceipts) {
+  auto s = connect();
+  deliver(*s, node0_->seal(1, next_id_++, Payload(hello({1, 2}))));
+  deliver(*s, node0_->seal(1, next_id_++, knowledge_));
+  EXPECT_EQ(acks(*s).size(), 2u);
+  send_receipt(*s, 999999);
+  EXPECT_TRUE(inbox_->awaiting_receipts().empty());
+}
+
 // The sender's connection is gone by the time its message was stored: the ack cannot go out,
 // and the message is still awaited, so that the resend of a restarted sender finds node 1.
 TEST_F(InboxReceipts, AMessageWhoseAckCouldNotGoOutIsWaitedForUntilTheResendsReceipt) {
