@@ -310,10 +310,12 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
 void Inbox::send_receipt(const ReplyPath& in, NodeId to, uint64_t ack_id) {
   Ack receipt;
   receipt.acked_id = ack_id;
-  if (answer(in, to, Payload(receipt)) == 0)
+  std::string frame = channel_.seal(to, store_.next_msg_id(), Payload(receipt));
+  if (!deliver(in, to, frame))
     // Its DEALER's one-frame queue was taken (the frame before it is still on its way): a receipt
-    // dropped here left its receiver waiting for one that never came.
-    unsent_receipts_.push_back({to, ack_id, in, Clock::now()});
+    // dropped here left its receiver waiting for one that never came. The same frame is tried
+    // again: it never went out, so its message id is still unused.
+    unsent_receipts_.push_back({to, std::move(frame), in, Clock::now()});
 }
 
 void Inbox::receipts_again(const std::vector<std::pair<NodeId, uint64_t>>& acks) {
@@ -327,9 +329,7 @@ void Inbox::receipts_again(const std::vector<std::pair<NodeId, uint64_t>>& acks)
 void Inbox::retry_receipts() {
   const auto now = Clock::now();
   for (auto it = unsent_receipts_.begin(); it != unsent_receipts_.end();) {
-    Ack receipt;
-    receipt.acked_id = it->ack_id;
-    const bool gone = answer(it->path, it->to, Payload(receipt)) != 0 ||
+    const bool gone = deliver(it->path, it->to, it->frame) ||
                       std::chrono::duration<double>(now - it->since).count() >= kReceiptRetrySeconds;
     it = gone ? unsent_receipts_.erase(it) : std::next(it);
   }
@@ -406,11 +406,14 @@ void Inbox::send_error(const ReplyPath& in, NodeId to, ErrorReason reason, uint6
 
 uint64_t Inbox::answer(const ReplyPath& in, NodeId to, const Payload& p) {
   const uint64_t id = store_.next_msg_id();
-  const std::string frame = channel_.seal(to, id, p);
-  if (!transport_.reply(in, frame)) return 0;
+  return deliver(in, to, channel_.seal(to, id, p)) ? id : 0;
+}
+
+bool Inbox::deliver(const ReplyPath& in, NodeId to, const std::string& frame) {
+  if (!transport_.reply(in, frame)) return false;
   tally_.bytes_answered += static_cast<int64_t>(frame.size());
   tally_.links[to].sent += static_cast<int64_t>(frame.size());
-  return id;
+  return true;
 }
 
 void Inbox::count_rejection(const std::string& reason) {

@@ -147,6 +147,8 @@ class Inbox {
   // Seals `p` with a new message id and replies on `in`'s connection: the id, or 0 when that
   // connection is gone or has no room.
   uint64_t answer(const ReplyPath& in, NodeId to, const Payload& p);
+  // Hands a sealed answer to the transport and counts it: false when it was not taken.
+  bool deliver(const ReplyPath& in, NodeId to, const std::string& frame);
   // At most kRejectionLines lines per kRejectionWindow, then one line saying how many were left out:
   // a flood of bad frames must not flood the log as well.
   void say_rejection(const std::string& line);
@@ -173,10 +175,10 @@ class Inbox {
   void ack_again(AwaitedReceipt& a);
   // The connection each peer's newest acknowledged frame came in on: reminders go there.
   std::map<NodeId, ReplyPath> last_path_;
-  // Receipts the peer's queue had no room for, and since when.
+  // Receipts the peer's queue had no room for, sealed, and since when.
   struct UnsentReceipt {
     NodeId to = 0;
-    uint64_t ack_id = 0;
+    std::string frame;
     ReplyPath path;
     std::chrono::steady_clock::time_point since{};
   };
