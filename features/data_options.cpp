@@ -103,7 +103,9 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.test = te.features;
     d.fingerprint = tr.fingerprint;
     d.class_names = tr.class_names;
-    d.encoder = encoder_of(s, open_backbone_file(x.backbone, s.input_size));
+    const BackboneFile file = open_backbone_file(x.backbone, s.input_size);
+    d.encoder = encoder_of(s, file);
+    d.recipe = backbone_recipe(file.model, file.preprocessing, s.expansion);
     d.description = "fashion-mnist through backbone " + tr.fingerprint.substr(0, 12) + " (" +
                     std::to_string(d.train.size()) + " train, " + std::to_string(d.test.size()) + " test)";
   } else if (!s.dataset.empty()) {
@@ -111,6 +113,7 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.test = load_fashion_mnist(default_fashion_mnist_dir(), "test", s.test_limit);
     d.class_names = fashion_mnist_class_names();
     d.encoder = pixel_encoder(s.expansion);
+    d.recipe = fashion_mnist_pixel_recipe(s.expansion);
     d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
                     std::to_string(d.test.size()) + " test)";
   } else {
@@ -128,6 +131,10 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
                          file.model + " gives " + std::to_string(out) + " (--backbone names the model they came from)");
       d.fingerprint = backbone_fingerprint(file.model, file.preprocessing);
       d.encoder = encoder_of(s, file);
+      d.recipe = backbone_recipe(file.model, file.preprocessing, s.expansion);
+    } else {
+      d.recipe.backbone_fingerprint = s.fingerprint;
+      d.recipe.expansion = s.expansion;
     }
   }
   // Every head is scored on the test set: an empty one would report an accuracy of 0.
@@ -144,6 +151,8 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
                      " dimensions; fednode's messages carry at most " + std::to_string(max_dim) +
                      " (reduce them, e.g. by PCA, before federating)");
   d.expansion = s.expansion;
+  if (d.recipe.source == FeatureRecipe::Source::Backbone && d.recipe.preprocessing.output_dim == 0)
+    d.recipe.preprocessing.output_dim = d.train.dim();
   if (d.expansion.enabled()) {
     d.fingerprint = expanded_fingerprint(d.fingerprint, d.expansion);
     d.description += ", expanded to " + std::to_string(d.expansion.dim) + " by a ReLU random projection (seed " +

@@ -6,6 +6,7 @@
 #include "core/image_encoder.h"
 #include "core/options.h"
 #include "features/expansion.h"
+#include "features/feature_recipe.h"
 #include "features/partition.h"
 #include "core/types.h"
 
@@ -34,6 +35,9 @@ struct LoadedData {
   // expansion): what FGL's receiver reads its synthetic images through. Null for .npy features,
   // whose images fednode never saw.
   std::shared_ptr<const ImageEncoder> encoder;
+  // The same as a record a head file keeps (features/feature_recipe.h), so that new images can be
+  // classified the way these were computed.
+  FeatureRecipe recipe;
 };
 
 // Every data option, parsed and checked, nothing read yet: what `fednode topology --data`

@@ -171,6 +171,7 @@ struct Node::Impl {
     open_transport();
     store = std::make_unique<StateStore>(config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir,
                                          channel.run(), config.limits.max_message_bytes + 4096);
+    store->describe_heads(head_card(config));
     const Say say_line = sink();
     const auto name = [this](NodeId id) { return who(id); };
     // The outbox stores payloads and seals them at each handover: as a version-2 stream for a

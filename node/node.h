@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "crypto/keys.h"
+#include "features/feature_recipe.h"
 #include "methods/method.h"
 #include "node/link_bytes.h"
 #include "node/privacy_ledger.h"
@@ -58,6 +59,10 @@ struct NodeConfig {
   std::string backbone_fingerprint = "pixels";  // must be the same at every node
   std::vector<std::string> class_names;         // label i's name, where the data names its classes
   std::shared_ptr<const ImageEncoder> image_encoder;  // images to the data's features (NodeContext)
+  // How an image becomes these features, recorded in the node's head files so that predict and
+  // export read new images the same way (features/feature_recipe.h). Left as it is (features of
+  // an unknown recipe), the head files name backbone_fingerprint and nothing about images.
+  FeatureRecipe recipe;
   std::string state_dir;   // empty: the topology's state_dir for this node
   std::string run_name;    // names the run: its id is derive_run_id(run_name); must not be empty
   Limits limits;

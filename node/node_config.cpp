@@ -136,6 +136,7 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
   config.backbone_fingerprint = loaded.fingerprint;
   config.class_names = loaded.class_names;
   config.image_encoder = loaded.encoder;
+  config.recipe = loaded.recipe;
   if (whole) {
     config.local = expand_features(std::move(loaded.train), loaded.expansion);
   } else {
@@ -233,6 +234,23 @@ TransportOptions transport_options(const NodeConfig& config, std::shared_ptr<con
     t.curve.peers = peer_keys(config.topology);  // the whole topology: the ZAP allow list and the DEALERs' server keys
   }
   return t;
+}
+
+HeadCard head_card(const NodeConfig& config) {
+  HeadCard card;
+  card.method = config.method.method;
+  card.run = config.run_name;
+  card.node = config.topology.describe(config.id);
+  if (static_cast<int>(config.class_names.size()) == config.local.num_classes) card.class_names = config.class_names;
+  card.recipe = config.recipe;
+  // An application that set its fingerprint (or features of another width) without a recipe:
+  // its head reads features of that fingerprint, and nothing is known about images.
+  if (card.recipe.fingerprint() != config.backbone_fingerprint ||
+      (card.recipe.feature_dim() > 0 && card.recipe.feature_dim() != config.local.dim())) {
+    card.recipe = FeatureRecipe{};
+    card.recipe.backbone_fingerprint = config.backbone_fingerprint;
+  }
+  return card;
 }
 
 Hello hello_of(const NodeConfig& config) {

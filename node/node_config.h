@@ -4,6 +4,7 @@
 // machine's settings, the transport's options and the hello.
 #pragma once
 
+#include "node/head_io.h"
 #include "node/machine.h"
 #include "node/node.h"
 #include "node/secure_channel.h"
@@ -49,6 +50,10 @@ MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, con
 // The transport's options: the config's, with the message limit and, when the topology asks for
 // hop encryption, the node's CURVE keys and every peer's as the allow list.
 TransportOptions transport_options(const NodeConfig& config, std::shared_ptr<const CurveKeyPair> curve_keys);
+
+// What the node's head files say about its heads (node/head_io.h): method, run, node, classes and
+// the feature recipe, when the recipe gives the config's fingerprint and width.
+HeadCard head_card(const NodeConfig& config);
 
 // The first message on every link this node sends on.
 Hello hello_of(const NodeConfig& config);

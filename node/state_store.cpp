@@ -339,14 +339,15 @@ void StateStore::save_head(const Head& head, const Contributors& contributors) {
   for (NodeId id : contributors) put_le(body, id, 4);
   body += head_bytes;
   write_file_durably(path("head.state"), seal_record(std::move(body)));
-  // The head alone, in Head::save's format, for applications to load (docs/embedding.md).
-  write_file_durably(path("head"), head_bytes);
+  // The head with its card, for `fednode predict` and applications (docs/embedding.md).
+  head_card_.contributors = contributors;
+  write_file_durably(path("head"), head_file_bytes(head, head_card_));
 }
 
 void StateStore::save_personal_head(const Head& head) {
-  std::ostringstream saved;
-  head.save(saved);
-  write_file_durably(path("personal_head"), saved.str());
+  HeadCard card = head_card_;  // its contributors: those of the global head it was fitted beside
+  card.personal = true;
+  write_file_durably(path("personal_head"), head_file_bytes(head, card));
 }
 
 std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) {
@@ -368,10 +369,12 @@ std::unique_ptr<Head> StateStore::load_head(Contributors* contributors) {
   auto head = Head::load(in, where);
   if (in.peek() != std::char_traits<char>::eof()) r.fail("unexpected bytes after the head");
   // A crash between the two writes of save_head leaves the applications' copy one head behind.
+  head_card_.contributors = *contributors;
+  const std::string file = head_file_bytes(*head, head_card_);
   std::error_code ec;
-  if (!fs::is_regular_file(path("head"), ec) || fs::file_size(path("head"), ec) != head_bytes.size() ||
-      read_file_bounded(path("head"), head_bytes.size()) != head_bytes)
-    write_file_durably(path("head"), head_bytes);
+  if (!fs::is_regular_file(path("head"), ec) || fs::file_size(path("head"), ec) != file.size() ||
+      read_file_bounded(path("head"), file.size()) != file)
+    write_file_durably(path("head"), file);
   return head;
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "crypto/replay.h"
+#include "node/head_io.h"
 #include "protocol/messages.h"
 
 #include <memory>
@@ -99,9 +100,13 @@ class StateStore {
   bool has_marker(const std::string& name) const;
   void set_marker(const std::string& name);
 
+  // What the head files `head` and `personal_head` say about their heads beside whose data they
+  // hold (node/head_io.h): the node's method, run, classes and feature recipe. Set before the
+  // first save_head or load_head; without it the files still name the head's kind and shape.
+  void describe_heads(HeadCard card) { head_card_ = std::move(card); }
   // The head and whose data it was trained on.
   void save_head(const class Head& head, const Contributors& contributors);
-  // Personalised FedCGS: the personal head, in Head::save's format (recomputed at every finish).
+  // Personalised FedCGS: the personal head, as a head file (recomputed at every finish).
   void save_personal_head(const class Head& head);
   // Null when none was saved; throws InputError for a damaged record. Brings `head` (the copy
   // for applications) up to date if a crash left it behind.
@@ -112,6 +117,7 @@ class StateStore {
   std::optional<std::string> read_text(const std::string& name, uint64_t max_bytes) const;
 
  private:
+  HeadCard head_card_;
   std::string outbox_name(const OutboxEntry& e) const;
 
   std::string dir_;

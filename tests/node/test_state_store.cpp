@@ -147,7 +147,7 @@ TEST_F(StateStoreTest, TheHeadAndItsContributorsSurviveAndDamageIsNamed) {
     StateStore s(dir_, run_, 1 << 20);
     s.save_head(LinearHead("linear", W, b), {0, 2, 7});
   }
-  // The copy for applications is the head alone, in Head::save's format.
+  // The copy for applications is a head file (node/head_io.h).
   EXPECT_EQ(load_head_file(dir_ + "/head")->num_classes(), 2);
   fs::remove(fs::path(dir_) / "head");  // as a crash between the two writes would leave it
   {
