@@ -22,6 +22,8 @@ const std::vector<Command>& commands() {
       {"topology", "write a linear, ring, star or graph topology file with a key pair per node; draw one (--dot, --svg)", cmd_topology},
       {"status", "show every node of a topology file: phase, whom it waits for, its result", cmd_status},
       {"report", "draw a simulate report as one self-contained HTML page (--html DIR)", cmd_report},
+      {"predict", "classify images or features with a node's head; accuracy and confusion with labels", cmd_predict},
+      {"head", "show what a head file holds: fednode head info FILE", cmd_head},
   };
   return table;
 }

@@ -35,6 +35,9 @@ int cmd_keygen(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
+int cmd_head(const std::vector<std::string>& args);
 // `fednode topology FILE --dot|--svg` (cmd_topology_draw.cpp): cmd_topology hands it every
 // command line whose first word is not a mode name.
 int cmd_topology_draw(const std::vector<std::string>& args);

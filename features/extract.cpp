@@ -3,6 +3,7 @@
 #include "features/backbone.h"
 #include "features/feature_cache.h"
 #include "features/idx.h"
+#include "features/image_sources.h"
 #include "features/images.h"
 #include "features/npy.h"
 
@@ -34,58 +35,6 @@ std::string file_stamp(const fs::path& path) {
   const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
   return (ec ? path : canonical).string() + " size=" + std::to_string(size) + " mtime=" + std::to_string(mtime);
 }
-
-class IdxSource : public ImageSource {
- public:
-  explicit IdxSource(IdxImages images, std::string split) : images_(std::move(images)), split_(std::move(split)) {}
-  int64_t size() const override { return images_.count; }
-  ImageView image(int64_t i, Image&) const override {
-    const size_t per = static_cast<size_t>(images_.rows) * images_.cols;
-    return {images_.pixels.data() + static_cast<size_t>(i) * per, images_.rows, images_.cols, 1};
-  }
-  std::string describe(int64_t i) const override { return "Fashion-MNIST " + split_ + " image " + std::to_string(i); }
-
- private:
-  IdxImages images_;
-  std::string split_;
-};
-
-// With skip_bad, a file that does not decode is noted and stands in as one black pixel, whose
-// features extract_features then drops; without, its InputError ends the extraction.
-class FolderSource : public ImageSource {
- public:
-  FolderSource(const ImageFolder& folder, bool skip_bad, int channels)
-      : folder_(folder), skip_bad_(skip_bad), channels_(channels) {}
-  int64_t size() const override { return static_cast<int64_t>(folder_.files.size()); }
-  ImageView image(int64_t i, Image& storage) const override {
-    storage = Image{};  // its pixel share first: a thread holds one at a time (features/images.h)
-    try {
-      storage = read_image(path(i));
-    } catch (const InputError& e) {
-      if (!skip_bad_) throw;
-      {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        bad_[i] = e.what();
-      }
-      storage = Image{};
-      storage.width = storage.height = 1;
-      storage.channels = channels_;
-      storage.pixels.assign(static_cast<size_t>(channels_), 0);
-    }
-    return storage.view();
-  }
-  std::string describe(int64_t i) const override { return path(i); }
-  // The files skipped so far, in folder order, with why.
-  const std::map<int64_t, std::string>& bad() const { return bad_; }
-
- private:
-  std::string path(int64_t i) const { return (fs::path(folder_.root) / folder_.files[static_cast<size_t>(i)]).string(); }
-  const ImageFolder& folder_;
-  const bool skip_bad_;
-  const int channels_;
-  mutable std::mutex mutex_;
-  mutable std::map<int64_t, std::string> bad_;
-};
 
 // Everything extract_features needs to know about its input before deciding whether the cache
 // answers: identity for the key, then a way to produce the images and labels on a miss.

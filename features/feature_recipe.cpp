@@ -12,12 +12,13 @@ namespace fs = std::filesystem;
 
 std::string FeatureRecipe::fingerprint() const { return expanded_fingerprint(backbone_fingerprint, expansion); }
 
-int64_t FeatureRecipe::feature_dim() const {
-  if (expansion.enabled()) return expansion.dim;
+int64_t FeatureRecipe::data_dim() const {
   if (source == Source::Pixels) return preprocessing.channels * int64_t{preprocessing.input_size} * preprocessing.input_size;
   if (source == Source::Backbone) return preprocessing.output_dim;
   return 0;
 }
+
+int64_t FeatureRecipe::feature_dim() const { return expansion.enabled() ? expansion.dim : data_dim(); }
 
 std::string FeatureRecipe::describe() const {
   std::string s;

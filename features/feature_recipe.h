@@ -29,7 +29,9 @@ struct FeatureRecipe {
 
   // What knowledge and heads carry: backbone_fingerprint with the expansion folded in.
   std::string fingerprint() const;
-  // The width of a row of features; 0 when unknown (.npy features without an expansion).
+  // The width of a row before the expansion (the pixels' or the backbone's output); 0 when unknown.
+  int64_t data_dim() const;
+  // The width of a row of features, expansion included; 0 when unknown.
   int64_t feature_dim() const;
   bool reads_images() const { return source != Source::Features; }
   // "pixels 28x28x1", "backbone 10467ba50b92 (mobilenet.pt) at 224 px, expanded to 4096".

@@ -420,4 +420,23 @@ ImageFolder scan_image_folder(const std::string& root, int64_t limit) {
   return folder;
 }
 
+ImageFolder scan_images_to_classify(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw InputError(root + ": not a folder of images");
+  bool loose_images = false;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::error_code type_ec;
+    if (!hidden(entry.path()) && has_image_extension(entry.path()) && entry.is_regular_file(type_ec)) loose_images = true;
+  }
+  if (ec) throw InputError(root + ": cannot list folder: " + ec.message());
+  if (!loose_images) return scan_image_folder(root);
+  ImageFolder folder;
+  folder.root = root;
+  for (std::string& file : list_class_images(fs::path(root), ".", &folder.ignored))
+    folder.files.push_back(file.substr(2));  // "./a/b.png" -> "a/b.png"
+  for (std::string& file : folder.ignored) file = file.substr(2);
+  std::sort(folder.ignored.begin(), folder.ignored.end());
+  return folder;
+}
+
 }  // namespace fednode

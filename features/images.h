@@ -49,4 +49,9 @@ struct ImageFolder {
 // Throws InputError when root is not a folder, has no class folders, or a class has no image.
 ImageFolder scan_image_folder(const std::string& root, int64_t limit = -1);
 
+// Images to classify: a folder with image files directly inside lists every image in it and its
+// sub-folders, unlabelled (no class_names, no labels), in scan_image_folder's order; a folder of
+// class sub-folders is scan_image_folder(root), labelled by folder.
+ImageFolder scan_images_to_classify(const std::string& root);
+
 }  // namespace fednode
