@@ -5,7 +5,6 @@
 #include "cli/prediction_output.h"
 #include "core/options.h"
 #include "node/prediction.h"
-#include "topology/topology.h"
 
 #include <filesystem>
 #include <fstream>
@@ -19,7 +18,7 @@ const char* kHelp =
     "usage: fednode predict (--state DIR | --topology FILE --id ID | --head FILE) [--personal]\n"
     "       (--images DIR [--skip-bad] | --dataset fashion-mnist [--split train|test] [--limit N]\n"
     "        [--dataset-dir DIR] | --features X.npy [--labels y.npy])\n"
-    "       [--top K] [--format csv|json] [--out FILE] [--html DIR]\n"
+    "       [--top K] [--logits] [--format csv|json] [--out FILE] [--html DIR]\n"
     "       [--backbone MODEL.pt [--input-size S]] [--threads T] [--batch-size B] [--quiet]\n"
     "classifies with a node's head, reading images the way the node's own data were read (its\n"
     "backbone, preprocessing and feature expansion, recorded in the head file)\n"
@@ -38,6 +37,7 @@ const char* kHelp =
     "output:\n"
     "  --format csv|json         csv (default): item, label, class, probability per row (K of each\n"
     "                            with --top K), the true label and class when known\n"
+    "  --logits                  also every class's score (the head's logits, as an export gives them)\n"
     "  --out FILE                write the predictions there (default: stdout); the summary goes\n"
     "                            to stdout then, else to stderr\n"
     "  --html DIR                with labels: DIR/index.html with accuracy, per-class accuracy and\n"
@@ -49,43 +49,19 @@ const char* kHelp =
     "  --threads T, --batch-size B   the backbone's LibTorch threads (default one per core) and\n"
     "                            images per forward pass (default 32, as extract)\n";
 
-std::string head_path(const Args& a, bool personal) {
-  const int given = a.has("state") + a.has("topology") + a.has("head");
-  if (given != 1) throw UsageError("give exactly one of --state DIR, --topology FILE --id ID and --head FILE");
-  if (a.has("id") != a.has("topology")) throw UsageError("--topology and --id go together");
-  if (a.has("head")) {
-    if (personal) throw UsageError("--personal picks a state directory's personal head; --head names the file itself");
-    return a.str("head", "");
-  }
-  std::string dir = a.str("state", "");
-  if (a.has("topology")) {
-    LoadOptions lo;
-    lo.require_keys = false;
-    const Topology t = load_topology(a.str("topology", ""), lo);
-    dir = t.state_dir_of(t.lookup(a.str("id", "")).id);
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": not a node's state directory");
-  const std::string file = (std::filesystem::path(dir) / (personal ? "personal_head" : "head")).string();
-  if (!std::filesystem::exists(file, ec))
-    throw InputError(dir + (personal ? ": holds no personal head (only personalised FedCGS nodes, --personalize, have one)"
-                                     : ": holds no head yet (the node has not fitted one)"));
-  return file;
-}
-
 }  // namespace
 
 int cmd_predict(const std::vector<std::string>& argv) {
   const Args a(argv,
                {"state", "topology", "id", "head", "images", "dataset", "split", "limit", "dataset-dir", "features",
                 "labels", "top", "format", "out", "html", "backbone", "input-size", "threads", "batch-size"},
-               {"personal", "skip-bad", "quiet"});
+               {"personal", "skip-bad", "quiet", "logits"});
   if (a.help()) {
     std::cout << kHelp;
     return 0;
   }
   const bool personal = a.flag("personal");
-  const std::string file = head_path(a, personal);
+  const std::string file = head_file_argument(a, personal);
   const int inputs = a.has("images") + a.has("dataset") + a.has("features");
   if (inputs != 1) throw UsageError("give exactly one of --images DIR, --dataset fashion-mnist and --features X.npy");
   if (a.has("dataset") && a.str("dataset", "") != "fashion-mnist")
@@ -119,8 +95,9 @@ int cmd_predict(const std::vector<std::string>& argv) {
   if (!html.empty() && p.truth.empty()) throw UsageError("--html draws the accuracy, which needs labelled data");
   const Evaluation e = evaluate(p, classifier.head().num_classes());
 
-  const std::string text = format == "csv" ? predictions_csv(p, classifier.card(), top)
-                                           : predictions_json(p, e, classifier, file, top);
+  const bool logits = a.flag("logits");
+  const std::string text = format == "csv" ? predictions_csv(p, classifier.card(), top, logits)
+                                           : predictions_json(p, e, classifier, file, top, logits);
   if (out.empty()) {
     std::cout << text;
   } else {

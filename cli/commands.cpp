@@ -23,6 +23,7 @@ const std::vector<Command>& commands() {
       {"status", "show every node of a topology file: phase, whom it waits for, its result", cmd_status},
       {"report", "draw a simulate report as one self-contained HTML page (--html DIR)", cmd_report},
       {"predict", "classify images or features with a node's head; accuracy and confusion with labels", cmd_predict},
+      {"export", "write a node's classifier (preprocessing, backbone, head) as one TorchScript module", cmd_export},
       {"head", "show what a head file holds: fednode head info FILE", cmd_head},
   };
   return table;

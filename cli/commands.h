@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace fednode {
+class Args;
+}
+
 namespace fednode::cli {
 
 struct Command {
@@ -18,6 +22,11 @@ const std::vector<Command>& commands();
 // first word that is neither an option nor the value of one of the options in `valued`.
 std::string split_positional(const std::vector<std::string>& argv, const std::vector<std::string>& valued,
                              std::vector<std::string>& rest);
+
+// The head file that --state DIR, --topology FILE --id ID or --head FILE names (predict, export):
+// DIR/head, or DIR/personal_head with `personal`. Throws UsageError for a wrong combination and
+// InputError for a state directory without that head.
+std::string head_file_argument(const Args& a, bool personal);
 
 // What `fednode --version` prints: the version, the protocol versions spoken, the libraries.
 std::string version_text();

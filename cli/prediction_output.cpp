@@ -6,6 +6,8 @@
 #include "node/durable_file.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <iomanip>
 #include <filesystem>
 #include <numeric>
 #include <sstream>
@@ -38,7 +40,13 @@ std::string probability_text(float p) {
 
 }  // namespace
 
-std::string predictions_csv(const Predictions& p, const HeadCard& card, int top) {
+static std::string logit_text(float v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(v));  // float32 round trip
+  return text;
+}
+
+std::string predictions_csv(const Predictions& p, const HeadCard& card, int top, bool logits) {
   std::ostringstream o;
   o << "item";
   for (int k = 1; k <= top; ++k) {
@@ -46,6 +54,8 @@ std::string predictions_csv(const Predictions& p, const HeadCard& card, int top)
     o << ",label" << suffix << ",class" << suffix << ",probability" << suffix;
   }
   if (!p.truth.empty()) o << ",true_label,true_class";
+  if (logits)
+    for (Eigen::Index k = 0; k < p.classification.logits.cols(); ++k) o << ",logit_" << k;
   o << "\n";
   const Classification& c = p.classification;
   for (size_t i = 0; i < p.items.size(); ++i) {
@@ -54,13 +64,15 @@ std::string predictions_csv(const Predictions& p, const HeadCard& card, int top)
       o << "," << label << "," << csv_field(card.class_name(label)) << ","
         << probability_text(c.probabilities(static_cast<Eigen::Index>(i), label));
     if (!p.truth.empty()) o << "," << p.truth[i] << "," << csv_field(card.class_name(p.truth[i]));
+    if (logits)
+      for (Eigen::Index k = 0; k < c.logits.cols(); ++k) o << "," << logit_text(c.logits(static_cast<Eigen::Index>(i), k));
     o << "\n";
   }
   return o.str();
 }
 
 std::string predictions_json(const Predictions& p, const Evaluation& e, const Classifier& classifier,
-                             const std::string& head_file, int top) {
+                             const std::string& head_file, int top, bool logits) {
   const HeadCard& card = classifier.card();
   std::ostringstream s;
   JsonWriter w(s);
@@ -94,6 +106,12 @@ std::string predictions_json(const Predictions& p, const Evaluation& e, const Cl
     }
     w.end_array();
     if (!p.truth.empty()) w.key("true_label").value(p.truth[i]);
+    if (logits) {
+      w.key("logits").begin_array();
+      for (Eigen::Index k = 0; k < c.logits.cols(); ++k)
+        w.value(static_cast<double>(c.logits(static_cast<Eigen::Index>(i), k)));
+      w.end_array();
+    }
     w.end_object();
   }
   w.end_array();

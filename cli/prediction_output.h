@@ -9,12 +9,13 @@
 namespace fednode::cli {
 
 // item,label,class,probability (then label_2,class_2,probability_2... up to `top`), and
-// true_label,true_class when the data are labelled; fields quoted as RFC 4180 says.
-std::string predictions_csv(const Predictions& p, const HeadCard& card, int top);
-// {"head": ..., "data": ..., "predictions": [{item, top: [{label, class, probability}], true_label}],
+// true_label,true_class when the data are labelled, logit_0..logit_{C-1} with `logits`; fields
+// quoted as RFC 4180 says.
+std::string predictions_csv(const Predictions& p, const HeadCard& card, int top, bool logits);
+// {"head": ..., "data": ..., "predictions": [{item, top: [{label, class, probability}], true_label, logits}],
 //  "accuracy", "per_class", "confusion"} (the last three with labels); `head_file` names the head.
 std::string predictions_json(const Predictions& p, const Evaluation& e, const Classifier& c, const std::string& head_file,
-                             int top);
+                             int top, bool logits);
 // "accuracy 0.8125 (1625 of 2000)", per-class lines and the confusion matrix, for people.
 std::string summary_text(const Evaluation& e, const HeadCard& card);
 // DIR/index.html, self-contained: the accuracy, a bar per class, the confusion matrix as a heat

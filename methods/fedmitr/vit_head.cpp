@@ -3,6 +3,8 @@
 #include "methods/heads/head_format.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <istream>
 #include <ostream>
 
@@ -24,6 +26,53 @@ MatrixF VitHead::scores(const MatrixF& X) const {
     out.middleRows(first, n) = vit_forward(model_, X.middleRows(first, n)).logits;
   }
   return out;
+}
+
+ScriptPart VitHead::script() const {
+  const VitSpec& s = model_.spec;
+  if (s.scripted())
+    throw InputError("a ViT from a user's TorchScript file (--vit-script " + s.script.substr(0, 12) +
+                     ") is not written into an export; load that script with the head's parameters instead");
+  const int64_t D = s.dim, C = s.channels, P = s.patch, g = s.grid(), T = s.tokens(), H = s.heads, dh = D / H;
+  // vit.h's flat order, one tensor a piece: the same arithmetic as vit_torch.cpp's run() for one
+  // model, no keep-mask, unrolled over the blocks (TorchScript reads attributes by name only).
+  std::vector<std::vector<int64_t>> shapes = {{D, C * P * P}, {D}, {1, D}, {T + 1, D}};
+  for (int b = 0; b < s.depth; ++b)
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{D}, {D}, {3 * D, D}, {3 * D}, {D, D}, {D}, {D}, {D},
+                                                                        {s.mlp_dim, D}, {s.mlp_dim}, {D, s.mlp_dim}, {D}})
+      shapes.push_back(shape);
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{D}, {D}, {s.classes, D}, {s.classes}})
+    shapes.push_back(shape);
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  const auto t = [](int i) { return "self.head_p" + std::to_string(i); };
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.17g", std::sqrt(static_cast<double>(dh)));
+  std::string c = "def head(self, x: Tensor) -> Tensor:\n"
+                  "    B = x.size(0)\n"
+                  "    patches = x.reshape([B, " + n(C) + ", " + n(g) + ", " + n(P) + ", " + n(g) + ", " + n(P) +
+                  "]).permute([0, 2, 4, 1, 3, 5]).reshape([B, " + n(T) + ", " + n(C * P * P) + "])\n"
+                  "    tokens = torch.linear(patches, " + t(0) + ", " + t(1) + ") + " + t(3) + "[1:]\n"
+                  "    cls = (" + t(2) + " + " + t(3) + "[0:1]).unsqueeze(0).expand([B, 1, " + n(D) + "])\n"
+                  "    h = torch.cat([cls, tokens], 1)\n";
+  for (int b = 0; b < s.depth; ++b) {
+    const int k = 4 + 12 * b;
+    c += "    y = torch.layer_norm(h, [" + n(D) + "], " + t(k) + ", " + t(k + 1) + ", 1e-6)\n"
+         "    qkv = torch.linear(y, " + t(k + 2) + ", " + t(k + 3) + ").reshape([B, " + n(T + 1) + ", 3, " + n(H) + ", " +
+         n(dh) + "]).permute([2, 0, 3, 1, 4])\n"
+         "    attention = torch.softmax(torch.matmul(qkv[0], qkv[1].transpose(-2, -1)) / " + scale + ", -1)\n"
+         "    mixed = torch.matmul(attention, qkv[2]).transpose(1, 2).reshape([B, " + n(T + 1) + ", " + n(D) + "])\n"
+         "    h = h + torch.linear(mixed, " + t(k + 4) + ", " + t(k + 5) + ")\n"
+         "    z = torch.layer_norm(h, [" + n(D) + "], " + t(k + 6) + ", " + t(k + 7) + ", 1e-6)\n"
+         "    h = h + torch.linear(torch.gelu(torch.linear(z, " + t(k + 8) + ", " + t(k + 9) + ")), " + t(k + 10) + ", " +
+         t(k + 11) + ")\n";
+  }
+  const int last = 4 + 12 * s.depth;
+  c += "    h = torch.layer_norm(h, [" + n(D) + "], " + t(last) + ", " + t(last + 1) + ", 1e-6)\n"
+       "    return torch.linear(h.select(1, 0), " + t(last + 2) + ", " + t(last + 3) + ")\n";
+  ScriptPart p;
+  p.code = std::move(c);
+  p.tensors = split_flat("head_p", model_.parameters, shapes);
+  return p;
 }
 
 void VitHead::save_body(std::ostream& out) const {

@@ -19,6 +19,7 @@ class VitHead : public Head {
   int num_classes() const override { return model_.spec.classes; }
   int dim() const override { return model_.spec.pixels(); }
   MatrixF scores(const MatrixF& X) const override;
+  ScriptPart script() const override;
   const VitModel& model() const { return model_; }
 
  protected:

@@ -117,6 +117,20 @@ MatrixF CnnHead::scores(const MatrixF& X) const {
   return out;
 }
 
+ScriptPart CnnHead::script() const {
+  const CnnSpec& s = model_.spec;
+  ScriptPart p;
+  p.code = "def head(self, x: Tensor) -> Tensor:\n"
+           "    h = x.reshape([x.size(0), " + std::to_string(s.channels) + ", " + std::to_string(s.image_size) + ", " +
+           std::to_string(s.image_size) + "])\n"
+           "    h = torch.max_pool2d(torch.relu(torch.conv2d(h, self.head_p0, self.head_p1, [1, 1], [1, 1])), [2, 2])\n"
+           "    h = torch.max_pool2d(torch.relu(torch.conv2d(h, self.head_p2, self.head_p3, [1, 1], [1, 1])), [2, 2])\n"
+           "    h = torch.relu(torch.linear(h.flatten(1), self.head_p4, self.head_p5))\n"
+           "    return torch.linear(h, self.head_p6, self.head_p7)\n";
+  p.tensors = split_flat("head_p", model_.parameters, cnn_layer_shapes(s));
+  return p;
+}
+
 void CnnHead::save_body(std::ostream& out) const {
   const CnnSpec& s = model_.spec;
   for (int v : {s.image_size, s.channels, s.width, s.hidden, s.classes}) head_format::write_u64(out, static_cast<uint64_t>(v));

@@ -71,6 +71,7 @@ class CnnHead : public Head {
   int num_classes() const override { return model_.spec.classes; }
   int dim() const override { return model_.spec.pixels(); }
   MatrixF scores(const MatrixF& X) const override;
+  ScriptPart script() const override;
   const CnnModel& model() const { return model_; }
 
  protected:

@@ -102,6 +102,14 @@ MatrixF affine(const MatrixF& X, const MatrixF& W, const VectorF& b) {
   return out;
 }
 
+ScriptTensor script_tensor(std::string name, const MatrixF& m) {
+  return {std::move(name), {m.rows(), m.cols()}, std::vector<float>(m.data(), m.data() + m.size())};
+}
+
+ScriptTensor script_tensor(std::string name, const VectorF& v) {
+  return {std::move(name), {v.size()}, std::vector<float>(v.data(), v.data() + v.size())};
+}
+
 void l2_normalize_rows(MatrixF& m) {
   // Same epsilon as torch.nn.functional.normalize, so a C++ forward pass matches PyTorch's.
   const VectorF norms = m.rowwise().norm().cwiseMax(1e-12f);
@@ -201,6 +209,14 @@ MatrixF LinearHead::scores(const MatrixF& X) const {
   return affine(X, W_, b_);
 }
 
+ScriptPart LinearHead::script() const {
+  ScriptPart p;
+  p.code = "def head(self, x: Tensor) -> Tensor:\n"
+           "    return torch.linear(x, self.head_W, self.head_b)\n";
+  p.tensors = {script_tensor("head_W", W_), script_tensor("head_b", b_)};
+  return p;
+}
+
 void LinearHead::save_body(std::ostream& out) const {
   write_matrix(out, W_);
   write_vector(out, b_);
@@ -231,6 +247,23 @@ MatrixF AdapterHead::scores(const MatrixF& X) const {
     h = std::move(next);
   }
   return h;
+}
+
+ScriptPart AdapterHead::script() const {
+  // normalize as torch.nn.functional.normalize computes it: x / max(||x||_2, 1e-12), row by row.
+  ScriptPart p;
+  p.code =
+      "def head(self, x: Tensor) -> Tensor:\n"
+      "    h = torch.relu(torch.linear(x, self.head_W0, self.head_b0))\n"
+      "    h = h / h.norm(2, [1], True).clamp_min(1e-12)\n"
+      "    h = torch.relu(torch.linear(h, self.head_W1, self.head_b1))\n"
+      "    h = h / h.norm(2, [1], True).clamp_min(1e-12)\n"
+      "    return torch.linear(h, self.head_W2, self.head_b2)\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    p.tensors.push_back(script_tensor("head_W" + std::to_string(i), layers_[i].W));
+    p.tensors.push_back(script_tensor("head_b" + std::to_string(i), layers_[i].b));
+  }
+  return p;
 }
 
 void AdapterHead::save_body(std::ostream& out) const {

@@ -2,6 +2,7 @@
 // predicting needs no LibTorch; only training (train_*.h) does.
 #pragma once
 
+#include "core/script_part.h"
 #include "core/types.h"
 
 #include <iosfwd>
@@ -25,6 +26,10 @@ class Head {
   virtual int dim() const = 0;
   // n x C class scores (logits); argmax is the prediction.
   virtual MatrixF scores(const MatrixF& X) const = 0;
+  // The same computation as TorchScript: `def head(self, x: Tensor) -> Tensor` from [n, dim()]
+  // float rows to [n, C] scores, over tensors named head_* (`fednode export`). Throws InputError
+  // for a head that cannot be written so (a ViT from a user's script).
+  virtual ScriptPart script() const = 0;
 
   Labels predict(const MatrixF& X) const;
   double accuracy(const Features& test) const;
@@ -48,6 +53,7 @@ class LinearHead : public Head {
   int num_classes() const override { return static_cast<int>(W_.rows()); }
   int dim() const override { return static_cast<int>(W_.cols()); }
   MatrixF scores(const MatrixF& X) const override;
+  ScriptPart script() const override;
   const MatrixF& weights() const { return W_; }
   const VectorF& bias() const { return b_; }
 
@@ -72,6 +78,7 @@ class AdapterHead : public Head {
   int num_classes() const override { return static_cast<int>(layers_.back().W.rows()); }
   int dim() const override { return static_cast<int>(layers_.front().W.cols()); }
   MatrixF scores(const MatrixF& X) const override;
+  ScriptPart script() const override;
   const std::vector<Layer>& layers() const { return layers_; }
 
  protected:

@@ -1,0 +1,33 @@
+#include "cli/commands.h"
+#include "core/options.h"
+#include "topology/topology.h"
+
+#include <filesystem>
+
+namespace fednode::cli {
+
+std::string head_file_argument(const Args& a, bool personal) {
+  const int given = a.has("state") + a.has("topology") + a.has("head");
+  if (given != 1) throw UsageError("give exactly one of --state DIR, --topology FILE --id ID and --head FILE");
+  if (a.has("id") != a.has("topology")) throw UsageError("--topology and --id go together");
+  if (a.has("head")) {
+    if (personal) throw UsageError("--personal picks a state directory's personal head; --head names the file itself");
+    return a.str("head", "");
+  }
+  std::string dir = a.str("state", "");
+  if (a.has("topology")) {
+    LoadOptions lo;
+    lo.require_keys = false;
+    const Topology t = load_topology(a.str("topology", ""), lo);
+    dir = t.state_dir_of(t.lookup(a.str("id", "")).id);
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": not a node's state directory");
+  const std::string file = (std::filesystem::path(dir) / (personal ? "personal_head" : "head")).string();
+  if (!std::filesystem::exists(file, ec))
+    throw InputError(dir + (personal ? ": holds no personal head (only personalised FedCGS nodes, --personalize, have one)"
+                                     : ": holds no head yet (the node has not fitted one)"));
+  return file;
+}
+
+}  // namespace fednode::cli
