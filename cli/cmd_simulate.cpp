@@ -8,6 +8,7 @@
 #include "node/durable_file.h"
 #include "protocol/limits.h"
 #include "node/seed_sweep.h"
+#include "node/head_io.h"
 #include "node/simulator.h"
 #include "topology/topology.h"
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -56,10 +58,12 @@ const char* kHelp =
     "  --seeds LIST                      the same run once per seed (e.g. 1-5 or 1,4,9), then mean\n"
     "                                    and sd per node and of the gap to centralized.linear\n"
     "  --no-baselines                    skip the centralised and local-only heads (for timing)\n"
-    "  --report FILE                     the JSON report (schema: docs/report.md)\n";
+    "  --report FILE                     the JSON report (schema: docs/report.md)\n"
+    "  --save-heads DIR                  every node's head as DIR/n<id>.head (and n<id>.personal_head),\n"
+    "                                    head files for fednode predict and export\n";
 
 std::set<std::string> valued_options() {
-  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report"};
+  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report", "save-heads"};
   v.insert(data_option_names().begin(), data_option_names().end());
   v.insert(partition_option_names().begin(), partition_option_names().end());
   v.insert(method_option_names().begin(), method_option_names().end());
@@ -163,12 +167,38 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
 
   if (a.has("report")) check_output_path("--report", a.required("report"));
+  const std::string heads_dir = a.str("save-heads", "");
+  if (!heads_dir.empty()) {
+    if (sweep) throw UsageError("--save-heads keeps one run's heads; give --seed, not --seeds");
+    std::error_code ec;
+    std::filesystem::create_directories(heads_dir, ec);
+    if (ec || !std::filesystem::is_directory(heads_dir))
+      throw InputError("--save-heads " + heads_dir + ": cannot create the folder" + (ec ? ": " + ec.message() : ""));
+  }
 
   LoadedData data = load_data(a, Limits{}.max_dim, quiet);
   o.backbone_fingerprint = data.fingerprint;
   o.class_names = data.class_names;
   o.image_encoder = data.encoder;
   o.dataset_description = data.description;
+  if (!heads_dir.empty()) {
+    HeadCard card;
+    card.method = o.method.method;
+    card.run = "simulate seed " + std::to_string(o.seed);
+    card.recipe = data.recipe;
+    const int classes = std::max(data.train.num_classes, data.test.num_classes);
+    if (static_cast<int>(data.class_names.size()) == classes) card.class_names = data.class_names;
+    o.on_head = [heads_dir, card](NodeId id, const Head& head, const Head* personal, const Contributors& contributors) {
+      HeadCard c = card;
+      c.node = "node " + std::to_string(id);
+      c.contributors = contributors;
+      const std::string stem = (std::filesystem::path(heads_dir) / ("n" + std::to_string(id))).string();
+      save_head_file(head, c, stem + ".head");
+      if (!personal) return;
+      c.personal = true;
+      save_head_file(*personal, c, stem + ".personal_head");
+    };
+  }
 
   const Features train = expand_features(std::move(data.train), data.expansion);
   const Features test = expand_features(std::move(data.test), data.expansion);

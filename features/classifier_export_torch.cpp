@@ -87,12 +87,19 @@ void build(const ExportPlan& plan) {
     if (plan.backbone.empty()) {
       code += "def data_features(self, x: Tensor) -> Tensor:\n    return x.reshape([x.size(0), -1])\n";
     } else {
-      torch::jit::Module backbone = torch::jit::load(plan.backbone);
+      torch::jit::Module backbone = torch::jit::load(plan.backbone, torch::kCPU);
       backbone.eval();
+      // Frozen, as Backbone runs it by default (batch norms folded into their convolutions), so
+      // that the module computes what the node computed, not the same up to float rounding;
+      // a module that cannot be frozen runs as loaded there too.
+      try {
+        backbone = torch::jit::freeze(backbone);
+      } catch (const std::exception&) {
+      }
       m.register_module("backbone", backbone);
       // As Backbone::extract reads its output: [N, D, 1, 1] flattened, float32.
       code += "def data_features(self, x: Tensor) -> Tensor:\n"
-              "    f = self.backbone(x)\n"
+              "    f = self.backbone.forward(x)\n"
               "    if f.dim() == 4:\n"
               "        f = f.flatten(1)\n"
               "    return f.float()\n";

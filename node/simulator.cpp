@@ -186,6 +186,7 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
     r.accuracy = o.head->accuracy(test);
     r.per_class = o.head->per_class_accuracy(test);
     r.contributors = o.contributors;
+    if (options.on_head) options.on_head(static_cast<NodeId>(i), *o.head, heads.personal.back().get(), o.contributors);
     if (!say) continue;
     std::ostringstream msg;
     msg << "node " << i << ": accuracy " << std::fixed << std::setprecision(4) << r.accuracy << " with "

@@ -36,6 +36,9 @@ struct SimulationOptions {
   // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns
   // from others (tests record what a hub sees under secure aggregation). May be empty.
   std::function<void(NodeId to, NodeId from, const Knowledge&)> on_knowledge;
+  // Every node's final head (and personal head, or null), once the federation has run: what
+  // `simulate --save-heads` writes. May be empty.
+  std::function<void(NodeId, const Head& head, const Head* personal, const Contributors&)> on_head;
 };
 
 struct SimNodeResult {
