@@ -2,6 +2,9 @@
 // features/classifier_export.h describes.
 #include "core/torch_library.h"
 #include "features/classifier_export.h"
+#include "features/feature_recipe.h"
+
+#include <cstdio>
 
 #include <torch/script.h>
 
@@ -9,11 +12,18 @@
 namespace fednode {
 namespace {
 
+// float32 1/255 as a TorchScript literal that reads back as the same float32.
+std::string unit_scale() {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(kPixelScale));
+  return text;
+}
+
 // preprocess(self, images) as preprocess_image computes it (features/preprocess.cpp): values
 // in the preprocessing's range, 1 <-> 3 channels as it converts them (PIL's integer luma for
 // uint8 RGB into a 1-channel model), resizing as torch.nn.functional.interpolate without
 // antialiasing, the centred crop with torchvision's offsets, channel order, then mean and std.
-std::string preprocess_code(const Preprocessing& p) {
+std::string preprocess_code(const Preprocessing& p, bool pixels) {
   const std::string S = std::to_string(p.input_size);
   const std::string divisor = p.value_range == ValueRange::Unit ? "255.0" : "1.0";
   std::string c =
@@ -29,8 +39,11 @@ std::string preprocess_code(const Preprocessing& p) {
     c += "        if c == 3:\n"
          "            xi = x.long()\n"
          "            x = torch.floor_divide(xi[:, 0:1] * 19595 + xi[:, 1:2] * 38470 + xi[:, 2:3] * 7471 + 32768, 65536)\n";
-  c += "        x = x.float() / " + divisor + "\n"
-       "    else:\n";
+  // Pixel rows were scaled by multiplying with float32 1/255 (FeatureRecipe's kPixelScale); a
+  // backbone's input by dividing by 255 (preprocess_image): bit for bit, as each was.
+  c += pixels && p.value_range == ValueRange::Unit ? "        x = x.float() * " + unit_scale() + "\n"
+                                                   : "        x = x.float() / " + divisor + "\n";
+  c += "    else:\n";
   if (p.channels == 1)
     c += "        if c == 3:\n"
          "            x = x[:, 0:1] * 0.299 + x[:, 1:2] * 0.587 + x[:, 2:3] * 0.114\n";
@@ -83,7 +96,7 @@ void build(const ExportPlan& plan) {
       m.register_buffer("pre_mean", tensor_of(p.mean, {1, p.channels, 1, 1}));
       m.register_buffer("pre_std", tensor_of(p.std, {1, p.channels, 1, 1}));
     }
-    code += preprocess_code(p);
+    code += preprocess_code(p, plan.backbone.empty());
     if (plan.backbone.empty()) {
       code += "def data_features(self, x: Tensor) -> Tensor:\n    return x.reshape([x.size(0), -1])\n";
     } else {

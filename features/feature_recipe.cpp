@@ -137,7 +137,13 @@ MatrixF RecipeEncoder::encode(const ImageSource& images, const RunOptions& run) 
   const FeatureRecipe& r = impl_->recipe;
   if (r.source == FeatureRecipe::Source::Backbone) return expand(impl_->loaded_backbone().extract(images, run));
   // Pixels: the preprocessing's planar values are the rows the node's own data were made of.
-  const Preprocessing& p = r.preprocessing;
+  // load_fashion_mnist scales by multiplying with 1/255 where preprocess_image divides by 255,
+  // and the two differ in the last bit for half the byte values: resized in byte units and then
+  // scaled the same way, a 28 x 28 image gives exactly the node's row.
+  Preprocessing p = r.preprocessing;
+  const bool unit = p.value_range == ValueRange::Unit;
+  p.value_range = ValueRange::Byte;
+  const float scale = unit ? kPixelScale : 1.0f;
   const int64_t width = p.channels * int64_t{p.input_size} * p.input_size;
   MatrixF X(images.size(), width);
   constexpr int64_t kChunk = 256;
@@ -145,8 +151,10 @@ MatrixF RecipeEncoder::encode(const ImageSource& images, const RunOptions& run) 
   for_each_chunk(static_cast<size_t>((n + kChunk - 1) / kChunk), true, [&](size_t chunk) {
     Image storage;
     const int64_t end = std::min(n, static_cast<int64_t>(chunk + 1) * kChunk);
-    for (int64_t i = static_cast<int64_t>(chunk) * kChunk; i < end; ++i)
+    for (int64_t i = static_cast<int64_t>(chunk) * kChunk; i < end; ++i) {
       preprocess_image(images.image(i, storage), p, X.row(i).data(), images.describe(i));
+      if (scale != 1.0f) X.row(i) *= scale;
+    }
   });
   interruption_point(run.stop);
   return expand(std::move(X));

@@ -42,7 +42,11 @@ const char* to_string(FeatureRecipe::Source s);
 // Throws InputError naming `where` for a name other than features, pixels, backbone.
 FeatureRecipe::Source parse_recipe_source(const std::string& name, const std::string& where);
 
-// Fashion-MNIST read as pixels: 28 x 28, one channel, values / 255, rows as load_fashion_mnist gives them.
+// What a pixel recipe multiplies byte values by (value_range 0-1): load_fashion_mnist's scale.
+constexpr float kPixelScale = 1.0f / 255.0f;
+
+// Fashion-MNIST read as pixels: 28 x 28, one channel, values times kPixelScale, rows as
+// load_fashion_mnist gives them.
 FeatureRecipe fashion_mnist_pixel_recipe(FeatureExpansion expansion);
 // A backbone's features: `model` made absolute, its fingerprint computed from the file.
 FeatureRecipe backbone_recipe(const std::string& model, const Preprocessing& preprocessing, FeatureExpansion expansion);

@@ -1,16 +1,18 @@
 // The files a node reads that someone else may have written: feature and label arrays (.npy),
 // IDX image and label files (plain or gzip), topology TOML, key files, backbone preprocessing
-// sidecars, images (PNG, JPEG) and the replay state of a state directory. Which decoder is
+// sidecars, images (PNG, JPEG), the replay state of a state directory and head files. Which decoder is
 // chosen at build time (FUZZ_NPY, FUZZ_IDX, ...), one target each.
 #include "fuzz_input.h"
 
 #include "crypto/key_files.h"
 #include "crypto/keys.h"
+#include "core/digest.h"
 #include "crypto/replay.h"
 #include "features/idx.h"
 #include "features/images.h"
 #include "features/npy.h"
 #include "features/preprocess.h"
+#include "node/head_io.h"
 #include "topology/toml_io.h"
 
 #include <vector>
@@ -52,6 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #elif defined(FUZZ_REPLAY_STATE)
     (void)variant;
     (void)ReplayGuard::deserialize(fuzz::as_view(data, size), "fuzzed replay state");
+#elif defined(FUZZ_HEAD_FILE)
+    // Variant 1 appends the body's own checksum, so that mutations reach the card and head
+    // readers behind it instead of stopping at the checksum.
+    std::string bytes(fuzz::as_view(body, body_size));
+    if (variant & 1) bytes += sha256_hex(bytes);
+    (void)parse_head_file(bytes, "fuzzed head file");
 #else
 #error "define one FUZZ_ target"
 #endif

@@ -8,6 +8,7 @@
 #include "crypto/run_id.h"
 #include "features/npy.h"
 #include "features/preprocess.h"
+#include "node/head_io.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
 #include "protocol/beacon.h"
@@ -194,6 +195,35 @@ void file_seeds(const fs::path& source) {
   for (uint64_t id : {1, 2, 3, 70, 71}) replay.accept(4, id);
   replay.accept(9, 1000);
   seed("replay_state", replay.serialize());
+
+  // Head files as nodes write them: variant 1 (the checksum recomputed) without their checksum,
+  // and one whole with variant 0; a version 1 file; every head kind's body.
+  MatrixF W(3, 4);
+  W << 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12;
+  VectorF b(3);
+  b << 0.5f, -1, 2;
+  HeadCard card;
+  card.method = "fedpft";
+  card.run = "fuzz";
+  card.node = "node 1 (n1)";
+  card.contributors = {0, 1};
+  card.class_names = {"a", "b", "c"};
+  card.recipe.backbone_fingerprint = "pixels";
+  card.recipe.expansion = {4, 7};
+  const std::string head = head_file_bytes(LinearHead("linear", W, b), card);
+  seed("head_file", std::string(1, '\0') + head);
+  seed("head_file", std::string(1, '\1') + head.substr(0, head.size() - 64));
+  std::ostringstream v1;
+  LinearHead("lda", W, b).save(v1);
+  seed("head_file", std::string(1, '\0') + v1.str());
+  std::vector<AdapterHead::Layer> layers(3);
+  for (int i = 0; i < 3; ++i) {
+    layers[i].W = MatrixF::Constant(i == 2 ? 3 : 4, 4, 0.25f * static_cast<float>(i + 1));
+    layers[i].b = VectorF::Zero(i == 2 ? 3 : 4);
+  }
+  card.recipe = fashion_mnist_pixel_recipe({4, 7});
+  const std::string adapter = head_file_bytes(AdapterHead(std::move(layers)), card);
+  seed("head_file", std::string(1, '\1') + adapter.substr(0, adapter.size() - 64));
   fs::remove_all(tmp);
 }
 

@@ -13,8 +13,8 @@
 //                         written by an older fednode); S.failed: the recipient refused it
 //   phase1, phase2        the phase is done and everything it sends is in the outbox
 //   head.state            the node's current head and whose data it holds (checksummed)
-//   head                  the same head alone, in Head::save's format, for applications
-//   personal_head         personalised FedCGS: the node's personal head, in the same format
+//   head                  the same head as a head file (node/head_io.h) for predict, export and applications
+//   personal_head         personalised FedCGS: the node's personal head, as a head file
 //   result.json           the node's result
 //   configuration         what decides the result (node/configuration_record.h)
 //   lock                  held (flock) by the node using the directory

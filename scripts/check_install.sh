@@ -120,9 +120,28 @@ mkdir -p "$fed"
   --deadline 120 --out "$fed/f.toml" --data dataset=fashion-mnist --data train-limit=$train \
   --data test-limit=$test --data partition=iid >"$tmp/topology.log" 2>&1 || fail "fednode topology"
 
+# Held-out images for edge_app to classify with its head: the last 50 training images (no node
+# holds them with train-limit $train), as PNG files in class folders named by class number.
+/usr/bin/python3 - "${FEDNODE_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" "$fed/held-out" <<'EOF' \
+  || fail "writing held-out PNG images"
+import gzip, os, sys
+import numpy as np
+from PIL import Image
+src, out = sys.argv[1], sys.argv[2]
+def read(prefix, offset):
+    name = [f for f in os.listdir(src) if f.startswith(prefix)][0]
+    raw = open(os.path.join(src, name), "rb").read()
+    return np.frombuffer(gzip.decompress(raw) if name.endswith(".gz") else raw, np.uint8, offset=offset)
+images = read("train-images", 16).reshape(-1, 28, 28)[-50:]
+labels = read("train-labels", 8)[-50:]
+for i, (x, y) in enumerate(zip(images, labels)):
+    os.makedirs(os.path.join(out, str(y)), exist_ok=True)
+    Image.fromarray(x).save(os.path.join(out, str(y), "%02d.png" % i))
+EOF
+
 for id in 0 1 2; do
   if [[ $id == 1 ]]; then
-    timeout 300 "$edge" "$fed/f.toml" 1 fashion-mnist $train $test >"$tmp/edge_app.log" 2>&1 &
+    timeout 300 "$edge" "$fed/f.toml" 1 fashion-mnist $train $test --classify "$fed/held-out" >"$tmp/edge_app.log" 2>&1 &
   else
     timeout 300 "$prefix/bin/fednode" run --topology "$fed/f.toml" --id $id >"$tmp/node$id.log" 2>&1 &
   fi
@@ -136,6 +155,13 @@ done
 pids=()
 grep -q "knowledge from node 0" "$tmp/edge_app.log" || fail "edge_app's knowledge callback never ran"
 grep -q "head ready" "$tmp/edge_app.log" || fail "edge_app's head callback never ran"
+grep -q "classified 50 images of $fed/held-out: accuracy" "$tmp/edge_app.log" \
+  || fail "edge_app did not classify the held-out images with its head"
+grep "classified" "$tmp/edge_app.log" | sed 's/^/  /'
+# The installed fednode reads the head file the node wrote, as edge_app's classifier did.
+"$prefix/bin/fednode" predict --state "$fed/state/n1" --images "$fed/held-out" --quiet --out "$tmp/predict.csv" \
+  >"$tmp/predict.log" 2>&1 || fail "fednode predict on edge_app's state"
+grep -q "^accuracy" "$tmp/predict.log" || fail "fednode predict printed no accuracy"
 
 step "compare with fednode simulate"
 "$prefix/bin/fednode" simulate --dataset fashion-mnist --train-limit $train --test-limit $test \

@@ -1,7 +1,11 @@
 // edge_app: an application that embeds one fednode node (docs/embedding.md).
 //
-//   edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT]
+//   edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT] [--classify DIR]
 //   edge_app TOPOLOGY ID npy TRAIN_X.npy TRAIN_Y.npy [TEST_X.npy TEST_Y.npy]
+//
+// With --classify DIR (Fashion-MNIST: a folder of held-out images, one sub-folder per class named
+// by its number or name), the app classifies them with its node's head whenever a head is ready
+// (the first, and every refitted one) and prints the accuracy: what the federation learnt, used.
 //
 // It joins the federation described by TOPOLOGY (a file from `fednode topology`) as node ID,
 // with its keys and state directory as the file names them. The other nodes may be `fednode run`
@@ -12,11 +16,14 @@
 // every `fednode run` node of the file does (fednode::method_options_for). An application that
 // wants the file's [federation.data] too calls fednode::node_config, as `fednode run` does.
 #include "crypto/key_files.h"
+#include "features/extract.h"
 #include "features/idx.h"
 #include "features/npy.h"
 #include "features/partition.h"
+#include "node/classifier.h"
 #include "node/node.h"
 #include "node/node_config.h"
+#include "node/prediction.h"
 #include "topology/topology.h"
 
 #include <algorithm>
@@ -52,7 +59,7 @@ int64_t count(const char* arg, const char* what) {
 }
 
 int usage() {
-  std::cerr << "usage: edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT]\n"
+  std::cerr << "usage: edge_app TOPOLOGY ID fashion-mnist [TRAIN_LIMIT TEST_LIMIT] [--classify DIR]\n"
                "       edge_app TOPOLOGY ID npy TRAIN_X.npy TRAIN_Y.npy [TEST_X.npy TEST_Y.npy]\n";
   return 2;
 }
@@ -60,6 +67,11 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  std::string classify_dir;  // --classify DIR, last on the command line
+  if (argc >= 6 && std::string(argv[argc - 2]) == "--classify") {
+    classify_dir = argv[argc - 1];
+    argc -= 2;
+  }
   if (argc < 4) return usage();
   const std::string source = argv[3];
   if (!((source == "fashion-mnist" && (argc == 4 || argc == 6)) ||
@@ -94,8 +106,15 @@ int main(int argc, char** argv) try {
   config.local = train.subset(parts.at(static_cast<size_t>(config.topology.partition_index(config.id))));
   if (test.size() > 0) config.test = std::move(test);
   // Pixels need no backbone; features from a backbone would carry its fingerprint here, and
-  // every node must give the same one.
+  // every node must give the same one. The recipe says how an image becomes these features, so
+  // that the node's head files (and the classifier below) can read new images.
   config.backbone_fingerprint = "pixels";
+  if (source == "fashion-mnist") {
+    config.recipe = fednode::fashion_mnist_pixel_recipe({});
+    config.class_names = fednode::fashion_mnist_class_names();
+  } else if (!classify_dir.empty()) {
+    throw std::invalid_argument("--classify reads images: it goes with fashion-mnist pixels, not .npy features");
+  }
 
   // Callbacks run on the thread that calls step(), between turns of the event loop.
   const std::string tag = "[edge " + std::to_string(config.id) + "] ";
@@ -104,9 +123,18 @@ int main(int argc, char** argv) try {
     std::cout << tag << "knowledge from node " << from << ": " << k.method_name() << ", contributors "
               << text(k.contributors) << std::endl;
   };
-  config.callbacks.head = [tag](const fednode::Head& head, const fednode::Contributors& c) {
+  // The node has written its head file (with its card) when this runs: the classifier reads it.
+  const std::string state_dir = config.topology.state_dir_of(config.id);
+  config.callbacks.head = [tag, state_dir, classify_dir](const fednode::Head& head, const fednode::Contributors& c) {
     std::cout << tag << "head ready: " << head.kind() << ", " << head.num_classes()
               << " classes, trained on " << text(c) << std::endl;
+    if (classify_dir.empty()) return;
+    const fednode::Classifier classifier = fednode::Classifier::from_state_dir(state_dir);
+    const fednode::Predictions p = fednode::predict_image_folder(classifier, classify_dir, false);
+    const fednode::Evaluation e = fednode::evaluate(p, head.num_classes());
+    std::cout << tag << "classified " << p.items.size() << " images of " << classify_dir << ": accuracy "
+              << e.accuracy() << " (" << e.correct << " of " << e.total << "), first: " << p.items[0] << " is "
+              << classifier.card().class_name(p.classification.labels[0]) << std::endl;
   };
   std::cout << tag << "holds " << config.local.size() << " samples" << std::endl;
 

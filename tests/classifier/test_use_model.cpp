@@ -105,6 +105,16 @@ TEST(UseTheModel, AChainNodesHeadPredictsItsResultsAccuracyAndItsExportAgreesInP
   const Prediction by_name = predict("--topology " + f.file.string() + " --id n2", "--dataset fashion-mnist --limit 1000", dir / "q.csv");
   EXPECT_EQ(by_name.correct, p.correct) << by_name.run.output;
 
+  // The page of per-class accuracy and confusion carries the exact accuracy.
+  const CliRun html = run_cli("predict --state " + f.state_dir(2).string() + " --dataset fashion-mnist --limit 1000 --quiet"
+                              " --out " + (dir / "h.csv").string() + " --html " + (dir / "html").string());
+  ASSERT_EQ(html.code, 0) << html.output;
+  std::smatch m;
+  const std::string page = read_text(dir / "html" / "index.html");
+  ASSERT_TRUE(std::regex_search(page, m, std::regex("id=\"accuracy\" data-value=\"([0-9.eE+-]+)\"")));
+  EXPECT_DOUBLE_EQ(std::stod(m[1]), last.accuracy);
+  EXPECT_NE(page.find("id=\"confusion-9-9\""), std::string::npos);
+
   const CliRun info = run_cli("head info " + (f.state_dir(2) / "head").string() + " --format json");
   ASSERT_EQ(info.code, 0) << info.output;
   const nlohmann::json card = test::parse_json(info.output, "head info");
