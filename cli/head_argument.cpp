@@ -1,8 +1,8 @@
+// --state, --topology/--id and --head as predict and export take them (commands.h).
 #include "cli/commands.h"
 #include "core/options.h"
+#include "node/classifier.h"
 #include "topology/topology.h"
-
-#include <filesystem>
 
 namespace fednode::cli {
 
@@ -21,13 +21,7 @@ std::string head_file_argument(const Args& a, bool personal) {
     const Topology t = load_topology(a.str("topology", ""), lo);
     dir = t.state_dir_of(t.lookup(a.str("id", "")).id);
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw InputError(dir + ": not a node's state directory");
-  const std::string file = (std::filesystem::path(dir) / (personal ? "personal_head" : "head")).string();
-  if (!std::filesystem::exists(file, ec))
-    throw InputError(dir + (personal ? ": holds no personal head (only personalised FedCGS nodes, --personalize, have one)"
-                                     : ": holds no head yet (the node has not fitted one)"));
-  return file;
+  return state_dir_head_file(dir, personal);
 }
 
 }  // namespace fednode::cli

@@ -80,14 +80,18 @@ Classifier Classifier::from_file(const std::string& head_file, const ClassifierO
   return Classifier(read_head_file(head_file), options);
 }
 
-Classifier Classifier::from_state_dir(const std::string& dir, bool personal, const ClassifierOptions& options) {
+std::string state_dir_head_file(const std::string& dir, bool personal) {
   const fs::path path = fs::path(dir) / (personal ? "personal_head" : "head");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir + ": not a node's state directory");
   if (!fs::exists(path, ec))
     throw InputError(dir + (personal ? ": holds no personal head (only personalised FedCGS nodes, --personalize, have one)"
                                      : ": holds no head yet (the node has not fitted one)"));
-  return from_file(path.string(), options);
+  return path.string();
+}
+
+Classifier Classifier::from_state_dir(const std::string& dir, bool personal, const ClassifierOptions& options) {
+  return from_file(state_dir_head_file(dir, personal), options);
 }
 
 Classifier::~Classifier() = default;

@@ -70,6 +70,10 @@ class Classifier {
   std::unique_ptr<Impl> impl_;
 };
 
+// The head file of a node's state directory: DIR/head, or DIR/personal_head with `personal`.
+// Throws InputError for a path that is not a directory or a directory without that head.
+std::string state_dir_head_file(const std::string& dir, bool personal);
+
 // Softmax of every row, in double precision, returned as float.
 MatrixF softmax_rows(const MatrixF& logits);
 
