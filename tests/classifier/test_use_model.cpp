@@ -168,6 +168,21 @@ TEST_P(EveryHeadKind, PredictsTheSimulatedAccuracyAndExportsToPyTorch) {
   const ExportCheck c = export_and_check("--head " + head.string(), dir / "m.pt", dir / "p.csv", fashion_mnist_for_python(300));
   expect_export_agrees(c, 300, k.tolerance);
 
+  // Through a backbone, the features `extract` writes classify as the images do (the same
+  // features, from the feature cache), and a --head-only export takes them.
+  if (std::string(k.name) == "backbone") {
+    const std::string prefix = (dir / "ex").string();
+    const CliRun ex = run_cli("extract --dataset fashion-mnist --split test --limit 300 --input-size 32 --quiet --out " + prefix);
+    ASSERT_EQ(ex.code, 0) << ex.output;
+    const Prediction f = predict("--head " + head.string(), "--features " + prefix + "_X.npy --labels " + prefix + "_y.npy",
+                                 dir / "f.csv");
+    ASSERT_EQ(f.run.code, 0) << f.run.output;
+    EXPECT_EQ(f.correct, p.correct) << f.run.output;
+    const ExportCheck h = export_and_check("--head-only --head " + head.string(), dir / "h.pt", dir / "f.csv",
+                                           "--features " + prefix + "_X.npy");
+    expect_export_agrees(h, 300, 1e-4);
+  }
+
   if (fs::exists(dir / "heads" / "n1.personal_head")) {
     const std::string personal = "--head " + (dir / "heads" / "n1.personal_head").string();
     const Prediction q = predict(personal, "--dataset fashion-mnist --limit 300", dir / "q.csv");
