@@ -41,6 +41,14 @@ launch-*.json (every node's result.json after `fednode launch`, docs/node.md):
   changing their wire bytes), the second none, and where neither side resent the wire bytes were
   equal too. See tests/regression/README.md.
 
+  status (`fednode status --format json` after the run), per node: id, name, state, stage, awaiting,
+  accepted, unacknowledged, contributors, missing, refused_by, accuracy; bytes and links as the
+  wire bytes above
+  metrics (each node's Prometheus file, launch --metrics-dir): every sample, except those whose
+  name says seconds, timestamp, resend, duplicate, rejected, retries or start_time, and byte
+  counters as the wire bytes above
+  simulate reports also compare each node's privacy ledger and personalised accuracies
+
 launch-*.toml (the topology file the suite launched): the text, exactly. A difference means the
 two directories were not made by the same suite, and the other comparisons mean nothing.
 """
@@ -50,13 +58,24 @@ import os
 import sys
 
 SIMULATE_NODE_FIELDS = ["id", "samples", "classes", "class_counts", "contributors", "accuracy",
-                        "per_class_accuracy", "local_only_accuracy", "bytes_sent", "bytes_received"]
+                        "per_class_accuracy", "local_only_accuracy", "bytes_sent", "bytes_received",
+                        "privacy", "personalized"]
 SIMULATE_TOP_FIELDS = ["parameters", "seed", "data", "centralized", "local_only"]
 LAUNCH_NODE_FIELDS = ["id", "name", "run", "method", "mode", "status", "samples", "contributors",
                       "expected_contributors", "missing", "unacknowledged", "refused_by",
                       "discarded_from", "accuracy", "per_class_accuracy", "head",
-                      "knowledge_bytes_sent", "messages_sent", "messages_received", "restarts"]
-LAUNCH_WIRE_FIELDS = ["bytes_sent", "bytes_received"]
+                      "knowledge_bytes_sent", "messages_sent", "messages_received", "restarts",
+                      "privacy", "personal_accuracy", "personal_per_class", "accuracy_in_own_proportions",
+                      "personal_accuracy_in_own_proportions"]
+LAUNCH_WIRE_FIELDS = ["bytes_sent", "bytes_received", "links"]
+STATUS_NODE_FIELDS = ["id", "name", "state", "stage", "awaiting", "accepted", "unacknowledged", "contributors",
+                      "missing", "refused_by", "accuracy"]
+STATUS_WIRE_FIELDS = ["bytes_sent", "bytes_received", "links"]
+# Metrics that count what happened, not how fast or how often the network hiccuped; a metric
+# whose name holds one of these words is left out (times, resends, duplicates, rejected frames),
+# and byte counters are compared only where the wire bytes are.
+METRIC_TIMING_WORDS = ["seconds", "timestamp", "resend", "duplicate", "rejected", "retries", "start_time"]
+METRIC_WIRE_WORDS = ["bytes"]
 TIMING_COUNTERS = ["resends", "duplicates", "frames_rejected"]
 MISSING = object()  # a field absent on one side
 
@@ -137,6 +156,21 @@ def compare_launch(a, b, out, notes):
         label = f"nodes[{i}]({x.get('name', '?')})"
         for k in LAUNCH_NODE_FIELDS + (LAUNCH_WIRE_FIELDS if wire else []):
             diff(f"{label}.{k}", x.get(k, MISSING), y.get(k, MISSING), out)
+    sa, sb = a.get("status", MISSING), b.get("status", MISSING)
+    if sa is MISSING or sb is MISSING or len(sa) != len(sb):
+        diff("status", sa, sb, out)
+    else:
+        for i, (x, y) in enumerate(zip(sa, sb)):
+            for k in STATUS_NODE_FIELDS + (STATUS_WIRE_FIELDS if wire else []):
+                diff(f"status[{i}].{k}", x.get(k, MISSING), y.get(k, MISSING), out)
+    ma, mb = a.get("metrics", MISSING), b.get("metrics", MISSING)
+    if ma is MISSING or mb is MISSING:
+        diff("metrics", ma, mb, out)
+    else:
+        def kept(m):
+            skip = METRIC_TIMING_WORDS + ([] if wire else METRIC_WIRE_WORDS)
+            return {n: {k: v for k, v in vals.items() if not any(w in k for w in skip)} for n, vals in m.items()}
+        diff("metrics", kept(ma), kept(mb), out)
 
 
 def compare_file(before, after, name):

@@ -11,6 +11,20 @@
 #   launch-<name>.json                  `fednode launch` of examples/topologies/<name>.toml for
 #                                       chain5, diamond, ring4, star8: every node's result.json
 #   launch-<name>.toml                  the rewritten topology file that was launched (see below)
+#   simulate-<case>.json                the capabilities beside the merge rules (issue 50's proof that
+#                                       moving them changes nothing): fedcgs-secagg-<topology>
+#                                       (secure aggregation, all four topologies), fedcgs-personalize,
+#                                       fedcgs-dp and fedpft-dp (star), fedmitr and fgl (small stars;
+#                                       FGL's generator trained here with a fixed seed)
+#   launch-secagg-dropout.json          a star of 5 under secure aggregation whose last leaf never
+#                                       starts: the unmasking round recovers (nodes run one by one,
+#                                       deadline 4 s; the hub is stopped once every leaf has ended)
+#   launch-stream.json                  a FedCGS chain of 3 expanded to 256 features: its statistics
+#                                       (263 KB) travel as version-2 streams
+#   launch-discover.json                a chain of 3 with no addresses, found by discovery
+#                                       (launch --discover)
+#   every launch also records `fednode status --format json` and each node's Prometheus metrics
+#   (launch --metrics-dir) beside the result.json files
 # --subset (CI, tests/regression/run_subset.sh; about 32 s there):
 #   simulate fedpft-linear, fedcgs-ring, fedtc-star, fedpft-graph at smaller sizes, and a launch
 #   of the diamond (graph, FedCGS).
@@ -99,6 +113,108 @@ simulate() {  # method topology
   fi
 }
 
+simulate_case() {  # name, then simulate's arguments after COMMON
+  local name=$1 out="$OUTDIR/simulate-$1.json"
+  shift
+  rm -f "$out"
+  log "simulate $name"
+  # From $WORK, so that files it names (FGL's generator) are the same relative path in every run.
+  if ! (cd "$WORK" && "$FEDNODE" simulate "${COMMON[@]}" "$@" --report "$out") > "$WORK/simulate-$name.out" 2>&1; then
+    echo "FAILED: simulate $name" >&2
+    cat "$WORK/simulate-$name.out" >&2
+    FAILED=1
+  fi
+}
+
+# One report from a launched (or hand-run) federation: every node's result.json in the file's
+# node order, `fednode status --format json`, and each node's metrics file where there is one.
+collect() {  # topology file, name, exit status, metrics dir ("" for none)
+  local file=$1 name=$2 rc=$3 metrics=$4 out="$OUTDIR/launch-$2.json"
+  "$FEDNODE" status "$file" --format json > "$WORK/status-$name.json" 2> "$WORK/status-$name.err" ||
+    echo "[]" > "$WORK/status-$name.json"
+  "$PY" - "$file" "$name" "$rc" "$out" "$WORK/status-$name.json" "$metrics" <<'EOF' || { echo "FAILED: collecting launch $name" >&2; FAILED=1; }
+import json, os, re, sys
+file, name, rc, out, status, metrics = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+base = os.path.dirname(file)
+text = open(file).read()
+nodes, prom = [], {}
+for block in re.split(r'^\[\[node\]\]\s*$', text, flags=re.M)[1:]:
+    node_name = re.search(r'^name = "(.*)"$', block, re.M).group(1)
+    state = re.search(r'^state_dir = "(.*)"$', block, re.M).group(1)
+    path = os.path.join(base, state, "result.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            nodes.append(json.load(f))
+    else:
+        nodes.append({"name": node_name, "status": "no result.json"})
+    metrics_file = os.path.join(metrics, "fednode-%s.prom" % node_name) if metrics else ""
+    if metrics_file and os.path.exists(metrics_file):
+        # name{labels} value, comments left out
+        prom[node_name] = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1])
+                           for l in open(metrics_file).read().splitlines() if l and not l.startswith("#")}
+report = {"fednode_regression_launch": 1, "topology": name, "launch_exit_status": rc, "nodes": nodes,
+          "status": json.load(open(status)), "metrics": prom}
+with open(out, "w") as f:
+    json.dump(report, f, indent=1)
+    f.write("\n")
+EOF
+}
+
+# A topology written by `fednode topology` (fixed run name and seed) into $WORK/launch-NAME/.
+generated_topology() {  # name, then fednode topology's arguments
+  local name=$1 dir="$WORK/launch-$1"
+  shift
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  "$FEDNODE" topology "$@" --run "regression-$name" --seed 3 --out "$dir/$name.toml" \
+    --data dataset=fashion-mnist --data train-limit=$TRAIN_LIMIT --data test-limit=$TEST_LIMIT \
+    --data partition=dirichlet --data dirichlet-alpha=0.5 > "$WORK/topology-$name.out" 2>&1 ||
+    { echo "FAILED: fednode topology for $name" >&2; cat "$WORK/topology-$name.out" >&2; FAILED=1; return 1; }
+  cp "$dir/$name.toml" "$OUTDIR/launch-$name.toml"
+}
+
+launch_generated() {  # name, launch options, then fednode topology's arguments
+  local name=$1 options=$2
+  shift 2
+  generated_topology "$name" "$@" || return
+  local dir="$WORK/launch-$name" rc=0
+  log "launch $name"
+  (cd "$dir" && "$FEDNODE" launch "$name.toml" --threads 1 --timeout 400 --quiet --metrics-dir "$dir/metrics" $options) \
+    > "$WORK/launch-$name.out" 2>&1 || rc=$?
+  if [ $rc != 0 ]; then
+    echo "FAILED: launch $name (exit $rc)" >&2
+    cat "$WORK/launch-$name.out" >&2
+    FAILED=1
+  fi
+  collect "$dir/$name.toml" "$name" "$rc" "$dir/metrics"
+}
+
+# Secure aggregation's dropout: a star of a hub and four leaves, the last of which never starts.
+# The survivors end incomplete (exit 3: the plan meant their heads to cover the absent leaf); the
+# hub, which would wait for the absent leaf's acknowledgement of its head, is stopped (SIGTERM)
+# once they have ended. Its result then says "stopped", with the head of the survivors' sum.
+secagg_dropout() {
+  local name=secagg-dropout
+  generated_topology "$name" star --nodes 5 --method fedcgs --base-port ${PORT_PREFIX}40 --deadline 4 \
+    --option secure-aggregation=all || return
+  local dir="$WORK/launch-$name" file="$WORK/launch-$name/$name.toml" pids=() rc=0 id
+  mkdir -p "$dir/metrics"
+  log "run $name (node 4 absent)"
+  for id in 0 1 2 3; do
+    (cd "$dir" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 exec "$FEDNODE" run --topology "$name.toml" --id $id \
+       --metrics "$dir/metrics/fednode-n$id.prom") > "$WORK/$name-n$id.out" 2>&1 &
+    pids+=($!)
+  done
+  for id in 1 2 3; do
+    local leaf_rc=0
+    wait "${pids[$id]}" || leaf_rc=$?
+    [ $leaf_rc = 3 ] || { echo "FAILED: $name leaf n$id exited $leaf_rc, not 3" >&2; cat "$WORK/$name-n$id.out" >&2; FAILED=1; rc=1; }
+  done
+  kill -TERM "${pids[0]}" 2>/dev/null
+  wait "${pids[0]}" 2>/dev/null
+  collect "$file" "$name" "$rc" "$dir/metrics"
+}
+
 launch() {  # example name (examples/topologies/<name>.toml)
   local name=$1
   local dir="$WORK/launch-$name" out="$OUTDIR/launch-$name.json"
@@ -132,33 +248,14 @@ launch() {  # example name (examples/topologies/<name>.toml)
   done
   log "launch $name"
   local rc=0
-  (cd "$dir" && "$FEDNODE" launch "$name.toml" --threads 1 --timeout 400 --quiet) > "$WORK/launch-$name.out" 2>&1 || rc=$?
+  (cd "$dir" && "$FEDNODE" launch "$name.toml" --threads 1 --timeout 400 --quiet --metrics-dir "$dir/metrics") \
+    > "$WORK/launch-$name.out" 2>&1 || rc=$?
   if [ $rc != 0 ]; then
     echo "FAILED: launch $name (exit $rc)" >&2
     cat "$WORK/launch-$name.out" >&2
     FAILED=1
   fi
-  # One report: every node's result.json, in the file's node order; a node without one is named.
-  "$PY" - "$file" "$name" "$rc" "$out" <<'EOF' || { echo "FAILED: collecting launch $name" >&2; FAILED=1; }
-import json, os, re, sys
-file, name, rc, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-base = os.path.dirname(file)
-text = open(file).read()
-nodes = []
-for block in re.split(r'^\[\[node\]\]\s*$', text, flags=re.M)[1:]:
-    node_name = re.search(r'^name = "(.*)"$', block, re.M).group(1)
-    state = re.search(r'^state_dir = "(.*)"$', block, re.M).group(1)
-    path = os.path.join(base, state, "result.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            nodes.append(json.load(f))
-    else:
-        nodes.append({"name": node_name, "status": "no result.json"})
-report = {"fednode_regression_launch": 1, "topology": name, "launch_exit_status": rc, "nodes": nodes}
-with open(out, "w") as f:
-    json.dump(report, f, indent=1)
-    f.write("\n")
-EOF
+  collect "$file" "$name" "$rc" "$dir/metrics"
 }
 
 if [ $SUBSET = 1 ]; then
@@ -176,6 +273,27 @@ else
   for name in chain5 diamond ring4 star8; do
     launch "$name"
   done
+  for topology in linear ring star graph; do
+    nodes=5
+    [ "$topology" = graph ] && nodes=4
+    simulate_case "fedcgs-secagg-$topology" --method fedcgs --secure-aggregation all --topology "$topology" --nodes $nodes
+  done
+  simulate_case fedcgs-personalize --method fedcgs --personalize --personal-epochs 5 --topology star --nodes 5
+  simulate_case fedcgs-dp --method fedcgs --dp --dp-epsilon 1 --topology star --nodes 5
+  simulate_case fedpft-dp --method fedpft --dp --dp-epsilon 1 --components 1 --covariance full --topology star --nodes 5
+  simulate_case fedmitr --method fedmitr --client-epochs 1 --client-min-steps 0 --distill-stages 1 --images-per-stage 16 \
+    --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1 --topology star --nodes 3
+  log "train FGL's generator"
+  if "$FEDNODE" train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1 --width 8 --latent 8 --seed 2 \
+       --threads 1 --quiet --out "$WORK/generator.pt" > "$WORK/generator.out" 2>&1; then
+    simulate_case fgl --method fgl --generator generator.pt --images-per-sample 0.3 --cnn-width 4 --cnn-hidden 16 \
+      --cnn-epochs 1 --cnn-min-steps 40 --topology star --nodes 3
+  else
+    echo "FAILED: train-generator" >&2; cat "$WORK/generator.out" >&2; FAILED=1
+  fi
+  secagg_dropout
+  launch_generated stream "" linear --nodes 3 --method fedcgs --base-port ${PORT_PREFIX}50 --data feature-expansion=256
+  launch_generated discover --discover linear --nodes 3 --method fedcgs --no-addresses
 fi
 
 log "done: reports in $OUTDIR"
