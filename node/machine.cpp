@@ -1,5 +1,7 @@
 #include "node/machine.h"
 
+#include "node/unmasking_round.h"
+
 #include "node/generator.h"
 
 #include "methods/registry.h"
@@ -14,13 +16,6 @@
 
 namespace fednode {
 namespace {
-
-// 5, 0.001 or 2.5: a deadline as the topology gave it, not rounded to whole seconds.
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
-}
 
 std::optional<PlanMessage> routing_kind(MessageType t) {
   switch (t) {
@@ -65,6 +60,8 @@ NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint
 Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(config_.plan) {
   outcome_.expected_contributors = config_.plan.expected_contributors;
   const NodePlan& plan = config_.plan;
+  unmasking_ = UnmaskingRound::for_node(config_.masks, config_.mask_secrets, plan, config_.ctx.node, config_.say,
+                                        [this](NodeId id) { return who(id); });
   if (relays_pieces(plan) || plan.complete_from) return;
   std::map<NodeId, int> routes;  // per contributor, the senders that can bring its data here
   for (const auto& [sender, possible] : plan.sources)
@@ -82,6 +79,8 @@ Machine::Machine(MachineConfig config) : config_(std::move(config)), progress_(c
                                        : config_.method->start_head_sum(config_.ctx);
   if (!folded_) foldable_senders_.clear();  // knowledge that does not add is held as it is
 }
+
+Machine::~Machine() = default;
 
 std::string Machine::who(NodeId id) const { return config_.topology->describe(id); }
 
@@ -118,11 +117,12 @@ std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) co
     else if (hello.num_classes != ctx.num_classes) why << hello.num_classes << " classes, not " << ctx.num_classes;
     return why.str();
   }
-  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply) return unmask_refusal(from, type, p);
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply)
+    return unmasking_ ? unmasking_->refusal(from, type, p) : UnmaskingRound::not_taken(type);
   const auto kind = routing_kind(type);
   if (!kind || !config_.plan.expects(from, *kind))
     return "the topology does not send this node " + std::string(to_string(type)) + " from there";
-  if (type == MessageType::Knowledge && runs_unmasking_round() && unmask_request_ && unmask_request_->dropped.count(from))
+  if (type == MessageType::Knowledge && unmasking_ && unmasking_->declared_dropped(from))
     return "declared dropped in secure aggregation's unmasking round, whose seeds would now unmask this piece alone";
   const Contributors* contributors = nullptr;
   if (type == MessageType::Head) {
@@ -151,39 +151,6 @@ std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) co
   return "";
 }
 
-std::string Machine::unmask_refusal(NodeId from, MessageType type, const Payload& p) const {
-  const auto& masks = config_.masks;
-  const bool request = type == MessageType::UnmaskRequest;
-  const UnmaskRequest asked = request ? std::get<UnmaskRequest>(p)
-                                      : UnmaskRequest{std::get<UnmaskReply>(p).survivors, std::get<UnmaskReply>(p).dropped, {}};
-  if (request ? !(masks && masks->unmasking_round && masks->member && config_.plan.head_from == from)
-              : !runs_unmasking_round())
-    return std::string("only ") + (request ? "a star's leaf takes unmasking requests from its hub" : "a star's hub takes unmasking answers") +
-           ", under secure aggregation";
-  Contributors named = asked.survivors;
-  for (NodeId d : asked.dropped)
-    if (!named.insert(d).second) return "node " + std::to_string(d) + " is both a survivor and dropped";
-  if (named != masks->group) return "it splits " + to_string(named) + ", not the mask group " + to_string(masks->group);
-  const NodeId survivor = request ? config_.ctx.node : from;
-  if (!asked.survivors.count(survivor)) return who(survivor) + " is not among the survivors it names";
-  if (unmask_request_ && (unmask_request_->survivors != asked.survivors || unmask_request_->dropped != asked.dropped))
-    return "it names other survivors (" + to_string(asked.survivors) + ") than the request " +
-           (request ? "this node answered" : "this hub made") + " (" + to_string(unmask_request_->survivors) +
-           "): answering both could unmask one leaf's statistics";
-  if (request) {
-    const std::string few = too_few_survivors(*masks, asked);
-    if (!few.empty()) return few;
-    const auto& tagged = std::get<UnmaskRequest>(p);
-    if (!tagged.tags.empty()) return inconsistent_tags(config_.ctx.node, tagged, config_.mask_secrets);
-    return "";
-  }
-  const auto& reply = std::get<UnmaskReply>(p);
-  if (!reply.consistency() && reply.pair_seeds.size() != asked.dropped.size())
-    return "it holds " + std::to_string(reply.pair_seeds.size()) + " pair seeds for " +
-           std::to_string(asked.dropped.size()) + " dropped leaves";
-  return "";
-}
-
 bool Machine::awaits_knowledge_from(NodeId from) const {
   for (PlanMessage kind : {PlanMessage::Knowledge, PlanMessage::Complete})
     if (config_.plan.expects(from, kind) && !progress_.has(from, kind)) return true;
@@ -191,10 +158,8 @@ bool Machine::awaits_knowledge_from(NodeId from) const {
 }
 
 bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
-  // A request is answered again: the hub may have lost the answer in a crash.
-  if (type == MessageType::UnmaskRequest) return false;
-  if (type == MessageType::UnmaskReply)
-    return (std::get<UnmaskReply>(p).consistency() ? unmask_tags_ : unmask_replies_).count(from) > 0;
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply)
+    return unmasking_ && unmasking_->is_repeat(from, type, p);
   if (type == MessageType::Head) {
     // A head covering more than the one held is the hub's refit on knowledge that came late.
     return hub_head_ && includes(hub_head_->contributors, std::get<HeadMessage>(p).contributors);
@@ -230,22 +195,8 @@ KnowledgeList Machine::knowledge_held(const std::vector<P>& held) const {
 
 Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
   Actions out;
-  if (type == MessageType::UnmaskRequest) {
-    auto request = std::get<UnmaskRequest>(std::move(payload));
-    if (!unmask_request_) unmask_request_ = UnmaskRequest{request.survivors, request.dropped, {}};
-    if (!request.tags.empty()) unmask_tagged_request_ = std::move(request);
-    // A request replayed on a restart is answered once the restart says the head is not in yet.
-    if (fresh) answer_unmask_request(out);
-    else unmask_answer_due_ = true;
-    return out;
-  }
-  if (type == MessageType::UnmaskReply) {
-    auto reply = std::get<UnmaskReply>(std::move(payload));
-    // A hub restarted before its round ended takes its decision back from the answers it holds.
-    if (!unmask_request_) unmask_request_ = UnmaskRequest{reply.survivors, reply.dropped, {}};
-    const bool tags = reply.consistency();
-    (tags ? unmask_tags_ : unmask_replies_)[from] = std::move(reply);
-    if (fresh) say(std::string("received the ") + (tags ? "consistency tags" : "unmasking seeds") + " of " + who(from));
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply) {
+    unmasking_->accept(from, type, std::move(payload), fresh, out);  // refusal() let it in: there is a round
     return out;
   }
   const auto kind = *routing_kind(type);
@@ -323,7 +274,7 @@ void Machine::restart(bool phase1_done, bool phase2_done, std::shared_ptr<const 
     progress_.merged();
   }
   if (phase2_done && progress_.stage() == PlanProgress::Stage::Return) progress_.completed();
-  if (progress_.finished()) unmask_answer_due_ = false;  // the head is in: the hub's round is over
+  if (progress_.finished() && unmasking_) unmasking_->head_in();  // the hub's round is over
   // Knowledge stored after the last head was fitted (the node was killed before it refitted).
   if (progress_.finished() && outcome_.head && held_knowledge_adds_to_head()) refit_pending_ = true;
 }
@@ -362,7 +313,7 @@ Machine::Standing Machine::standing() const {
 Actions Machine::tick(double now) {
   Actions out;
   const NodePlan& plan = config_.plan;
-  if (unmask_answer_due_) answer_unmask_request(out);
+  if (unmasking_) unmasking_->answer_if_due(out);
   if (progress_.stage() == PlanProgress::Stage::Gather) {
     if (!progress_.ready_to_merge() && now - std::max(stage_started_, last_inbound_) > plan.deadline_seconds) {
       progress_.deadline_passed();
@@ -389,110 +340,34 @@ Actions Machine::tick(double now) {
 }
 
 bool Machine::unmasking_round(Actions& out, double now) {
-  if (!runs_unmasking_round() || unmask_given_up_ || config_.ctx.unmasking) return true;
-  const MaskPlan& masks = *config_.masks;
-  auto give_up = [&](const std::string& why) {
+  if (!unmasking_ || config_.ctx.unmasking) return true;
+  const auto holds = [&](NodeId m) { return progress_.has(m, PlanMessage::Knowledge); };
+  UnmaskingRound::Gate gate = unmasking_->gate(holds, now, last_inbound_, out);
+  if (gate.kind == UnmaskingRound::Gate::Kind::Wait) return false;
+  if (gate.kind == UnmaskingRound::Gate::Kind::GiveUp) {
     // Unreadable without the round: the masked pieces are dropped, and the head stands on the
     // hub's own data (the run ends incomplete, naming them).
     Contributors held;
-    for (NodeId m : masks.group)
-      if (progress_.has(m, PlanMessage::Knowledge)) {
+    for (NodeId m : config_.masks->group)
+      if (holds(m)) {
         held.insert(m);
         add_once(outcome_.discarded_from, m);
       }
-    warn(why + "; discarding the masked statistics of " + to_string(held));
+    warn(gate.why + "; discarding the masked statistics of " + to_string(held));
     pieces_.erase(std::remove_if(pieces_.begin(), pieces_.end(), [&](const Piece& p) { return held.count(p.from) > 0; }),
                   pieces_.end());
     if (folded_) folded_ = config_.method->start_head_sum(config_.ctx);
     folded_pieces_.clear();
-    unmask_given_up_ = true;
     return true;
-  };
-  if (!unmask_request_) {
-    UnmaskRequest r;
-    for (NodeId m : masks.group) (progress_.has(m, PlanMessage::Knowledge) ? r.survivors : r.dropped).insert(m);
-    const std::string few = too_few_survivors(masks, r);
-    if (!few.empty()) return give_up("secure aggregation: the masked statistics of " + to_string(r.survivors) + " arrived: " + few);
-    unmask_request_ = r;
   }
-  const UnmaskRequest& decision = *unmask_request_;
-  auto ask = [&](NodeId to, const UnmaskRequest& request) {
-    Action a;
-    a.kind = Action::Kind::Send;
-    a.to = to;
-    a.type = MessageType::UnmaskRequest;
-    a.phase = 1;
-    a.payload = std::make_shared<const Payload>(request);
-    out.push_back(std::move(a));
-  };
-  auto late = [&](double since) { return now - std::max(since, last_inbound_) > config_.plan.deadline_seconds; };
-  // The consistency step: every survivor's tags first, so that no survivor reveals a seed before
-  // it knows the others were told the same split.
-  if (!unmask_asked_) {
-    unmask_asked_ = true;
-    unmask_asked_at_ = now;
-    for (NodeId s : decision.survivors)
-      if (!unmask_tags_.count(s)) ask(s, decision);
-    say("secure aggregation: asking " + to_string(decision.survivors) + " to confirm the split" +
-        (decision.dropped.empty() ? std::string() : " (dropped: " + to_string(decision.dropped) + ")"));
-  }
-  for (NodeId s : decision.survivors)
-    if (!unmask_tags_.count(s)) {
-      if (!late(unmask_asked_at_)) return false;
-      return give_up("secure aggregation: " + who(s) + " did not confirm the split within " +
-                     seconds_text(config_.plan.deadline_seconds) + " s, and without its seeds the sum cannot be read");
-    }
-  if (!unmask_tagged_sent_) {
-    unmask_tagged_sent_ = true;
-    unmask_tagged_at_ = now;
-    for (NodeId s : decision.survivors)
-      if (!unmask_replies_.count(s)) ask(s, tagged_request(decision, s, unmask_tags_));
-    say("secure aggregation: every survivor confirmed the split; asking for the seeds that unmask their sum");
-  }
-  for (NodeId s : decision.survivors)
-    if (!unmask_replies_.count(s)) {
-      if (!late(unmask_tagged_at_)) return false;
-      return give_up("secure aggregation: " + who(s) + " did not answer the unmasking request within " +
-                     seconds_text(config_.plan.deadline_seconds) + " s, and without its seeds the sum cannot be read");
-    }
-  config_.ctx.unmasking = unmasking(masks, decision, unmask_replies_);
+  if (gate.unmasking) config_.ctx.unmasking = std::move(gate.unmasking);
   return true;
-}
-
-void Machine::answer_unmask_request(Actions& out) {
-  unmask_answer_due_ = false;
-  const UnmaskRequest& r = *unmask_request_;
-  Action a;
-  a.kind = Action::Kind::Send;
-  a.to = *config_.plan.head_from;
-  a.type = MessageType::UnmaskReply;
-  a.phase = 2;
-  Action said;
-  said.kind = Action::Kind::Say;
-  if (!unmask_tagged_request_) {
-    a.counted_bytes = static_cast<int64_t>(32 * (r.survivors.size() - 1));
-    a.payload = std::make_shared<const Payload>(consistency_reply(config_.ctx.node, r, config_.mask_secrets));
-    said.line = "secure aggregation: confirming the split " + to_string(r.survivors) + " to the other survivors";
-  } else {
-    // refusal() checked the tags of a request that arrived; this guards one handed over in memory.
-    const std::string why = inconsistent_tags(config_.ctx.node, *unmask_tagged_request_, config_.mask_secrets);
-    if (!why.empty()) {
-      warn("secure aggregation: " + why);
-      return;
-    }
-    a.counted_bytes = static_cast<int64_t>(32 * (1 + r.dropped.size()));
-    a.payload = std::make_shared<const Payload>(unmask_reply(r, config_.mask_secrets));
-    said.line = "secure aggregation: answering the hub's unmasking request with this node's self seed" +
-                (r.dropped.empty() ? std::string() : " and its pair seeds with the dropped " + to_string(r.dropped));
-  }
-  out.push_back(std::move(a));
-  out.push_back(std::move(said));
 }
 
 void Machine::give_up_on_missing(double deadline) {
   for (NodeId m : progress_.missing())
     if (add_once(outcome_.missing, m))
-      warn(who(m) + " missed the deadline of " + seconds_text(deadline) + " s; going on without it");
+      warn(who(m) + " missed the deadline of " + deadline_text(deadline) + " s; going on without it");
 }
 
 template <class Work>
@@ -560,7 +435,7 @@ bool Machine::waiting_for_refit(double now) {
   if (waiting && !said_waiting_for_refit_) {
     said_waiting_for_refit_ = true;
     say("the head from " + who(*plan.head_from) + " leaves out this node's data; waiting up to " +
-        seconds_text(plan.deadline_seconds) + " s for the hub to refit it with that data");
+        deadline_text(plan.deadline_seconds) + " s for the hub to refit it with that data");
   }
   return waiting;
 }

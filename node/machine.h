@@ -14,6 +14,7 @@
 
 #include "core/log.h"
 #include "methods/method.h"
+#include "node/machine_action.h"
 #include "node/phases.h"
 #include "node/secure_aggregation.h"
 #include "protocol/messages.h"
@@ -32,27 +33,6 @@ namespace fednode {
 
 struct Topology;
 
-// What a driver carries out for the machine, in order.
-struct Action {
-  enum class Kind {
-    Send,         // seal `knowledge`, `head` or `payload` for `to` as `type`, queue it in `phase`
-    HeadChanged,  // `head` on `contributors` is the node's head now: persist it, tell the app
-    PhaseDone,    // everything phase `phase` sends is queued: mark the phase done
-    Say,          // `line`, for people: what the actions before it did, once they are carried out
-  };
-  Kind kind = Kind::Send;
-  NodeId to = 0;
-  MessageType type = MessageType::Knowledge;  // Knowledge, Complete or Head
-  int phase = 0;                              // 1, 2 or kOfferPhase (node/state_store.h)
-  std::shared_ptr<const Knowledge> knowledge;
-  std::shared_ptr<const Head> head;
-  std::shared_ptr<const Payload> payload;     // secure aggregation's UnmaskRequest or UnmaskReply
-  Contributors contributors;                  // of `head`
-  std::shared_ptr<const ClassMeans> class_means;  // with `head`, when the run personalises
-  int64_t counted_bytes = 0;                  // the payload as `fednode simulate` counts it
-  std::string line;
-};
-using Actions = std::vector<Action>;
 
 // What the node has to show for its plan so far.
 struct MachineOutcome {
@@ -87,9 +67,12 @@ Precision transfer_precision(const MethodOptions& method);
 NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint64_t seed,
                          std::string backbone_fingerprint, int num_classes, int dim);
 
+class UnmaskingRound;
+
 class Machine {
  public:
   explicit Machine(MachineConfig config);
+  ~Machine();
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
 
@@ -198,15 +181,10 @@ class Machine {
   void adopt_late_head(NodeId from, Actions& out);
   // A star leaf whose hub's head leaves out the leaf's own data waits for the hub's refit.
   bool waiting_for_refit(double now);
-  // A star's hub under secure aggregation, once its leaves' pieces are in or given up on: names
-  // the survivors, has each confirm the split to the others (consistency tags), then asks each
-  // for the seeds that unmask their sum, and waits for every answer (or a deadline at each step). True when phase 1 may go on: with ctx.unmasking set, or without it when the
-  // round cannot complete (then the masked pieces cannot be read and are discarded).
+  // Secure aggregation's unmasking round (node/unmasking_round.h) gates a star hub's phase 1. True
+  // when phase 1 may go on: with ctx.unmasking set, or without it when the round cannot complete
+  // (then the masked pieces cannot be read and are discarded here).
   bool unmasking_round(Actions& out, double now);
-  bool runs_unmasking_round() const { return config_.masks && config_.masks->unmasking_round && !config_.masks->member; }
-  // A star's leaf: the answer to the hub's request it accepted.
-  void answer_unmask_request(Actions& out);
-  std::string unmask_refusal(NodeId from, MessageType type, const Payload& p) const;
   // The deadline of the current stage passed: name those given up on.
   void give_up_on_missing(double deadline);
   // Sends the hub's head to every leaf, in phase 1 or as an offer after a refit.
@@ -248,18 +226,8 @@ class Machine {
   bool late_change_ = false;
   double stage_started_ = 0;
   double last_inbound_ = 0;
-  // Secure aggregation's unmasking round (docs/privacy.md, "Dropouts"). The hub's decision, or
-  // the first request a leaf answered (a leaf answers no other: two answers for different
-  // survivors could give one leaf's self seed and every pair seed with it away).
-  std::optional<UnmaskRequest> unmask_request_;
-  std::optional<UnmaskRequest> unmask_tagged_request_;  // a leaf: the second request, with tags
-  std::map<NodeId, UnmaskReply> unmask_tags_;     // the hub's: consistency answers, by survivor
-  std::map<NodeId, UnmaskReply> unmask_replies_;  // the hub's: seeds, by survivor
-  bool unmask_asked_ = false;        // the hub sent its first requests in this life of the node
-  bool unmask_tagged_sent_ = false;  // and its second, with the tags
-  bool unmask_given_up_ = false;
-  double unmask_asked_at_ = 0, unmask_tagged_at_ = 0;
-  bool unmask_answer_due_ = false;   // a leaf: a request replayed on a restart, answered at the next tick
+  // Secure aggregation's unmasking round; null where the node takes part in none.
+  std::unique_ptr<UnmaskingRound> unmasking_;
 };
 
 }  // namespace fednode

@@ -1,5 +1,7 @@
 #include "topology/plan.h"
 
+#include <sstream>
+
 #include "topology/graph.h"
 
 #include <algorithm>
@@ -385,6 +387,12 @@ std::vector<NodeId> PlanProgress::missing() const {
     if (!has(in.first, in.second)) v.push_back(in.first);
   std::sort(v.begin(), v.end());
   return v;
+}
+
+std::string deadline_text(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
 }
 
 }  // namespace fednode

@@ -135,4 +135,7 @@ class PlanProgress {
   std::vector<std::pair<NodeId, PlanMessage>> given_up_;
 };
 
+// 5, 0.001 or 2.5: a deadline as the topology gave it, not rounded to whole seconds.
+std::string deadline_text(double seconds);
+
 }  // namespace fednode
