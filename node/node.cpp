@@ -9,18 +9,16 @@
 
 #include "crypto/noise_key.h"
 #include "crypto/run_id.h"
-#include "node/beacon_socket.h"
+#include "node/discovery.h"
 #include "node/configuration_record.h"
-#include "node/durable_file.h"
 #include "core/elapsed.h"
 #include "node/inbox.h"
 #include "node/machine.h"
-#include "node/metrics_file.h"
 #include "node/node_config.h"
 #include "node/node_result.h"
 #include "node/node_status.h"
+#include "node/standing_files.h"
 #include "node/outbox.h"
-#include "node/peer_finder.h"
 #include "node/secure_aggregation.h"
 #include "node/secure_channel.h"
 #include "node/secure_stream.h"
@@ -55,7 +53,6 @@ constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
 constexpr std::chrono::milliseconds kReceiptReminder{1000};
 constexpr double kReceiptPatience = 5.0;
 constexpr double kInboundSampling = 0.5;  // seconds between samples of inbound progress
-constexpr double kStatusEvery = 1.0;      // seconds between rewrites of status.json
 
 }  // namespace
 
@@ -77,19 +74,14 @@ struct Node::Impl {
   std::unique_ptr<StateStore> store;
   std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Inbox> inbox;
-  // LAN discovery (NodeConfig::discover): this node's beacons, and the peers found through theirs.
-  std::unique_ptr<BeaconSocket> beacons;
-  std::unique_ptr<PeerFinder> finder;
+  std::unique_ptr<Discovery> discovery;  // NodeConfig::discover
   EncodeOptions encode;
   SendTally sent;
   std::map<NodeId, int64_t> sent_to;  // the outbox's bytes by peer, over the whole run
 
   Clock::time_point started = Clock::now(), done_at{}, closing_since{}, inbound_sampled{};
-  // status.json (write_status): what the node said last, and when the file was last written.
-  mutable std::string last_line;
-  mutable Clock::time_point status_written{};
-  mutable bool said_status_failure = false;
-  mutable bool said_metrics_failure = false;
+  mutable std::string last_line;  // what the node said last, for status.json
+  std::unique_ptr<StandingFiles> files;
   bool done = false;
   bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
@@ -172,6 +164,7 @@ struct Node::Impl {
     store = std::make_unique<StateStore>(config.state_dir.empty() ? topo.state_dir_of(config.id) : config.state_dir,
                                          channel.run(), config.limits.max_message_bytes + 4096);
     store->describe_heads(head_card(config));
+    files = std::make_unique<StandingFiles>(store->path("status.json"), config.metrics_path, sink());
     const Say say_line = sink();
     const auto name = [this](NodeId id) { return who(id); };
     // The outbox stores payloads and seals them at each handover: as a version-2 stream for a
@@ -205,7 +198,10 @@ struct Node::Impl {
         warn("the address of " + who(peer) + " (" + topo.node(peer).address + "): " + problem +
             "; retrying in the background, but check the topology file or the name service");
     }
-    if (config.discover) start_discovery(std::move(sought));
+    // Beacons go out from now on, so peers can find this node while it still loads or fits.
+    if (config.discover)
+      discovery = std::make_unique<Discovery>(topo, config.id, channel.run(), transport->bound_port(), std::move(sought),
+                                              config.discovery_interfaces, sink(), [this](NodeId id) { return who(id); });
     // Its earlier process may have been killed between recording an ack and sending the receipt,
     // and a receiver that waits for that receipt hears nothing else from a sender with nothing
     // left to resend it (a star's hub whose heads were all acknowledged).
@@ -231,41 +227,6 @@ struct Node::Impl {
     // Without an address or bind, any free port: discovery's beacons tell the peers which.
     const std::string bind = !me.bind.empty() ? me.bind : !me.address.empty() ? me.address : "tcp://*:*";
     transport = std::make_unique<Transport>(config.id, bind, t);
-  }
-
-  // Discovery (docs/lan.md): beacons go out from now on, so peers can find this node while it
-  // still loads or fits; the peers it sends to without an address are looked for.
-  void start_discovery(std::set<NodeId> sought) {
-    const auto& topo = config.topology;
-    std::map<NodeId, std::array<uint8_t, 32>> keys;
-    for (const auto& n : topo.nodes)
-      if (n.public_key) keys[n.id] = *n.public_key;
-    Beacon own;
-    own.run = beacon_run_tag(channel.run());
-    own.node = config.id;
-    own.port = transport->bound_port();
-    own.key = keys.at(config.id);  // CurveZMQ hops, checked: every node has its key
-    BeaconSocketOptions options;
-    options.port = static_cast<uint16_t>(topo.federation.discovery_port);
-    options.interfaces = config.discovery_interfaces;
-    beacons = std::make_unique<BeaconSocket>(own, options);
-    std::string to, looking;
-    for (const auto& d : beacons->destinations()) to += (to.empty() ? "" : ", ") + d;
-    for (NodeId peer : sought) looking += (looking.empty() ? "" : ", ") + who(peer);
-    say("discovery: beaconing TCP port " + std::to_string(own.port) + " on UDP port " + std::to_string(options.port) +
-        " to " + (to.empty() ? "no interface yet" : to) + (looking.empty() ? "" : "; looking for " + looking));
-    finder = std::make_unique<PeerFinder>(
-        std::move(keys), config.id, std::move(sought), own.run, sink(),
-        [this](NodeId id) { return who(id); });
-  }
-
-  // What the beacons said since the last step, and for each peer still sought the address to
-  // dial now (node/peer_finder.h); a new one replaces the connection to the old.
-  void find_peers() {
-    if (!finder) return;
-    const auto t = Clock::now();
-    for (const HeardBeacon& heard : beacons->take_heard()) finder->hear(heard, t);
-    for (NodeId peer : finder->sought()) transport->add_peer(peer, finder->address_for(peer, transport->handshaken(peer), t));
   }
 
   // A restart: take back everything the state directory holds, in the order it happened.
@@ -347,7 +308,7 @@ struct Node::Impl {
   }
 
   void advance() {
-    find_peers();
+    if (discovery) discovery->find_peers(*transport);
     note_inbound_progress();
     apply(machine->tick(now()));
     inbox->pace();
@@ -423,7 +384,7 @@ struct Node::Impl {
         inbox->say_rejections_left_out();
         sync_result();
         store->write_text("result.json", result_json(result, config.topology, config.run_name));
-        write_metrics(standing());
+        files->write_metrics(standing(), result);
         return true;
       }
     } while (Clock::now() < until);
@@ -458,30 +419,11 @@ struct Node::Impl {
     return finished;
   }
 
-  // status.json, about once a second while the node runs (node/node_status.h), from the steps
-  // and from what the node says. A node that cannot write it still runs: status is for
-  // watching, not for the run.
+  // status.json and the metrics, about once a second while the node runs (node/standing_files.h),
+  // from the steps and from what the node says.
   void write_status() const {
-    if (!machine || !outbox || !store || done) return;  // not set up yet, or result.json's turn
-    if (status_written != Clock::time_point{} && seconds_since(status_written) < kStatusEvery) return;
-    status_written = Clock::now();
-    const NodeStanding s = standing();
-    try {
-      write_standing(store->path("status.json"), s);
-    } catch (const InputError& e) {
-      if (!std::exchange(said_status_failure, true)) warn(std::string(e.what()) + "; fednode status will not see this node");
-    }
-    write_metrics(s);
-  }
-
-  // The metrics file follows status.json while the node runs, and has the last word at the end.
-  void write_metrics(const NodeStanding& s) const {
-    if (config.metrics_path.empty()) return;
-    try {
-      replace_file_at_once(config.metrics_path, prometheus_metrics(s, result));
-    } catch (const InputError& e) {
-      if (!std::exchange(said_metrics_failure, true)) warn(std::string(e.what()) + "; no metrics from this node");
-    }
+    if (!files || !machine || !outbox || done) return;  // not set up yet, or result.json's turn
+    files->update([this] { return standing(); }, result);
   }
 
   NodeStanding standing() const {
