@@ -14,6 +14,7 @@
 #include "core/elapsed.h"
 #include "node/inbox.h"
 #include "node/machine.h"
+#include "node/member.h"
 #include "node/node_config.h"
 #include "node/node_result.h"
 #include "node/node_status.h"
@@ -63,10 +64,9 @@ struct Node::Impl {
   // keep this member declared before `channel`.
   std::shared_ptr<const CurveKeyPair> curve_keys;
   SecretKey32 noise_key;  // DP noise (crypto/noise_key.h): also taken before `channel`
-  // Secure aggregation (node/secure_aggregation.h): the group and the pair seeds, also taken
-  // from the identity before `channel`.
-  std::optional<MaskPlan> masks;
-  MaskSecrets mask_secrets;
+  // Secure aggregation (node/member.h): the group and the pair seeds, also taken from the
+  // identity before `channel`.
+  MemberMasks masks;
   SecureChannel channel;
   std::unique_ptr<Method> method;
   std::unique_ptr<Machine> machine;
@@ -98,10 +98,8 @@ struct Node::Impl {
                        ? std::make_shared<const CurveKeyPair>(identity)
                        : nullptr),
         noise_key(derive_noise_key(identity, derive_run_id(config.run_name))),
-        masks(mask_plan(config.topology, plan, config.method)),
-        mask_secrets(masks ? fednode::mask_secrets(identity, config.id, *masks, peer_keys(config.topology),
-                                                   derive_run_id(config.run_name))
-                           : MaskSecrets{}),
+        masks(member_masks(config.topology, plan, config.method, identity, config.id, peer_keys(config.topology),
+                           derive_run_id(config.run_name))),
         channel(std::move(identity), config.id, derive_run_id(config.run_name), peer_keys(config.topology),
                 config.limits) {}
 
@@ -143,12 +141,10 @@ struct Node::Impl {
   void start(const std::atomic<bool>* stop) {
     check_node_config(config, plan);
     method = make_method(config.method);
-    MachineConfig m = machine_config(config, plan, *method, stop);
-    m.ctx.noise_key = noise_key;
-    m.masks = masks;
-    m.mask_secrets = mask_secrets;
-    if (masks && masks->member) m.ctx.masking = local_masking(config.id, *masks, mask_secrets);
-    result.privacy = privacy_ledger(*method, plan, config.local, m.ctx);
+    Member member = assemble_member(member_inputs(config, plan, *method, noise_key, std::move(masks)));
+    MachineConfig& m = member.machine;
+    m.ctx.stop = stop;
+    result.privacy = std::move(member.privacy);
     encode.precision = m.transfer;
     m.say = sink();
     if (config.callbacks.progress || config.callbacks.log) m.ctx.progress = [this](const std::string& line) { say(line); };

@@ -208,20 +208,23 @@ PeerKeys peer_keys(const Topology& topology) {
   return keys;
 }
 
-MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, const Method& method,
-                             const std::atomic<bool>* stop) {
-  MachineConfig m;
-  m.topology = &config.topology;
-  m.plan = plan;
-  m.method = &method;
-  m.local = &config.local;
-  m.ctx = node_context(plan, config.method, config.topology.federation.seed, config.backbone_fingerprint,
-                       config.local.num_classes, static_cast<int>(config.local.dim()));
-  m.ctx.stop = stop;
-  m.ctx.class_names = config.class_names;
-  m.ctx.image_encoder = config.image_encoder;
-  m.transfer = transfer_precision(config.method);
-  return m;
+MemberInputs member_inputs(const NodeConfig& config, const NodePlan& plan, const Method& method, const SecretKey32& noise_key,
+                           MemberMasks masks) {
+  MemberInputs in;
+  in.topology = &config.topology;
+  in.plan = plan;
+  in.method = &method;
+  in.options = &config.method;
+  in.local = &config.local;
+  in.seed = config.topology.federation.seed;
+  in.backbone_fingerprint = config.backbone_fingerprint;
+  in.num_classes = config.local.num_classes;
+  in.dim = static_cast<int>(config.local.dim());
+  in.class_names = config.class_names;
+  in.image_encoder = config.image_encoder;
+  in.noise_key = noise_key;
+  in.masks = std::move(masks);
+  return in;
 }
 
 TransportOptions transport_options(const NodeConfig& config, std::shared_ptr<const CurveKeyPair> curve_keys) {

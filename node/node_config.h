@@ -6,6 +6,7 @@
 
 #include "node/head_io.h"
 #include "node/machine.h"
+#include "node/member.h"
 #include "node/node.h"
 #include "node/secure_channel.h"
 #include "topology/plan.h"
@@ -43,9 +44,10 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan);
 // Every node of the topology and its public key; throws InputError for a node without one.
 PeerKeys peer_keys(const Topology& topology);
 
-// The machine's settings for this node (its say and callbacks are the caller's to add).
-MachineConfig machine_config(const NodeConfig& config, const NodePlan& plan, const Method& method,
-                             const std::atomic<bool>* stop);
+// What assemble_member (node/member.h) builds this node's machine from (its say, callbacks and
+// stop flag are the caller's to add).
+MemberInputs member_inputs(const NodeConfig& config, const NodePlan& plan, const Method& method, const SecretKey32& noise_key,
+                           MemberMasks masks);
 
 // The transport's options: the config's, with the message limit and, when the topology asks for
 // hop encryption, the node's CURVE keys and every peer's as the allow list.

@@ -1,5 +1,6 @@
 #include "node/simulator.h"
 
+#include "node/member.h"
 #include "node/secure_aggregation.h"
 
 #include "methods/fedcgs/fedcgs.h"
@@ -146,24 +147,27 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
     for (int i = 0; i < N; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(options.seed, static_cast<NodeId>(i)).public_key();
   std::vector<std::unique_ptr<Machine>> machines;
   for (int i = 0; i < N; ++i) {
-    MachineConfig m;
-    m.topology = &topology;
-    m.plan = plans[i];
-    m.method = method.get();
-    m.local = &local[i];
-    m.ctx = node_context(plans[i], options.method, options.seed, options.backbone_fingerprint, report.num_classes,
-                         report.dim);
-    m.ctx.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
+    MemberInputs in;
+    in.topology = &topology;
+    in.plan = plans[i];
+    in.method = method.get();
+    in.options = &options.method;
+    in.local = &local[i];
+    in.seed = options.seed;
+    in.backbone_fingerprint = options.backbone_fingerprint;
+    in.num_classes = report.num_classes;
+    in.dim = report.dim;
+    in.class_names = options.class_names;
+    in.image_encoder = options.image_encoder;
+    in.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
+    if (options.method.secure_aggregation != SecureAggregation::Off)  // a key pair per node costs, for thousands
+      in.masks = member_masks(topology, plans[i], options.method, simulation_identity(options.seed, static_cast<NodeId>(i)),
+                              static_cast<NodeId>(i), keys, run);
+    Member member = assemble_member(std::move(in));
+    MachineConfig& m = member.machine;
     m.ctx.progress = say;
     if (say) m.ctx.watch = &test;
-    m.ctx.class_names = options.class_names;
-    m.ctx.image_encoder = options.image_encoder;
-    if ((m.masks = mask_plan(topology, plans[i], options.method))) {
-      m.mask_secrets = mask_secrets(simulation_identity(options.seed, static_cast<NodeId>(i)), static_cast<NodeId>(i),
-                                    *m.masks, keys, run);
-      if (m.masks->member) m.ctx.masking = local_masking(static_cast<NodeId>(i), *m.masks, m.mask_secrets);
-    }
-    report.nodes[i].privacy = privacy_ledger(*method, plans[i], local[i], m.ctx);
+    report.nodes[i].privacy = std::move(member.privacy);
     if (options.on_knowledge)
       m.on_knowledge = [&options, i](NodeId from, const Knowledge& k) { options.on_knowledge(static_cast<NodeId>(i), from, k); };
     m.transfer = transfer_precision(options.method);
