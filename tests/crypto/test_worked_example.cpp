@@ -3,6 +3,7 @@
 // example's inputs. Run with FEDNODE_PRINT_EXAMPLE=1 to print the blocks.
 #include "node/secure_channel.h"
 #include "crypto/run_id.h"
+#include "crypto/stream.h"
 #include "protocol/beacon.h"
 
 #include "../protocol/samples.h"
@@ -130,6 +131,77 @@ TEST(WorkedExample, MatchesDocsProtocolMd) {
   ReplayGuard guard;
   const Message m = node2.open(frame, guard);
   EXPECT_EQ(std::get<StatsKnowledge>(std::get<Knowledge>(m.payload).payload).B, std::get<StatsKnowledge>(k.payload).B);
+}
+
+// docs/protocol.md, section 11, "Version 2": the same message as a one-chunk stream under
+// ChaCha20-Poly1305, every value recomputed from the primitives the page names, and the
+// library's stream key checked to open the documented chunk.
+TEST(WorkedExample, VersionTwoStreamMatchesDocsProtocolMd) {
+  std::array<uint8_t, 32> seed1, seed2;
+  seed1.fill(0x01);
+  seed2.fill(0x02);
+  const Identity n1 = Identity::from_seed(seed1), n2 = Identity::from_seed(seed2);
+  const std::string payload = encode_payload(test::worked_example_knowledge());
+
+  EnvelopeHeader h;
+  h.version = kStreamVersion;
+  h.type = MessageType::Knowledge;
+  h.from = 1;
+  h.to = 2;
+  h.msg_id = 1;
+  h.run = derive_run_id("example");
+  h.stream = StreamLayout{"chacha20-poly1305", payload.size(), 1024};
+  const std::string header = encode_header(h);
+  const MessageKeys keys = MessageKeys::for_sending(n1, n2.public_key());
+  uint8_t tag[kSealHeaderTagBytes];
+  header_tag(keys, header, tag);
+
+  // The stream nonce, fixed for the example (a node draws it at random), and the derivations.
+  uint8_t nonce[kStreamNonceBytes];
+  for (size_t i = 0; i < sizeof nonce; ++i) nonce[i] = static_cast<uint8_t>(0x20 + i);
+  uint8_t sk1[32], pk1[32], q[32], okm[64];
+  crypto_box_seed_keypair(pk1, sk1, seed1.data());
+  ASSERT_EQ(crypto_scalarmult(q, sk1, n2.public_key().bytes.data()), 0);
+  const std::string kdf_input = "fednode/1 message keys" + raw(q, 32) + raw(n1.public_key().bytes.data(), 32) +
+                                raw(n2.public_key().bytes.data(), 32);
+  crypto_generichash(okm, 64, reinterpret_cast<const uint8_t*>(kdf_input.data()), kdf_input.size(), nullptr, 0);
+  const std::string key_input = std::string("fednode/2 stream key") + '\x01' + raw(nonce, sizeof nonce);
+  uint8_t stream_key[32];
+  crypto_generichash(stream_key, 32, reinterpret_cast<const uint8_t*>(key_input.data()), key_input.size(), okm, 32);
+  uint8_t chunk_nonce[12] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};  // chunk 0, the last
+  std::string chunk(payload.size() + 16, '\0');
+  crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+      reinterpret_cast<unsigned char*>(chunk.data()), reinterpret_cast<unsigned char*>(chunk.data()) + payload.size(), nullptr,
+      reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), reinterpret_cast<const unsigned char*>(header.data()),
+      header.size(), nullptr, chunk_nonce, stream_key);
+  const std::string frame = encode_frame({header, raw(tag, sizeof tag), raw(nonce, sizeof nonce), chunk});
+
+  const std::map<std::string, std::string> produced = {
+      {"v2-header", hex_block(header)},
+      {"v2-header-tag", hex_block(raw(tag, sizeof tag))},
+      {"v2-stream-key", hex_block(raw(stream_key, sizeof stream_key))},
+      {"v2-chunk-nonce", hex_block(raw(chunk_nonce, sizeof chunk_nonce))},
+      {"v2-chunk", hex_block(chunk)},
+      {"v2-frame", hex_block(frame)},
+  };
+  if (std::getenv("FEDNODE_PRINT_EXAMPLE"))
+    for (const auto& [name, block] : produced) std::cout << "<!-- example:" << name << " -->\n" << block << "\n";
+  const auto documented = document_blocks(std::string(FEDNODE_SOURCE_DIR) + "/docs/protocol.md");
+  for (const auto& [name, block] : produced) {
+    const auto it = documented.find(name);
+    ASSERT_NE(it, documented.end()) << "docs/protocol.md has no block <!-- example:" << name << " -->";
+    EXPECT_EQ(it->second, digits(block)) << "docs/protocol.md, block " << name << " should read:\n" << block;
+  }
+
+  // The library's key for this nonce opens the chunk, as node 2 would; under another index or
+  // without the last flag it does not.
+  const StreamKey key = StreamKey::for_opening(MessageKeys::for_receiving(n2, n1.public_key()), StreamCipher::ChaCha20Poly1305, nonce);
+  std::string opened(payload.size(), '\0');
+  const auto* chunk_tag = reinterpret_cast<const uint8_t*>(chunk.data() + payload.size());
+  ASSERT_TRUE(key.open_chunk(0, true, header, chunk.data(), payload.size(), chunk_tag, opened.data()));
+  EXPECT_EQ(opened, payload);
+  EXPECT_FALSE(key.open_chunk(0, false, header, chunk.data(), payload.size(), chunk_tag, opened.data()));
+  EXPECT_FALSE(key.open_chunk(1, true, header, chunk.data(), payload.size(), chunk_tag, opened.data()));
 }
 
 // docs/protocol.md, section 13: the beacon of the example, byte for byte where the page gives it.
