@@ -1,5 +1,6 @@
 #include "node/transport.h"
 
+#include "node/curve_gate.h"
 #include "node/socket_options.h"
 #include "node/tcp_progress.h"
 
@@ -14,27 +15,6 @@
 #include <vector>
 
 namespace fednode {
-namespace {
-
-// libzmq asks the ZAP handler bound at this inproc address of the socket's context (RFC 27).
-constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
-// Distinct refused keys whose refusals are counted one by one; past it, all are counted together,
-// so a flood of fresh keys costs no memory.
-constexpr size_t kMaxTrackedRefusedKeys = 256;
-
-bool power_of_ten(int64_t n) {
-  while (n >= 10 && n % 10 == 0) n /= 10;
-  return n == 1;
-}
-
-// Peers choose what a ZAP request carries (their address); logs get printable ASCII only.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, 100)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
-}
-
-}  // namespace
 
 struct Transport::Impl {
   zmq::context_t context{1};
@@ -56,11 +36,7 @@ struct Transport::Impl {
   };
   std::map<NodeId, Peer> peers;
   TransportOptions options;
-  // CURVE only: the ZAP handler, and who its allow list says each key is.
-  std::unique_ptr<zmq::socket_t> zap;
-  std::map<PublicKey, NodeId> allowed;
-  std::map<PublicKey, int64_t> refused_by_key;
-  int64_t refused_untracked = 0, refusals = 0;
+  std::unique_ptr<CurveGate> zap;  // CURVE only: who may connect
   size_t next_socket = 0;  // where receive() looks first: round robin, so that no socket starves
   // The ROUTER's ACCEPTED and DISCONNECTED events, and the connections peers made to it.
   std::unique_ptr<zmq::socket_t> router_monitor;
@@ -188,52 +164,6 @@ struct Transport::Impl {
       }
     }
   }
-
-  // One ZAP request (RFC 27): version, request id, domain, address, routing id, mechanism, then
-  // the mechanism's credentials (CURVE: the client's 32-byte long-term public key). Every request
-  // read gets exactly one reply, as the REP socket requires.
-  void answer_zap() {
-    auto parts = read_all(*zap);
-    if (parts.empty()) return;
-    auto text = [&](size_t i) { return i < parts.size() ? parts[i].to_string() : std::string(); };
-    const std::string request_id = text(1), address = printable(text(3));
-    std::string status = "400", reason, user;
-    std::optional<PublicKey> key;
-    if (parts.size() == 7 && parts[6].size() == kKeyBytes) {
-      key.emplace();
-      std::memcpy(key->bytes.data(), parts[6].data(), kKeyBytes);
-    }
-    if (parts.size() < 6 || text(0) != "1.0") {
-      reason = "malformed ZAP request";
-    } else if (text(2) != kCurveZapDomain || text(5) != "CURVE" || !key) {
-      reason = "only CURVE clients of domain " + std::string(kCurveZapDomain) + " are admitted";
-    } else if (const auto it = allowed.find(*key); it != allowed.end()) {
-      status = "200";
-      reason = "OK";
-      user = std::to_string(it->second);
-    } else {
-      reason = "public key not in the topology";
-    }
-    if (status != "200") note_refusal(key, address, reason);
-    const std::string reply[] = {"1.0", request_id, status, reason, user, ""};
-    for (size_t i = 0; i < 6; ++i)
-      zap->send(zmq::buffer(reply[i]), i + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  }
-
-  // Logs the 1st, 10th, 100th, ... refusal of each key: a client retrying every 100 ms must not
-  // fill the node's log.
-  void note_refusal(const std::optional<PublicKey>& key, const std::string& address, const std::string& reason) {
-    ++refusals;
-    int64_t n = 0;
-    if (key && (refused_by_key.count(*key) || refused_by_key.size() < kMaxTrackedRefusedKeys))
-      n = ++refused_by_key[*key];
-    else
-      n = ++refused_untracked;
-    if (!options.log || !power_of_ten(n)) return;
-    const std::string who = key ? "key " + key->to_hex() : "no usable key";
-    options.log("CurveZMQ: refused a connection from " + (address.empty() ? std::string("?") : address) + " (" +
-                who + "): " + reason + (n > 1 ? " (" + std::to_string(n) + " times so far)" : ""));
-  }
 };
 
 Transport::Transport(NodeId, const std::string& bind_address, TransportOptions options)
@@ -242,12 +172,7 @@ Transport::Transport(NodeId, const std::string& bind_address, TransportOptions o
   apply_socket_options(impl_->router, impl_->options);
   impl_->router.set(zmq::sockopt::router_mandatory, 1);
   if (const auto& keys = impl_->options.curve.keys) {
-    // Bound before the ROUTER accepts anything: libzmq looks the handler up per handshake, and
-    // without one it would admit every CURVE client that knows this node's public key.
-    impl_->zap = std::make_unique<zmq::socket_t>(impl_->context, zmq::socket_type::rep);
-    impl_->zap->set(zmq::sockopt::linger, 0);
-    impl_->zap->bind(kZapEndpoint);
-    for (const auto& [id, key] : impl_->options.curve.peers) impl_->allowed.emplace(key, id);
+    impl_->zap = std::make_unique<CurveGate>(impl_->context, impl_->options.curve.peers, impl_->options.log);
     keys->make_server(impl_->router.handle());
   }
   const std::string monitor_endpoint = "inproc://fednode-monitor-router";
@@ -466,7 +391,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       }
     const size_t router_monitor_item = items.size();
     items.push_back({impl_->router_monitor->handle(), 0, ZMQ_POLLIN, 0});
-    if (impl_->zap) items.push_back({impl_->zap->handle(), 0, ZMQ_POLLIN, 0});
+    if (impl_->zap) items.push_back({impl_->zap->socket().handle(), 0, ZMQ_POLLIN, 0});
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 deadline - std::chrono::steady_clock::now()));
     try {
@@ -476,8 +401,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       throw;
     }
     // Admission first: a handshake waits on its answer, while data can wait for the next turn.
-    if (impl_->zap && (items.back().revents & ZMQ_POLLIN))
-      while (impl_->zap->get(zmq::sockopt::events) & ZMQ_POLLIN) impl_->answer_zap();
+    if (impl_->zap && (items.back().revents & ZMQ_POLLIN)) impl_->zap->answer_waiting();
     // A broken connection returns at once: its frames may need sending again (Outbox::pump).
     bool broke = false;
     for (size_t k = 0; k < monitored.size(); ++k) {
@@ -533,6 +457,6 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
   }
 }
 
-int64_t Transport::curve_refusals() const { return impl_->refusals; }
+int64_t Transport::curve_refusals() const { return impl_->zap ? impl_->zap->refusals() : 0; }
 
 }  // namespace fednode
