@@ -1,5 +1,7 @@
 #include "node/curve_gate.h"
 
+#include "node/socket_options.h"
+
 #include <cstring>
 #include <vector>
 
@@ -40,12 +42,7 @@ void CurveGate::answer_waiting() {
 // One request: version, request id, domain, address, routing id, mechanism, then the mechanism's
 // credentials (CURVE: the client's 32-byte long-term public key).
 void CurveGate::answer_one() {
-  std::vector<zmq::message_t> parts;
-  do {
-    zmq::message_t m;
-    if (!socket_.recv(m, zmq::recv_flags::dontwait)) break;
-    parts.push_back(std::move(m));
-  } while (parts.back().more());
+  const std::vector<zmq::message_t> parts = read_whole_message(socket_);
   if (parts.empty()) return;
   auto text = [&](size_t i) { return i < parts.size() ? parts[i].to_string() : std::string(); };
   const std::string request_id = text(1), address = printable(text(3));

@@ -7,9 +7,14 @@
 
 #include <zmq.hpp>
 
+#include <vector>
+
 namespace fednode {
 
 // Linger, the message size bound, ZMTP heartbeats and reconnection intervals.
 void apply_socket_options(zmq::socket_t& s, const TransportOptions& options);
+
+// One whole (possibly multi-part) message waiting on `s`, or nothing when none waits.
+std::vector<zmq::message_t> read_whole_message(zmq::socket_t& s);
 
 }  // namespace fednode

@@ -132,22 +132,11 @@ struct Transport::Impl {
     return it->second.dealer.get();
   }
 
-  // Reads one whole (possibly multi-part) message; the parts after the first `skip` are the data.
-  static std::vector<zmq::message_t> read_all(zmq::socket_t& s) {
-    std::vector<zmq::message_t> parts;
-    do {
-      zmq::message_t m;
-      if (!s.recv(m, zmq::recv_flags::dontwait)) break;
-      parts.push_back(std::move(m));
-    } while (parts.back().more());
-    return parts;
-  }
-
   // The ROUTER's monitor events: a connection a peer made (its descriptor, to watch the bytes that
   // arrive on it) or one that closed. Each event is two parts: 2 bytes of event id and 4 of
   // value (the descriptor), then the endpoint.
   void note_router_events() {
-    for (auto parts = read_all(*router_monitor); !parts.empty(); parts = read_all(*router_monitor)) {
+    for (auto parts = read_whole_message(*router_monitor); !parts.empty(); parts = read_whole_message(*router_monitor)) {
       uint16_t event = 0;
       uint32_t value = 0;
       if (parts[0].size() < sizeof event + sizeof value) continue;
@@ -230,6 +219,16 @@ std::string Transport::resolution_problem(const std::string& address) {
   const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (found) freeaddrinfo(found);
   return rc == 0 ? "" : "host '" + host + "' does not resolve: " + gai_strerror(rc);
+}
+
+std::vector<zmq::message_t> read_whole_message(zmq::socket_t& s) {
+  std::vector<zmq::message_t> parts;
+  do {
+    zmq::message_t m;
+    if (!s.recv(m, zmq::recv_flags::dontwait)) break;
+    parts.push_back(std::move(m));
+  } while (parts.back().more());
+  return parts;
 }
 
 void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
@@ -407,8 +406,8 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     for (size_t k = 0; k < monitored.size(); ++k) {
       if (!(items[data_items + k].revents & ZMQ_POLLIN)) continue;
       // Each event is two parts: 2 bytes of event id and 4 of value, then the endpoint.
-      for (auto parts = Impl::read_all(*monitored[k]->monitor); !parts.empty();
-           parts = Impl::read_all(*monitored[k]->monitor)) {
+      for (auto parts = read_whole_message(*monitored[k]->monitor); !parts.empty();
+           parts = read_whole_message(*monitored[k]->monitor)) {
         uint16_t event = 0;
         uint32_t value = 0;  // CONNECTED: the new connection's descriptor
         if (parts[0].size() >= sizeof event + sizeof value) {
@@ -439,7 +438,7 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
       impl_->next_socket = i + 1;
       zmq::socket_t& s = i == 0 ? impl_->router : *impl_->peers[owners[i - 1]].dealer;
-      auto parts = Impl::read_all(s);
+      auto parts = read_whole_message(s);
       const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id
       // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
       // the opening checks would drop a malformed frame.
