@@ -4,8 +4,6 @@
 #include "node/socket_options.h"
 #include "node/tcp_progress.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -202,23 +200,6 @@ std::string Transport::zeromq_version() {
   int major = 0, minor = 0, patch = 0;
   zmq_version(&major, &minor, &patch);
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
-std::string Transport::resolution_problem(const std::string& address) {
-  const std::string scheme = "tcp://";
-  if (address.rfind(scheme, 0) != 0) return "";
-  std::string host = address.substr(scheme.size());
-  const auto colon = host.rfind(':');
-  if (colon == std::string::npos) return "";
-  host = host.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return "";  // IPv6 literal
-  if (host == "*") return "";
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (found) freeaddrinfo(found);
-  return rc == 0 ? "" : "host '" + host + "' does not resolve: " + gai_strerror(rc);
 }
 
 std::vector<zmq::message_t> read_whole_message(zmq::socket_t& s) {
