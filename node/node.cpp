@@ -10,6 +10,7 @@
 #include "crypto/noise_key.h"
 #include "crypto/run_id.h"
 #include "node/discovery.h"
+#include "node/closing.h"
 #include "node/configuration_record.h"
 #include "core/elapsed.h"
 #include "node/inbox.h"
@@ -40,19 +41,6 @@ using Clock = std::chrono::steady_clock;
 
 // Frames handled before the node looks at its plan again (Node::step).
 constexpr int kFramesPerStep = 256;
-// After finishing, the node keeps answering for a moment: its last acknowledgement may be lost
-// when it closes its connection (ZeroMQ drops what the peer has not read yet from a connection
-// that goes away), and the peer's resend must then find it still there. At least kClosingGrace
-// seconds, and kClosingQuiet without a frame (a peer still resending keeps it open, up to 10 s), or
-// while a receipt of its own has not gone out yet; and while a receipt it waits for is
-// outstanding, up to the ack deadline (node/inbox.h).
-constexpr double kClosingGrace = 1.0, kClosingQuiet = 0.5, kClosingMax = 10.0;
-// While the node closes, an outstanding receipt is asked for again (the message acknowledged
-// again) this often, and at any time at once when its sender comes back on a new connection
-// (Inbox::remind_returned); the wait is said after kReceiptPatience seconds of closing (a busy
-// hub's receipts take a moment).
-constexpr std::chrono::milliseconds kReceiptReminder{1000};
-constexpr double kReceiptPatience = 5.0;
 constexpr double kInboundSampling = 0.5;  // seconds between samples of inbound progress
 
 }  // namespace
@@ -74,16 +62,16 @@ struct Node::Impl {
   std::unique_ptr<StateStore> store;
   std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Inbox> inbox;
+  std::unique_ptr<Closing> closing;  // once finished: how long to keep answering
   std::unique_ptr<Discovery> discovery;  // NodeConfig::discover
   EncodeOptions encode;
   SendTally sent;
   std::map<NodeId, int64_t> sent_to;  // the outbox's bytes by peer, over the whole run
 
-  Clock::time_point started = Clock::now(), done_at{}, closing_since{}, inbound_sampled{};
+  Clock::time_point started = Clock::now(), done_at{}, inbound_sampled{};
   mutable std::string last_line;  // what the node said last, for status.json
   std::unique_ptr<StandingFiles> files;
   bool done = false;
-  bool said_receipt_wait = false;
   NodeStatus finish_status = NodeStatus::Running;  // what finish() was called with
   NodeResult result;
   // An exception from the application's callback must not leave the node half-way through what
@@ -181,6 +169,7 @@ struct Node::Impl {
                                                static_cast<size_t>(config.topology.federation.receive_window)),
                                            config.receive_clearance,
                                            std::chrono::milliseconds(static_cast<int64_t>(ack_deadline() * 500))});
+    closing = std::make_unique<Closing>(*inbox, ack_deadline(), say_line, name);
     restore();
     std::set<NodeId> sought;
     for (NodeId peer : plan.peers()) {
@@ -353,8 +342,8 @@ struct Node::Impl {
     }
   }
 
-  // True once a finished node has answered long enough (kClosingGrace, kClosingQuiet) and has
-  // every receipt, or has waited the ack deadline for them.
+  // True once a finished node may close (node/closing.h), unless knowledge that came meanwhile
+  // sends it back to its plan.
   bool closed(std::chrono::milliseconds budget) {
     const auto until = Clock::now() + budget;
     do {
@@ -368,14 +357,7 @@ struct Node::Impl {
         done_at = {};  // what the refit sends gets its own time to be acknowledged
         return false;
       }
-      inbox->retry_receipts();
-      inbox->remind(kReceiptReminder);
-      const double open_for = seconds_since(closing_since);
-      const bool answered =
-          open_for >= kClosingMax || (open_for >= kClosingGrace && seconds_since(inbox->last_frame()) >= kClosingQuiet &&
-                                      !inbox->receipts_unsent());
-      if (answered && !receipts_settled(open_for)) continue;
-      if (answered) {
+      if (closing->may_close()) {
         // What happened while closing (duplicates answered, frames rejected, a late head) counts too.
         inbox->say_rejections_left_out();
         sync_result();
@@ -384,27 +366,6 @@ struct Node::Impl {
         return true;
       }
     } while (Clock::now() < until);
-    return false;
-  }
-
-  // Whether the node may close as far as receipts go: all came, or the ack deadline passed (a
-  // sender restarted after that ends incomplete; docs/node.md, "What a restart guarantees").
-  bool receipts_settled(double open_for) {
-    const std::vector<NodeId> waiting = inbox->awaiting_receipts();
-    if (waiting.empty()) return true;
-    std::string peers;
-    for (NodeId id : waiting) peers += (peers.empty() ? "" : ", ") + who(id);
-    if (open_for >= ack_deadline()) {
-      warn("closing without the receipt of my acknowledgements from " + peers + " after " +
-          std::to_string(static_cast<int>(ack_deadline())) +
-          " s; a sender restarted from now on will end incomplete though its message arrived");
-      return true;
-    }
-    if (!said_receipt_wait && open_for >= kReceiptPatience) {
-      said_receipt_wait = true;
-      say("waiting for " + peers + " to confirm it stored my acknowledgement (it may be restarting; up to " +
-          std::to_string(static_cast<int>(ack_deadline())) + " s)");
-    }
     return false;
   }
 
@@ -519,7 +480,7 @@ struct Node::Impl {
     sync_result();
     done = true;
     inbox->say_rejections_left_out();
-    closing_since = Clock::now();
+    if (closing) closing->begin();
     // From the outbox as it stands (a node that reopened to refit may finish twice).
     result.refused_by = distinct(outbox->refusers());
     result.unacknowledged = distinct(outbox->unacknowledged());
