@@ -1,30 +1,20 @@
 #include "node/machine.h"
 
+#include "node/admission.h"
 #include "node/unmasking_round.h"
 
 #include "node/generator.h"
 
 #include "methods/registry.h"
-#include "node/printable.h"
 #include "node/state_store.h"
 #include "node/step.h"
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 namespace fednode {
 namespace {
-
-std::optional<PlanMessage> routing_kind(MessageType t) {
-  switch (t) {
-    case MessageType::Knowledge: return PlanMessage::Knowledge;
-    case MessageType::Complete: return PlanMessage::Complete;
-    case MessageType::Head: return PlanMessage::Head;
-    default: return std::nullopt;
-  }
-}
 
 // Adds `id` unless it is there already; true if it was added.
 bool add_once(std::vector<NodeId>& ids, NodeId id) {
@@ -89,66 +79,10 @@ void Machine::warn(const std::string& line) const { config_.say.warn(line); }
 
 // --- receiving --------------------------------------------------------------------------------
 
-bool Machine::incompatible(MessageType type, const Payload& p) const {
-  const NodeContext& ctx = config_.ctx;
-  if (const auto* hello = std::get_if<Hello>(&p))
-    return hello->method != config_.method->name() || hello->backbone_fingerprint != ctx.backbone_fingerprint ||
-           hello->dim != ctx.dim || hello->num_classes != ctx.num_classes;
-  if (const auto* hm = std::get_if<HeadMessage>(&p))
-    return hm->backbone_fingerprint != ctx.backbone_fingerprint || hm->head->dim() != ctx.dim ||
-           hm->head->num_classes() != ctx.num_classes;
-  if (const auto* k = std::get_if<Knowledge>(&p))
-    return k->method_name() != config_.method->name() || k->backbone_fingerprint != ctx.backbone_fingerprint ||
-           k->dim != ctx.dim || k->num_classes != ctx.num_classes;
-  (void)type;
-  return false;
-}
+bool Machine::incompatible(MessageType type, const Payload& p) const { return incompatible_message(config_, type, p); }
 
 std::string Machine::refusal(NodeId from, MessageType type, const Payload& p) const {
-  const NodeContext& ctx = config_.ctx;
-  const std::string where = std::string(to_string(type)) + " from " + who(from);
-  if (type == MessageType::Hello) {
-    const auto& hello = std::get<Hello>(p);
-    std::ostringstream why;
-    if (hello.method != config_.method->name()) why << "method " << printable(hello.method) << " is not " << config_.method->name();
-    else if (hello.backbone_fingerprint != ctx.backbone_fingerprint)
-      why << "backbone " << printable(hello.backbone_fingerprint) << " is not " << ctx.backbone_fingerprint;
-    else if (hello.dim != ctx.dim) why << "feature dimension " << hello.dim << " is not " << ctx.dim;
-    else if (hello.num_classes != ctx.num_classes) why << hello.num_classes << " classes, not " << ctx.num_classes;
-    return why.str();
-  }
-  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply)
-    return unmasking_ ? unmasking_->refusal(from, type, p) : UnmaskingRound::not_taken(type);
-  const auto kind = routing_kind(type);
-  if (!kind || !config_.plan.expects(from, *kind))
-    return "the topology does not send this node " + std::string(to_string(type)) + " from there";
-  if (type == MessageType::Knowledge && unmasking_ && unmasking_->declared_dropped(from))
-    return "declared dropped in secure aggregation's unmasking round, whose seeds would now unmask this piece alone";
-  const Contributors* contributors = nullptr;
-  if (type == MessageType::Head) {
-    const auto& hm = std::get<HeadMessage>(p);
-    if (hm.backbone_fingerprint != ctx.backbone_fingerprint) return "head for another backbone";
-    if (hm.head->dim() != ctx.dim || hm.head->num_classes() != ctx.num_classes)
-      return "head of shape " + std::to_string(hm.head->dim()) + " -> " + std::to_string(hm.head->num_classes());
-    contributors = &hm.contributors;
-  } else {
-    const auto& k = std::get<Knowledge>(p);
-    // The method's own checks too: a piece that would make merging fail is refused now,
-    // before it is stored and acknowledged, not found out in phase 1.
-    config_.method->validate(k, ctx, where);
-    contributors = &k.contributors;
-  }
-  for (NodeId c : *contributors)
-    if (!config_.topology->find(c)) return "contributor " + std::to_string(c) + " is not in the topology";
-  if (type == MessageType::Knowledge) {
-    const auto it = config_.plan.sources.find(from);
-    const Contributors possible = it != config_.plan.sources.end() ? it->second : Contributors{};
-    for (NodeId c : *contributors)
-      if (!possible.count(c))
-        return "contributor " + std::to_string(c) + "'s data cannot reach " + who(from) +
-               " in this topology (it can hold " + to_string(possible) + ")";
-  }
-  return "";
+  return refusal_of(config_, unmasking_.get(), from, type, p);
 }
 
 bool Machine::awaits_knowledge_from(NodeId from) const {
@@ -165,7 +99,7 @@ bool Machine::is_repeat(NodeId from, MessageType type, const Payload& p) const {
     return hub_head_ && includes(hub_head_->contributors, std::get<HeadMessage>(p).contributors);
   }
   const auto& k = std::get<Knowledge>(p);
-  const auto kind = *routing_kind(type);
+  const auto kind = *plan_message_of(type);
   for (const auto& piece : pieces_)
     if (piece.from == from && piece.kind == kind && piece.knowledge->contributors == k.contributors) return true;
   if (kind == PlanMessage::Knowledge)
@@ -199,7 +133,7 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
     unmasking_->accept(from, type, std::move(payload), fresh, out);  // refusal() let it in: there is a round
     return out;
   }
-  const auto kind = *routing_kind(type);
+  const auto kind = *plan_message_of(type);
   if (type == MessageType::Head) {
     const bool refreshed = hub_head_.has_value();
     hub_head_ = std::get<HeadMessage>(std::move(payload));
@@ -216,7 +150,7 @@ Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, Payload pay
 Actions Machine::accept(NodeId from, uint64_t seq, MessageType type, std::shared_ptr<const Knowledge> knowledge,
                         bool fresh, double /*now: only a head's arrival is timed*/) {
   Actions out;
-  const auto kind = *routing_kind(type);
+  const auto kind = *plan_message_of(type);
   if (type == MessageType::Head) throw std::logic_error("a head accepted as knowledge");
   Piece piece;
   piece.from = from;
