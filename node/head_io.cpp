@@ -91,6 +91,62 @@ void check_card_fits(const Head& head, const HeadCard& card, const std::string& 
                      card.recipe.describe() + ") gives " + std::to_string(width));
 }
 
+// The card of a version-2 file, bytes [begin, end) of `bytes`, with the kind, class count and
+// input width it claims for the head (checked against the head by the caller).
+HeadCard parse_card(const std::string& bytes, size_t begin, size_t end, const std::string& where, std::string* kind_out,
+                    int64_t* classes_out, int64_t* input_dim_out) {
+  CardReader r(bytes, begin, end, where);
+  const uint64_t entries = r.u64("the entry count");
+  if (entries > kMaxCardEntries) throw InputError(where + ": " + std::to_string(entries) + " card entries");
+  std::string preprocessing, features = "features";
+  std::string& kind = *kind_out;
+  int64_t& classes = *classes_out;
+  int64_t& input_dim = *input_dim_out;
+  HeadCard card;
+  card.recipe.backbone_fingerprint = "unknown";
+  std::string fingerprint;
+  for (uint64_t i = 0; i < entries; ++i) {
+    const std::string key = r.string(kMaxKeyBytes, "a key");
+    const std::string value = r.string(kMaxValueBytes, "a value");
+    const std::string at = where + ": card entry '" + key + "'";
+    if (key == "kind") kind = value;
+    else if (key == "classes") classes = parse_count(value, at, int64_t{1} << 28);
+    else if (key == "input_dim") input_dim = parse_count(value, at, int64_t{1} << 28);
+    else if (key == "class_name") {
+      if (classes >= 0 && static_cast<int64_t>(card.class_names.size()) >= classes)
+        throw InputError(at + ": more class names than the " + std::to_string(classes) + " classes");
+      card.class_names.push_back(value);
+    } else if (key == "method") card.method = value;
+    else if (key == "run") card.run = value;
+    else if (key == "node") card.node = value;
+    else if (key == "personal") {
+      if (value != "true" && value != "false") throw InputError(at + " is '" + value + "', not true or false");
+      card.personal = value == "true";
+    } else if (key == "contributors") card.contributors = parse_contributors(value, at);
+    else if (key == "features") features = value;
+    else if (key == "fingerprint") fingerprint = value;
+    else if (key == "backbone_fingerprint") card.recipe.backbone_fingerprint = value;
+    else if (key == "backbone_file") card.recipe.backbone = value;
+    else if (key == "preprocessing") preprocessing = value;
+    else if (key == "expansion_dim") card.recipe.expansion.dim = static_cast<int>(parse_count(value, at, kMaxExpansionDim));
+    else if (key == "expansion_seed") card.recipe.expansion.seed = static_cast<uint64_t>(parse_count(value, at, std::numeric_limits<int64_t>::max()));
+    else if (key == "written_by") card.written_by = value;
+    // Other keys are a later version's additions: the checksum vouches for them, this reader does not need them.
+  }
+  if (!r.done()) throw InputError(where + ": bytes left in the card after its " + std::to_string(entries) + " entries");
+  card.recipe.source = parse_recipe_source(features, where + ": card entry 'features'");
+  if (card.recipe.reads_images()) {
+    if (preprocessing.empty()) throw InputError(where + ": a head reading " + features + " needs its preprocessing");
+    card.recipe.preprocessing = Preprocessing::parse(preprocessing, where + " (preprocessing)");
+  }
+  if (card.recipe.source == FeatureRecipe::Source::Backbone && card.recipe.backbone.empty())
+    throw InputError(where + ": a head reading a backbone's features names no backbone file");
+  if (fingerprint != card.recipe.fingerprint())
+    throw InputError(where + ": fingerprint '" + fingerprint + "' is not the one its backbone and expansion give ('" +
+                     card.recipe.fingerprint() + "')");
+  return card;
+}
+
 }  // namespace
 
 std::string HeadCard::class_name(int label) const {
@@ -168,53 +224,10 @@ HeadFile parse_head_file(const std::string& bytes, const std::string& where) {
   if (card_bytes > kMaxCardBytes || card_bytes > content - 16)
     throw InputError(where + ": a card of " + std::to_string(card_bytes) + " bytes does not fit the file");
 
-  CardReader r(bytes, 16, 16 + static_cast<size_t>(card_bytes), where);
-  const uint64_t entries = r.u64("the entry count");
-  if (entries > kMaxCardEntries) throw InputError(where + ": " + std::to_string(entries) + " card entries");
-  std::string kind, preprocessing, features = "features";
   int64_t classes = -1, input_dim = -1;
+  std::string kind;
+  file.card = parse_card(bytes, 16, 16 + static_cast<size_t>(card_bytes), where, &kind, &classes, &input_dim);
   HeadCard& card = file.card;
-  card.recipe.backbone_fingerprint = "unknown";
-  std::string fingerprint;
-  for (uint64_t i = 0; i < entries; ++i) {
-    const std::string key = r.string(kMaxKeyBytes, "a key");
-    const std::string value = r.string(kMaxValueBytes, "a value");
-    const std::string at = where + ": card entry '" + key + "'";
-    if (key == "kind") kind = value;
-    else if (key == "classes") classes = parse_count(value, at, int64_t{1} << 28);
-    else if (key == "input_dim") input_dim = parse_count(value, at, int64_t{1} << 28);
-    else if (key == "class_name") {
-      if (classes >= 0 && static_cast<int64_t>(card.class_names.size()) >= classes)
-        throw InputError(at + ": more class names than the " + std::to_string(classes) + " classes");
-      card.class_names.push_back(value);
-    } else if (key == "method") card.method = value;
-    else if (key == "run") card.run = value;
-    else if (key == "node") card.node = value;
-    else if (key == "personal") {
-      if (value != "true" && value != "false") throw InputError(at + " is '" + value + "', not true or false");
-      card.personal = value == "true";
-    } else if (key == "contributors") card.contributors = parse_contributors(value, at);
-    else if (key == "features") features = value;
-    else if (key == "fingerprint") fingerprint = value;
-    else if (key == "backbone_fingerprint") card.recipe.backbone_fingerprint = value;
-    else if (key == "backbone_file") card.recipe.backbone = value;
-    else if (key == "preprocessing") preprocessing = value;
-    else if (key == "expansion_dim") card.recipe.expansion.dim = static_cast<int>(parse_count(value, at, kMaxExpansionDim));
-    else if (key == "expansion_seed") card.recipe.expansion.seed = static_cast<uint64_t>(parse_count(value, at, std::numeric_limits<int64_t>::max()));
-    else if (key == "written_by") card.written_by = value;
-    // Other keys are a later version's additions: the checksum vouches for them, this reader does not need them.
-  }
-  if (!r.done()) throw InputError(where + ": bytes left in the card after its " + std::to_string(entries) + " entries");
-  card.recipe.source = parse_recipe_source(features, where + ": card entry 'features'");
-  if (card.recipe.reads_images()) {
-    if (preprocessing.empty()) throw InputError(where + ": a head reading " + features + " needs its preprocessing");
-    card.recipe.preprocessing = Preprocessing::parse(preprocessing, where + " (preprocessing)");
-  }
-  if (card.recipe.source == FeatureRecipe::Source::Backbone && card.recipe.backbone.empty())
-    throw InputError(where + ": a head reading a backbone's features names no backbone file");
-  if (fingerprint != card.recipe.fingerprint())
-    throw InputError(where + ": fingerprint '" + fingerprint + "' is not the one its backbone and expansion give ('" +
-                     card.recipe.fingerprint() + "')");
 
   std::istringstream in(bytes.substr(16 + static_cast<size_t>(card_bytes), content - 16 - static_cast<size_t>(card_bytes)));
   std::shared_ptr<Head> head = Head::load(in, where);

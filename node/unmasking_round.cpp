@@ -91,11 +91,8 @@ UnmaskingRound::Gate UnmaskingRound::gate(const std::function<bool(NodeId)>& hol
     return g;
   };
   if (!request_) {
-    UnmaskRequest r;
-    for (NodeId m : masks_.group) (holds(m) ? r.survivors : r.dropped).insert(m);
-    const std::string few = too_few_survivors(masks_, r);
-    if (!few.empty()) return give_up("secure aggregation: the masked statistics of " + to_string(r.survivors) + " arrived: " + few);
-    request_ = r;
+    const std::string why = decide(holds);
+    if (!why.empty()) return give_up(why);
   }
   const UnmaskRequest& decision = *request_;
   const auto ask = [&](NodeId to, const UnmaskRequest& request) {
@@ -144,6 +141,15 @@ UnmaskingRound::Gate UnmaskingRound::gate(const std::function<bool(NodeId)>& hol
   done_ = true;
   g.unmasking = unmasking(masks_, decision, replies_);
   return g;
+}
+
+std::string UnmaskingRound::decide(const std::function<bool(NodeId)>& holds) {
+  UnmaskRequest r;
+  for (NodeId m : masks_.group) (holds(m) ? r.survivors : r.dropped).insert(m);
+  const std::string few = too_few_survivors(masks_, r);
+  if (!few.empty()) return "secure aggregation: the masked statistics of " + to_string(r.survivors) + " arrived: " + few;
+  request_ = r;
+  return "";
 }
 
 void UnmaskingRound::answer(Actions& out) {

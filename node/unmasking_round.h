@@ -54,6 +54,9 @@ class UnmaskingRound {
   UnmaskingRound(MaskPlan masks, const MaskSecrets& secrets, NodeId self, std::optional<NodeId> hub, double deadline,
                  Say say, std::function<std::string(NodeId)> who);
   bool is_hub() const { return !masks_.member; }
+  // The hub's split of its group into survivors (whose pieces it holds) and dropped; why not, when
+  // too few survive for the sum to be read without revealing one leaf.
+  std::string decide(const std::function<bool(NodeId)>& holds);
   void answer(Actions& out);
 
   MaskPlan masks_;
