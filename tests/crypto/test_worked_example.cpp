@@ -69,6 +69,19 @@ std::string digits(const std::string& block) {
   return out;
 }
 
+// Every produced block (NAME -> hex) equals docs/protocol.md's block of that name; with
+// FEDNODE_PRINT_EXAMPLE=1 they are printed first, ready to paste.
+void expect_documented(const std::map<std::string, std::string>& produced) {
+  if (std::getenv("FEDNODE_PRINT_EXAMPLE"))
+    for (const auto& [name, block] : produced) std::cout << "<!-- example:" << name << " -->\n" << block << "\n";
+  const auto documented = document_blocks(std::string(FEDNODE_SOURCE_DIR) + "/docs/protocol.md");
+  for (const auto& [name, block] : produced) {
+    const auto it = documented.find(name);
+    ASSERT_NE(it, documented.end()) << "docs/protocol.md has no block <!-- example:" << name << " -->";
+    EXPECT_EQ(it->second, digits(block)) << "docs/protocol.md, block " << name << " should read:\n" << block;
+  }
+}
+
 TEST(WorkedExample, MatchesDocsProtocolMd) {
   std::array<uint8_t, 32> seed1, seed2;
   seed1.fill(0x01);
@@ -114,15 +127,8 @@ TEST(WorkedExample, MatchesDocsProtocolMd) {
       {"ciphertext", hex_block(sealed.ciphertext)},
       {"frame", hex_block(frame)},
   };
-  if (std::getenv("FEDNODE_PRINT_EXAMPLE"))
-    for (const auto& [name, block] : produced) std::cout << "<!-- example:" << name << " -->\n" << block << "\n";
-
-  const auto documented = document_blocks(std::string(FEDNODE_SOURCE_DIR) + "/docs/protocol.md");
-  for (const auto& [name, block] : produced) {
-    const auto it = documented.find(name);
-    ASSERT_NE(it, documented.end()) << "docs/protocol.md has no block <!-- example:" << name << " -->";
-    EXPECT_EQ(it->second, digits(block)) << "docs/protocol.md, block " << name << " should read:\n" << block;
-  }
+  expect_documented(produced);
+  if (::testing::Test::HasFatalFailure()) return;
 
   // And the frame opens at node 2 into the same knowledge.
   PeerKeys peers{{1, n1.public_key()}, {2, n2.public_key()}};
@@ -184,14 +190,8 @@ TEST(WorkedExample, VersionTwoStreamMatchesDocsProtocolMd) {
       {"v2-chunk", hex_block(chunk)},
       {"v2-frame", hex_block(frame)},
   };
-  if (std::getenv("FEDNODE_PRINT_EXAMPLE"))
-    for (const auto& [name, block] : produced) std::cout << "<!-- example:" << name << " -->\n" << block << "\n";
-  const auto documented = document_blocks(std::string(FEDNODE_SOURCE_DIR) + "/docs/protocol.md");
-  for (const auto& [name, block] : produced) {
-    const auto it = documented.find(name);
-    ASSERT_NE(it, documented.end()) << "docs/protocol.md has no block <!-- example:" << name << " -->";
-    EXPECT_EQ(it->second, digits(block)) << "docs/protocol.md, block " << name << " should read:\n" << block;
-  }
+  expect_documented(produced);
+  if (::testing::Test::HasFatalFailure()) return;
 
   // The library's key for this nonce opens the chunk, as node 2 would; under another index or
   // without the last flag it does not.
