@@ -2,21 +2,14 @@
 
 #include "node/printable.h"
 #include "node/unmasking_round.h"
+#include "node/wire_message.h"
 
 #include <sstream>
 
 namespace fednode {
 
-std::optional<PlanMessage> plan_message_of(MessageType t) {
-  switch (t) {
-    case MessageType::Knowledge: return PlanMessage::Knowledge;
-    case MessageType::Complete: return PlanMessage::Complete;
-    case MessageType::Head: return PlanMessage::Head;
-    default: return std::nullopt;
-  }
-}
-
-bool incompatible_message(const MachineConfig& config, MessageType type, const Payload& p) {
+bool Admission::incompatible(MessageType type, const Payload& p) const {
+  const MachineConfig& config = machine_.config();
   const NodeContext& ctx = config.ctx;
   if (const auto* hello = std::get_if<Hello>(&p))
     return hello->method != config.method->name() || hello->backbone_fingerprint != ctx.backbone_fingerprint ||
@@ -31,8 +24,9 @@ bool incompatible_message(const MachineConfig& config, MessageType type, const P
   return false;
 }
 
-std::string refusal_of(const MachineConfig& config, const UnmaskingRound* unmasking, NodeId from, MessageType type,
-                       const Payload& p) {
+std::string Admission::refusal(NodeId from, MessageType type, const Payload& p) const {
+  const MachineConfig& config = machine_.config();
+  const UnmaskingRound* unmasking = unmasking_;
   const NodeContext& ctx = config.ctx;
   const auto who = [&](NodeId id) { return config.topology->describe(id); };
   const std::string where = std::string(to_string(type)) + " from " + who(from);
@@ -78,6 +72,29 @@ std::string refusal_of(const MachineConfig& config, const UnmaskingRound* unmask
                " in this topology (it can hold " + to_string(possible) + ")";
   }
   return "";
+}
+
+bool Admission::is_repeat(NodeId from, MessageType type, const Payload& p) const {
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply)
+    return unmasking_ && unmasking_->is_repeat(from, type, p);
+  if (type == MessageType::Head) return machine_.holds_head_covering(std::get<HeadMessage>(p).contributors);
+  const auto kind = plan_message_of(type);
+  return kind && machine_.holds_knowledge(from, *kind, std::get<Knowledge>(p).contributors);
+}
+
+Actions Admission::accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now) {
+  if (type == MessageType::UnmaskRequest || type == MessageType::UnmaskReply) {
+    Actions out;
+    unmasking_->accept(from, type, std::move(payload), fresh, out);  // refusal() let it in: there is a round
+    return out;
+  }
+  if (type == MessageType::Head) {
+    auto hm = std::get<HeadMessage>(std::move(payload));
+    return machine_.accept_head(from, HeadOffer{std::move(hm.head), std::move(hm.contributors), std::move(hm.class_means)},
+                                fresh, now);
+  }
+  return machine_.accept_knowledge(from, seq, *plan_message_of(type),
+                                   std::make_shared<const Knowledge>(std::get<Knowledge>(std::move(payload))), fresh);
 }
 
 }  // namespace fednode

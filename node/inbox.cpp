@@ -24,17 +24,18 @@ bool routed(MessageType t) {
 
 }  // namespace
 
-Inbox::Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Machine& machine,
+Inbox::Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Admission& admission,
              Outbox::Say say, Outbox::Who who, Pacing pacing)
     : channel_(channel),
       store_(store),
       transport_(transport),
       outbox_(outbox),
-      machine_(machine),
+      admission_(admission),
       say_(std::move(say)),
       who_(std::move(who)),
       replay_(store.load_replay()),
-      pacing_(pacing) {}
+      pacing_(pacing),
+      streams_(say_, who_) {}
 
 Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
   Actions out;
@@ -53,7 +54,7 @@ Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
            who_(m.from) + ": " + refusal);
       continue;
     }
-    Actions a = machine_.accept(m.from, m.msg_id, m.type, std::move(payload), /*fresh=*/false, now);
+    Actions a = admission_.accept(m.from, m.msg_id, m.type, std::move(payload), /*fresh=*/false, now);
     out.insert(out.end(), std::make_move_iterator(a.begin()), std::make_move_iterator(a.end()));
   }
   return out;
@@ -62,7 +63,7 @@ Actions Inbox::restore(std::vector<StoredMessage> stored_messages, double now) {
 std::string Inbox::decode_and_check(const EnvelopeHeader& h, std::string_view plaintext, Payload& payload) const {
   try {
     payload = decode_opened(OpenedFrame{h, plaintext}, channel_.limits());
-    return machine_.refusal(h.from, h.type, payload);
+    return admission_.refusal(h.from, h.type, payload);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -85,13 +86,9 @@ Actions Inbox::handle(Incoming& in, double now) {
   try {
     auto head = channel_.open_head(in.frame.data(), in.frame.size(), replay_);
     if (auto* stream = std::get_if<std::unique_ptr<IncomingStream>>(&head)) {
-      // A sender's newer stream replaces its older one: a resend on a new connection after the
-      // old one broke.
-      const NodeId from = (*stream)->header().from;
-      tally_.links[from].received += static_cast<int64_t>(in.frame.size());
-      for (auto it = streams_.begin(); it != streams_.end();)
-        it = it->second->header().from == from ? streams_.erase(it) : std::next(it);
-      streams_[connection_of(in)] = std::move(*stream);
+      tally_.links[(*stream)->header().from].received += static_cast<int64_t>(in.frame.size());
+      streams_.begin(connection_of(in), std::move(*stream));
+      tally_.streams_abandoned = streams_.abandoned();
       return {};
     }
     const OpenedFrame& opened = std::get<OpenedFrame>(head);
@@ -120,25 +117,26 @@ Actions Inbox::continue_stream(Incoming& in, double now) {
     say_rejection(std::string("rejected a stream chunk: ") + e.what());
     return {};
   }
-  const auto it = streams_.find(connection_of(in));
-  // The rest of a stream refused at its head (a repeat, acknowledged again there) or replaced.
-  if (it == streams_.end() || it->second->header().msg_id != chunk.msg_id) {
+  const std::string connection = connection_of(in);
+  IncomingStream* in_progress = streams_.find(connection, chunk.msg_id);
+  // The rest of a stream refused at its head (a repeat, acknowledged again there), replaced or dropped.
+  if (!in_progress) {
     ++tally_.chunks_dropped;
     return {};
   }
-  tally_.links[it->second->header().from].received += static_cast<int64_t>(in.frame.size());
+  tally_.links[in_progress->header().from].received += static_cast<int64_t>(in.frame.size());
   std::unique_ptr<IncomingStream> stream;
   Message msg;
   try {
-    it->second->add(chunk, std::move(in.frame));
-    if (!it->second->complete()) return {};
-    stream = std::move(it->second);
-    streams_.erase(it);
+    in_progress->add(chunk, std::move(in.frame));
+    streams_.touched(connection);
+    if (!in_progress->complete()) return {};
+    stream = streams_.take(connection);
     msg.header = stream->header();
     msg.payload = decode_opened(stream->opened(), channel_.limits());
     replay_.accept(msg.header.from, msg.header.msg_id);
   } catch (const RejectedMessage& e) {
-    streams_.erase(connection_of(in));
+    streams_.take(connection);
     rejected(in, e);
     return {};
   }
@@ -169,7 +167,7 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
   }
   std::string refusal;
   try {
-    refusal = machine_.refusal(h.from, h.type, msg.payload);
+    refusal = admission_.refusal(h.from, h.type, msg.payload);
   } catch (const std::exception& e) {
     refusal = e.what();
   }
@@ -179,7 +177,7 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
                   who_(h.from) + ": " + refusal);
     // Another feature space is `incompatible`, anything else the plan or the method refuses
     // `rejected`; only a refused hello abandons the run with that peer (docs/protocol.md, 5.5).
-    const bool incompatible = h.type == MessageType::Hello || machine_.incompatible(h.type, msg.payload);
+    const bool incompatible = h.type == MessageType::Hello || admission_.incompatible(h.type, msg.payload);
     send_error(in, h.from, incompatible ? ErrorReason::Incompatible : ErrorReason::Rejected, h.msg_id,
                h.type == MessageType::Hello, refusal);
     return {};
@@ -187,11 +185,11 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
   ++tally_.messages_received;
   Actions out;
   // Stored before acknowledged: once the sender hears the ack it never sends this again.
-  const bool repeat = h.type != MessageType::Hello && machine_.is_repeat(h.from, h.type, msg.payload);
+  const bool repeat = h.type != MessageType::Hello && admission_.is_repeat(h.from, h.type, msg.payload);
   if (repeat) ++tally_.duplicates;
   if (h.type != MessageType::Hello && !repeat) {
     store_.store_received(h.from, h.msg_id, h.type, plaintext);  // as it arrived; decoded again on a restart
-    out = machine_.accept(h.from, h.msg_id, h.type, std::move(msg.payload), /*fresh=*/true, now);
+    out = admission_.accept(h.from, h.msg_id, h.type, std::move(msg.payload), /*fresh=*/true, now);
   } else if (h.type == MessageType::Hello) {
     const Hello& hello = std::get<Hello>(msg.payload);
     const auto lists = [&](uint32_t v) { return std::find(hello.versions.begin(), hello.versions.end(), v) != hello.versions.end(); };
@@ -212,7 +210,7 @@ Actions Inbox::take(const Incoming& in, Message msg, std::string_view plaintext,
 }
 
 void Inbox::answer_hello(const ReplyPath& in, NodeId from, uint64_t msg_id) {
-  const bool awaited = pacing_.window > 0 && machine_.awaits_knowledge_from(from);
+  const bool awaited = pacing_.window > 0 && admission_.machine().awaits_knowledge_from(from);
   pace();
   if (awaited && !cleared_.count(from) && cleared_.size() >= pacing_.window) {
     auto it = std::find_if(paced_.begin(), paced_.end(), [&](const PacedHello& p) { return p.from == from; });
@@ -235,12 +233,12 @@ void Inbox::answer_hello(const ReplyPath& in, NodeId from, uint64_t msg_id) {
 void Inbox::pace() {
   const auto now = Clock::now();
   for (auto it = cleared_.begin(); it != cleared_.end();)
-    if (!machine_.awaits_knowledge_from(it->first) || now - it->second >= pacing_.clearance) it = cleared_.erase(it);
+    if (!admission_.machine().awaits_knowledge_from(it->first) || now - it->second >= pacing_.clearance) it = cleared_.erase(it);
     else ++it;
   // In turn while the window has room; out of turn a hello whose sender is no longer awaited, or
   // one that has waited longest_wait.
   for (auto it = paced_.begin(); it != paced_.end();) {
-    const bool awaited = machine_.awaits_knowledge_from(it->from);
+    const bool awaited = admission_.machine().awaits_knowledge_from(it->from);
     const bool turn = it == paced_.begin() && cleared_.size() < pacing_.window;
     if (awaited && !turn && now - it->since < pacing_.longest_wait) {
       ++it;
@@ -304,7 +302,7 @@ void Inbox::settle(const Incoming& in, const Message& msg) {
   say_.warn(who_(h.from) + " reports " + to_string(err.reason) + (err.abort ? " and aborts" : "") + " about message " +
        std::to_string(err.ref_id) + ": " + printable(err.text));
   outbox_.refused(h.from, err.ref_id);
-  machine_.peer_refused(h.from);
+  admission_.machine().peer_refused(h.from);
 }
 
 void Inbox::send_receipt(const ReplyPath& in, NodeId to, uint64_t ack_id) {

@@ -1,6 +1,6 @@
 // What arrives at a networked node, from socket to machine (docs/node.md, "Receiving"): open the
-// frame (node/secure_channel.h), decode its payload, ask the machine whether its plan takes it,
-// store it, acknowledge it, and hand it to the machine. A restarted node gives the machine what
+// frame (node/secure_channel.h), decode its payload, ask the node's admission whether its plan
+// takes it, store it, acknowledge it, and hand it on (node/admission.h). A restarted node gives the machine what
 // its state directory holds through the same decode and the same check.
 //
 // Acknowledgements and error replies settle frames in the Outbox; every other answer (an ack,
@@ -24,9 +24,10 @@
 #pragma once
 
 #include "node/link_bytes.h"
-#include "node/machine.h"
+#include "node/admission.h"
 #include "node/outbox.h"
 #include "node/secure_channel.h"
+#include "node/incoming_streams.h"
 #include "node/secure_stream.h"
 #include "node/state_store.h"
 #include "node/transport.h"
@@ -64,14 +65,15 @@ struct InboxTally {
   // "malformed-chunk", or "refused-by-plan" (docs/node.md, "metrics").
   std::map<std::string, int64_t> rejected_by;
   int64_t duplicates = 0;         // authentic repeats: acknowledged, not used
-  int64_t chunks_dropped = 0;     // of streams refused at their head (a repeat) or replaced
+  int64_t chunks_dropped = 0;     // of streams refused at their head (a repeat), replaced or dropped
+  int64_t streams_abandoned = 0;  // dropped unfinished: replaced, stalled, or left at close
 };
 
 class Inbox {
  public:
   // Every reference must outlive the inbox. The replay guard is loaded from `store`; `say` logs,
   // naming peers by `who`.
-  Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Machine& machine,
+  Inbox(const SecureChannel& channel, StateStore& store, Transport& transport, Outbox& outbox, Admission& admission,
         Outbox::Say say, Outbox::Who who, Pacing pacing = {});
 
   // A restart: every message the state directory held (StateStore::received), decoded and
@@ -88,6 +90,18 @@ class Inbox {
   std::optional<StreamCipher> stream_cipher(NodeId peer) const;
   // The line saying how many rejections went unlogged, if any (before the node reports).
   void say_rejections_left_out();
+  // Streams whose chunks stopped coming for longer than `silence` (a connection that long silent
+  // is dead, and a resend comes as a new stream) are dropped and said. The node calls it when it
+  // has drained every frame waiting, so that no chunk of the stream is still queued.
+  void drop_stalled_streams(std::chrono::milliseconds silence) {
+    streams_.drop_stalled(silence);
+    tally_.streams_abandoned = streams_.abandoned();
+  }
+  // The node closes: streams still unfinished are dropped and said.
+  void drop_unfinished_streams() {
+    streams_.drop_all("the node closes");
+    tally_.streams_abandoned = streams_.abandoned();
+  }
 
   // Peers that send receipts and have not yet sent the receipt of some acknowledgement of ours,
   // in ascending order. A peer sends receipts when its hello lists version 3, or once it sent
@@ -157,7 +171,7 @@ class Inbox {
   StateStore& store_;
   Transport& transport_;
   Outbox& outbox_;
-  Machine& machine_;
+  Admission& admission_;
   Outbox::Say say_;
   Outbox::Who who_;
   ReplayGuard replay_;
@@ -195,9 +209,8 @@ class Inbox {
   };
   std::deque<PacedHello> paced_;
   std::set<NodeId> sends_receipts_;  // said so in their hello (version 3), or sent one
-  // Streams being received, by connection (Incoming::route, or the DEALER's peer): at most one
-  // per sender, the newest, so what they hold is bounded by the allow list.
-  std::map<std::string, std::unique_ptr<IncomingStream>> streams_;
+  // Streams being received, by connection (Incoming::route, or the DEALER's peer).
+  IncomingStreams streams_;
   std::set<NodeId> says_version2_;                  // their hello listed version 2
   std::map<NodeId, StreamCipher> stream_ciphers_;   // their ack said they open these
   std::chrono::steady_clock::time_point last_frame_{};

@@ -8,16 +8,22 @@
 // transport, inbox and outbox; `fednode simulate` drives one machine per node and hands every
 // Send to its recipient in memory. Both therefore wait, merge and forward by the same rules.
 //
+// Wire-free: it speaks in its own events and actions. What a message is, whether the node takes
+// it, and which capability it is for is the node's admission (node/admission.h).
+//
 // Time is the driver's: every event that may start or end a wait carries `now`, in seconds on
 // any clock that does not go back. The simulator passes 0, so no deadline ever passes there.
 #pragma once
 
 #include "core/log.h"
 #include "methods/method.h"
+#include "node/hub_head.h"
 #include "node/machine_action.h"
+#include "node/machine_event.h"
+#include "node/merge_gate.h"
+#include "node/personalization.h"
 #include "node/phases.h"
-#include "node/secure_aggregation.h"
-#include "protocol/messages.h"
+#include "node/running_sum.h"
 #include "topology/plan.h"
 
 #include <algorithm>
@@ -32,7 +38,6 @@
 namespace fednode {
 
 struct Topology;
-
 
 // What the node has to show for its plan so far.
 struct MachineOutcome {
@@ -50,24 +55,17 @@ struct MachineConfig {
   const Method* method = nullptr;      // outlives the machine
   const Features* local = nullptr;     // this node's training features; outlives the machine
   NodeContext ctx;                     // node, seed, fingerprint, classes, dim, stop, progress
-  Precision transfer = Precision::Float32;  // how knowledge travels (counted_bytes)
+  bool half_precision = false;         // knowledge travels in float16 (counted_bytes)
   Say say;  // human-readable lines, with their level; may be empty
   std::function<void(NodeId from, const Knowledge&)> on_knowledge;  // a fresh piece accepted; may be empty
-  // Secure aggregation (node/secure_aggregation.h): the node's mask group and its seeds. The
-  // method masks with ctx.masking; the machine runs a star's unmasking round with these. Unset: off.
-  std::optional<MaskPlan> masks;
-  MaskSecrets mask_secrets;
+  // A capability that holds phase 1 back until it has done its part (secure aggregation's
+  // unmasking round, node/member.h makes it); null: none.
+  std::shared_ptr<MergeGate> gate;
+  // Personalisation (node/personalization.h): decorates the head sent with its class means, and
+  // trains the personal head; null where the method does not personalise.
+  std::shared_ptr<const Personalization> personalization;
 };
 
-// How `method` sends knowledge: FedPFT's float16 transfer, or float32.
-Precision transfer_precision(const MethodOptions& method);
-
-// The context a node following `plan` runs its method in (the networked node and the simulator
-// alike); the caller adds the noise key, the stop flag and progress.
-NodeContext node_context(const NodePlan& plan, const MethodOptions& method, uint64_t seed,
-                         std::string backbone_fingerprint, int num_classes, int dim);
-
-class UnmaskingRound;
 
 class Machine {
  public:
@@ -78,24 +76,13 @@ class Machine {
 
   // --- events ---------------------------------------------------------------------------------
 
-  // Empty when the plan takes `payload` as `type` from `from`; otherwise why not. Asked before a
-  // message is stored and acknowledged: a piece that would make merging fail is refused now.
-  std::string refusal(NodeId from, MessageType type, const Payload& payload) const;
-  // Whether a refused `payload` was made for another feature space than this node's (method,
-  // backbone, dimension or class count): answered as `incompatible`, the rest as `rejected`
-  // (docs/protocol.md, 5.5).
-  bool incompatible(MessageType type, const Payload& payload) const;
-  // A second copy of something held already (the sender redid a phase after a crash and sealed it
-  // anew): to acknowledge, not to store or use again.
-  bool is_repeat(NodeId from, MessageType type, const Payload& payload) const;
-  // A Knowledge, Complete or Head message that passed refusal(). `fresh`: it just arrived (not
-  // replayed from the state directory on a restart). `seq` orders one sender's messages.
-  Actions accept(NodeId from, uint64_t seq, MessageType type, Payload payload, bool fresh, double now);
-  // The same for a Knowledge or Complete message whose knowledge the caller already holds shared
-  // (the simulator hands over what the sender made): not copied, which for DP-FedPFT's full
-  // covariances was a gigabyte per leaf.
-  Actions accept(NodeId from, uint64_t seq, MessageType type, std::shared_ptr<const Knowledge> knowledge, bool fresh,
-                 double now);
+  // Knowledge or Complete knowledge (`kind`) the plan takes from `from` (node/admission.h said so).
+  // `fresh`: it just arrived (not replayed from the state directory on a restart). `seq` orders
+  // one sender's messages. Shared, not copied: for DP-FedPFT's full covariances a gigabyte a leaf.
+  Actions accept_knowledge(NodeId from, uint64_t seq, PlanMessage kind, std::shared_ptr<const Knowledge> knowledge,
+                           bool fresh);
+  // The hub's head, to a star leaf; `now` times its arrival (a leaf may wait for a refit).
+  Actions accept_head(NodeId from, HeadOffer head, bool fresh, double now);
   // A peer refused something this node sent (an error reply, now or before a restart).
   void peer_refused(NodeId peer);
   // The node starts: the phases its state directory marks done and the head it holds (none of
@@ -136,16 +123,23 @@ class Machine {
   };
   Standing standing() const;
   const NodePlan& plan() const { return config_.plan; }
+  const MachineConfig& config() const { return config_; }
+  // Whether `kind` knowledge from `from` on these contributors is held already (a sender that
+  // redid a phase after a crash sealed it anew: acknowledged, not stored or used again).
+  bool holds_knowledge(NodeId from, PlanMessage kind, const Contributors& contributors) const;
+  // Whether a head held from the hub covers at least these contributors (a head covering more is
+  // the hub's refit on knowledge that came late).
+  bool holds_head_covering(const Contributors& contributors) const;
   // Knowledge pieces folded into a running sum as they arrived (see foldable_senders_).
-  size_t folded_count() const { return folded_pieces_.size(); }
+  size_t folded_count() const { return folded_.count(); }
   // A driver that will deliver nothing more (the simulator, once the machine is done) frees
   // the pieces it holds.
   void release_inputs();
-  // Personalisation (Method::personalizes): the node's personal head, trained on its own data
-  // from its current head, aligned to the class means of what that head was trained on (a star
-  // leaf: the means its hub sent with the head). Null when the method does not personalise, or
-  // the node has no head or no data. Asked once the plan is done; throws InputError where the
-  // method cannot train one (a local class no one else holds a mean of cannot be).
+  // Personalisation (MachineConfig::personalization): the node's personal head, trained on its own
+  // data from its current head, aligned to the class means of what that head was trained on (a
+  // star leaf: the means its hub sent with the head). Null when the run does not personalise, or
+  // the node has no head or no data. Asked once the plan is done; throws InputError where none
+  // can be trained (a local class no one else holds a mean of cannot be).
   std::shared_ptr<const Head> personal_head() const;
 
  private:
@@ -153,15 +147,6 @@ class Machine {
   struct Piece : ReceivedPiece {
     bool late = false;  // arrived after phase 1 was done: merged into the head only
   };
-  // What is kept of a piece folded into `folded_`: enough to know a repeat.
-  struct FoldedPiece {
-    NodeId from = 0;
-    Contributors contributors;
-  };
-
-  // Folds an accepted Knowledge piece into the running sum if the plan never needs it apart;
-  // false (nothing changed) if it must be held as it is.
-  bool fold(NodeId from, PlanMessage kind, const Knowledge& k);
   // The Knowledge pieces of `held` in input order, with the folded sum.
   template <class P>
   KnowledgeList knowledge_held(const std::vector<P>& held) const;
@@ -181,16 +166,16 @@ class Machine {
   void adopt_late_head(NodeId from, Actions& out);
   // A star leaf whose hub's head leaves out the leaf's own data waits for the hub's refit.
   bool waiting_for_refit(double now);
-  // Secure aggregation's unmasking round (node/unmasking_round.h) gates a star hub's phase 1. True
-  // when phase 1 may go on: with ctx.unmasking set, or without it when the round cannot complete
-  // (then the masked pieces cannot be read and are discarded here).
-  bool unmasking_round(Actions& out, double now);
+  // The gate (MachineConfig::gate), asked once phase 1's inputs are in. True when phase 1 may
+  // go on: with what the gate gave the method, or without what it says cannot be read (discarded
+  // here).
+  bool gate_open(Actions& out, double now);
   // The deadline of the current stage passed: name those given up on.
   void give_up_on_missing(double deadline);
   // Sends the hub's head to every leaf, in phase 1 or as an offer after a refit.
   void send_head(const std::shared_ptr<const Head>& head, const Contributors& contributors, int phase,
                  Actions& out);
-  void send_knowledge(NodeId to, std::shared_ptr<const Knowledge> k, MessageType type, int phase, Actions& out) const;
+  void send_knowledge(NodeId to, std::shared_ptr<const Knowledge> k, PlanMessage kind, int phase, Actions& out) const;
   void set_head(std::shared_ptr<const Head> head, const Contributors& contributors, Actions& out);
   // run_admitting (node/phases.h) over the pieces held, discarding any that makes `work` fail.
   template <class Work>
@@ -198,9 +183,14 @@ class Machine {
   void discard(const ReceivedPiece& piece, const std::string& why);
   // Whose data a head on the Knowledge pieces held and the local data would cover.
   Contributors held_contributors() const;
-  // The class means behind the node's current head (see personal_head); null when the method
-  // does not personalise, or a star leaf's hub sent none.
+  // The class means behind the node's current head (see personal_head); null when the run does
+  // not personalise, or a star leaf's hub sent none.
   std::shared_ptr<const ClassMeans> head_means() const;
+  // The ring's complete knowledge, if it came.
+  const Piece* complete_piece() const;
+  // What a head on `complete` is fitted on: it alone, or with the Knowledge pieces held when it
+  // covers less than the head already does (a node upstream gave up on someone).
+  std::vector<const Knowledge*> complete_inputs(const Piece& complete) const;
   bool held_knowledge_adds_to_head() const;
   std::string who(NodeId id) const;
   void say(const std::string& line) const;
@@ -210,24 +200,13 @@ class Machine {
   PlanProgress progress_;
   MachineOutcome outcome_;
   std::vector<Piece> pieces_;
-  // Additive knowledge (Method::start_sum) from senders in foldable_senders_ is folded into
-  // folded_ as it arrives, so that a star's hub holds one sum rather than a piece per leaf. A
-  // sender qualifies when nothing could ever want its piece apart: it is waited for, it can send
-  // only its own data, and nobody else can send that data here; and this node neither relays
-  // pieces nor takes a ring's complete knowledge (which must be able to replace the pieces).
-  std::unique_ptr<KnowledgeSum> folded_;
-  std::vector<NodeId> foldable_senders_;  // sorted
-  std::vector<FoldedPiece> folded_pieces_;
-  std::optional<HeadMessage> hub_head_;
-  double hub_head_arrived_ = 0;
-  bool hub_refused_ = false;  // the hub refused this leaf's knowledge: no refit will come
-  bool said_waiting_for_refit_ = false;
+  RunningSum folded_;  // pieces nobody will want apart, folded as they arrive
+  HubHead hub_head_;   // a star leaf's
   bool refit_pending_ = false;
   bool late_change_ = false;
   double stage_started_ = 0;
   double last_inbound_ = 0;
-  // Secure aggregation's unmasking round; null where the node takes part in none.
-  std::unique_ptr<UnmaskingRound> unmasking_;
+  bool gate_passed_ = false;
 };
 
 }  // namespace fednode

@@ -1,6 +1,29 @@
 #include "node/member.h"
 
+#include "methods/registry.h"
+#include "node/generator.h"
+
 namespace fednode {
+namespace {
+
+// The context a node following `plan` runs its method in.
+NodeContext node_context(const MemberInputs& in) {
+  NodeContext ctx;
+  ctx.node = in.plan.id;
+  ctx.seed = in.seed;
+  ctx.backbone_fingerprint = in.backbone_fingerprint;
+  ctx.num_classes = in.num_classes;
+  ctx.dim = in.dim;
+  ctx.min_class_count = in.options->min_class_count;
+  ctx.head_is_sent = !in.plan.send_head_to.empty();
+  ctx.generator = open_generator(in.options->fgl);
+  ctx.noise_key = in.noise_key;
+  ctx.class_names = in.class_names;
+  ctx.image_encoder = in.image_encoder;
+  return ctx;
+}
+
+}  // namespace
 
 MemberMasks member_masks(const Topology& topology, const NodePlan& plan, const MethodOptions& method, const Identity& me,
                          NodeId me_id, const std::map<NodeId, PublicKey>& keys, const RunId& run) {
@@ -10,6 +33,10 @@ MemberMasks member_masks(const Topology& topology, const NodePlan& plan, const M
   return m;
 }
 
+Precision transfer_precision(const MethodOptions& m) {
+  return method_named(m.method).half_precision(m) ? Precision::Float16 : Precision::Float32;
+}
+
 Member assemble_member(MemberInputs in) {
   Member member;
   MachineConfig& m = member.machine;
@@ -17,16 +44,26 @@ Member assemble_member(MemberInputs in) {
   m.plan = in.plan;
   m.method = in.method;
   m.local = in.local;
-  m.ctx = node_context(in.plan, *in.options, in.seed, std::move(in.backbone_fingerprint), in.num_classes, in.dim);
-  m.ctx.noise_key = in.noise_key;
-  m.ctx.class_names = std::move(in.class_names);
-  m.ctx.image_encoder = std::move(in.image_encoder);
-  m.transfer = transfer_precision(*in.options);
-  m.masks = std::move(in.masks.plan);
-  m.mask_secrets = std::move(in.masks.secrets);
-  if (m.masks && m.masks->member) m.ctx.masking = local_masking(in.plan.id, *m.masks, m.mask_secrets);
+  m.ctx = node_context(in);
+  m.half_precision = transfer_precision(*in.options) == Precision::Float16;
+  m.say = in.say;
+  const MemberMasks& masks = in.masks;
+  if (masks.plan && masks.plan->member) m.ctx.masking = local_masking(in.plan.id, *masks.plan, masks.secrets);
+  const Topology* topology = in.topology;
+  member.unmasking = UnmaskingRound::for_node(masks.plan, masks.secrets, in.plan, in.plan.id, in.say,
+                                              [topology](NodeId id) { return topology->describe(id); });
+  m.gate = member.unmasking;
+  m.personalization = Personalization::for_method(*in.method, in.local, in.say);
   member.privacy = privacy_ledger(*in.method, in.plan, *in.local, m.ctx);
   return member;
+}
+
+RunningMember start_member(Member member) {
+  RunningMember r;
+  r.unmasking = std::move(member.unmasking);
+  r.machine = std::make_unique<Machine>(std::move(member.machine));
+  r.admission = std::make_unique<Admission>(*r.machine, r.unmasking.get());
+  return r;
 }
 
 }  // namespace fednode

@@ -74,6 +74,9 @@ std::string prometheus_metrics(const NodeStanding& s, const NodeResult& r) {
   for (const auto& [type, n] : accepted) e.sample(n, label("type", type));
   e.family("fednode_resends_total", "counter", "Frames sent again after no acknowledgement.").sample(r.resends);
   e.family("fednode_duplicates_total", "counter", "Authentic repeats: acknowledged again, not used.").sample(r.duplicates);
+  e.family("fednode_streams_abandoned_total", "counter",
+           "Incoming streams dropped unfinished: replaced by their sender, stalled, or left at close.")
+      .sample(r.streams_abandoned);
   e.family("fednode_frames_rejected_total", "counter", "Frames refused, by reason (docs/node.md).");
   for (const auto& [reason, n] : r.frames_rejected_by) e.sample(n, label("reason", reason));
   e.family("fednode_seconds_total", "counter", "Seconds spent waiting for peers, merging knowledge and fitting heads.")

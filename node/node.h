@@ -123,6 +123,7 @@ struct NodeResult {
   int64_t frames_rejected = 0;                         // failed the opening checks or the plan
   std::map<std::string, int64_t> frames_rejected_by;   // the same by reason (docs/node.md)
   int64_t duplicates = 0;                              // authentic repeats: acknowledged, not used
+  int64_t streams_abandoned = 0;  // incoming streams dropped unfinished: replaced, stalled or left at close
   int restarts = 0;                                    // earlier runs of this node found in its state
   double seconds_total = 0, seconds_waiting = 0, seconds_merge = 0, seconds_head = 0;
   PrivacyLedger privacy;                               // what it released of its own data (node/privacy_ledger.h)

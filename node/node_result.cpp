@@ -76,6 +76,50 @@ std::string result_summary(const NodeResult& result) {
   return msg.str();
 }
 
+namespace {
+
+std::vector<double> accuracies(const std::vector<ClassAccuracy>& per_class) {
+  std::vector<double> v;
+  for (const auto& c : per_class) v.push_back(c.total ? c.value() : NAN);
+  return v;
+}
+
+// The head's accuracy, and the personal head's beside it.
+void write_accuracies(JsonWriter& w, const NodeResult& r) {
+  if (r.accuracy >= 0) {
+    w.key("accuracy").value(r.accuracy);
+    w.key("per_class_accuracy").array(accuracies(r.per_class));
+  } else {
+    w.key("accuracy").null();
+  }
+  w.key("head").value(r.head ? std::string("head") : std::string());
+  if (!r.personal_head) return;
+  w.key("personal_head").value("personal_head");
+  if (r.personal_accuracy < 0) return;
+  w.key("personal_accuracy").value(r.personal_accuracy);
+  w.key("personal_per_class_accuracy").array(accuracies(r.personal_per_class));
+  w.key("accuracy_in_own_proportions").value(r.accuracy_in_own_proportions);
+  w.key("personal_accuracy_in_own_proportions").value(r.personal_accuracy_in_own_proportions);
+}
+
+void write_traffic(JsonWriter& w, const NodeResult& r) {
+  w.key("bytes_sent").value(r.bytes_sent);
+  w.key("bytes_received").value(r.bytes_received);
+  write_links(w, r.links);
+  w.key("knowledge_bytes_sent").value(r.knowledge_bytes_sent);
+  w.key("messages_sent").value(r.messages_sent);
+  w.key("messages_received").value(r.messages_received);
+  w.key("resends").value(r.resends);
+  w.key("frames_rejected").value(r.frames_rejected);
+  w.key("frames_rejected_by").begin_object();
+  for (const auto& [reason, n] : r.frames_rejected_by) w.key(reason).value(n);
+  w.end_object();
+  w.key("duplicates").value(r.duplicates);
+  w.key("streams_abandoned").value(r.streams_abandoned);
+}
+
+}  // namespace
+
 std::string result_json(const NodeResult& r, const Topology& topology, const std::string& run_name) {
   std::ostringstream out;
   JsonWriter w(out);
@@ -95,38 +139,8 @@ std::string result_json(const NodeResult& r, const Topology& topology, const std
   w.key("unacknowledged").array(r.unacknowledged);
   w.key("refused_by").array(r.refused_by);
   w.key("discarded_from").array(r.discarded_from);
-  if (r.accuracy >= 0) {
-    w.key("accuracy").value(r.accuracy);
-    std::vector<double> per_class;
-    for (const auto& c : r.per_class) per_class.push_back(c.total ? c.value() : NAN);
-    w.key("per_class_accuracy").array(per_class);
-  } else {
-    w.key("accuracy").null();
-  }
-  w.key("head").value(r.head ? std::string("head") : std::string());
-  if (r.personal_head) {
-    w.key("personal_head").value("personal_head");
-    if (r.personal_accuracy >= 0) {
-      w.key("personal_accuracy").value(r.personal_accuracy);
-      std::vector<double> per_class;
-      for (const auto& c : r.personal_per_class) per_class.push_back(c.total ? c.value() : NAN);
-      w.key("personal_per_class_accuracy").array(per_class);
-      w.key("accuracy_in_own_proportions").value(r.accuracy_in_own_proportions);
-      w.key("personal_accuracy_in_own_proportions").value(r.personal_accuracy_in_own_proportions);
-    }
-  }
-  w.key("bytes_sent").value(r.bytes_sent);
-  w.key("bytes_received").value(r.bytes_received);
-  write_links(w, r.links);
-  w.key("knowledge_bytes_sent").value(r.knowledge_bytes_sent);
-  w.key("messages_sent").value(r.messages_sent);
-  w.key("messages_received").value(r.messages_received);
-  w.key("resends").value(r.resends);
-  w.key("frames_rejected").value(r.frames_rejected);
-  w.key("frames_rejected_by").begin_object();
-  for (const auto& [reason, n] : r.frames_rejected_by) w.key(reason).value(n);
-  w.end_object();
-  w.key("duplicates").value(r.duplicates);
+  write_accuracies(w, r);
+  write_traffic(w, r);
   w.key("restarts").value(r.restarts);
   write_privacy_ledger(w, r.privacy);
   w.key("seconds").begin_object();

@@ -135,6 +135,18 @@ void Outbox::refused(NodeId from, uint64_t msg_id) {
     }
 }
 
+namespace {
+
+size_t wire_size(const Outbox::Handover& h) {
+  if (auto* frame = std::get_if<std::string>(&h)) return frame->size();
+  size_t bytes = 0;
+  if (const auto& stream = std::get<std::unique_ptr<OutgoingMessages>>(h))
+    for (size_t i = 0; i < stream->count(); ++i) bytes += stream->size(i);
+  return bytes;
+}
+
+}  // namespace
+
 SendTally Outbox::pump() {
   SendTally tally;
   const auto now = Clock::now();
@@ -168,11 +180,7 @@ SendTally Outbox::pump() {
       std::string stored = p.entry.frame.empty() ? store_.outgoing_frame(p.entry) : p.entry.frame;
       p.ready = seal_ ? seal_(p.entry, std::move(stored)) : Handover(std::move(stored));
     }
-    // Wire bytes, counted before the transport takes a stream over.
-    size_t wire_bytes = 0;
-    if (auto* frame = std::get_if<std::string>(&*p.ready)) wire_bytes = frame->size();
-    else if (const auto& stream = std::get<std::unique_ptr<OutgoingMessages>>(*p.ready))
-      for (size_t i = 0; i < stream->count(); ++i) wire_bytes += stream->size(i);
+    const size_t wire_bytes = wire_size(*p.ready);  // before the transport takes a stream over
     const bool taken = std::visit([&](auto& m) { return transport_.send(p.entry.to, m); }, *p.ready);
     if (!taken) {
       // The peer's one-frame queue is full (a copy of this frame waits there while the peer is

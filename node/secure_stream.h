@@ -65,6 +65,8 @@ class IncomingStream {
   IncomingStream(EnvelopeHeader header, std::string header_bytes, StreamKey key);
 
   const EnvelopeHeader& header() const { return header_; }
+  // Chunks taken so far (checked, and opened or waiting for their batch).
+  uint64_t chunks_taken() const { return next_; }
   bool complete() const { return next_ == header_.stream->chunks() && pending_.empty(); }
   // Takes the next chunk. Its index and size are checked at once; it is opened into the
   // plaintext together with the chunks before it not opened yet, side by side on the worker pool,

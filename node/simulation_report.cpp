@@ -43,10 +43,9 @@ void write_report_json(const SimulationReport& r, std::ostream& out) {
   write_report(w, r);
 }
 
-void write_report(JsonWriter& w, const SimulationReport& r) {
-  const auto& o = r.options;
-  w.begin_object();
-  w.key("fednode_report").value(1);
+namespace {
+
+void write_parameters(JsonWriter& w, const SimulationOptions& o) {
   w.key("parameters").begin_object();
   w.key("method").value(o.method.method);
   w.key("topology").value(to_string(o.topology));
@@ -61,6 +60,45 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   write_method_options(w, o.method);
   write_linear_head_options(w, o.method.fedpft.head);
   w.end_object();
+}
+
+// The centralised heads, every node's local-only head and the method's own baselines.
+void write_baselines(JsonWriter& w, const SimulationReport& r) {
+  w.key("centralized").begin_object();
+  w.key("linear").value(r.centralized_linear);
+  w.key("lda").value(r.centralized_lda);
+  w.end_object();
+  std::vector<double> local_only;
+  double mean = 0;
+  for (const auto& n : r.nodes) {
+    local_only.push_back(n.local_only_accuracy);
+    mean += n.local_only_accuracy / static_cast<double>(r.nodes.size());
+  }
+  w.key("local_only").begin_object();
+  w.key("per_node").array(local_only);
+  w.key("mean").value(mean);
+  w.end_object();
+  w.key("method_baselines").begin_array();
+  for (const auto& b : r.method_baselines) {
+    w.begin_object();
+    w.key("name").value(b.name);
+    w.key("accuracy").value(b.accuracy);
+    w.key("seconds").value(b.seconds);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("method_baseline_shared_seconds").begin_object();
+  for (const auto& b : r.method_baseline_seconds) w.key(b.name).value(b.seconds);
+  w.end_object();
+}
+
+}  // namespace
+
+void write_report(JsonWriter& w, const SimulationReport& r) {
+  const auto& o = r.options;
+  w.begin_object();
+  w.key("fednode_report").value(1);
+  write_parameters(w, o);
   w.key("seed").value(o.seed);
   w.key("data").begin_object();
   w.key("train_samples").value(r.train_samples);
@@ -73,32 +111,7 @@ void write_report(JsonWriter& w, const SimulationReport& r) {
   for (const auto& n : r.nodes) write_node(w, n, r.has_baselines, o.method.fedcgs.personalize.has_value());
   w.end_array();
   if (r.has_baselines) {
-    w.key("centralized").begin_object();
-    w.key("linear").value(r.centralized_linear);
-    w.key("lda").value(r.centralized_lda);
-    w.end_object();
-    std::vector<double> local_only;
-    double mean = 0;
-    for (const auto& n : r.nodes) {
-      local_only.push_back(n.local_only_accuracy);
-      mean += n.local_only_accuracy / static_cast<double>(r.nodes.size());
-    }
-    w.key("local_only").begin_object();
-    w.key("per_node").array(local_only);
-    w.key("mean").value(mean);
-    w.end_object();
-    w.key("method_baselines").begin_array();
-    for (const auto& b : r.method_baselines) {
-      w.begin_object();
-      w.key("name").value(b.name);
-      w.key("accuracy").value(b.accuracy);
-      w.key("seconds").value(b.seconds);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("method_baseline_shared_seconds").begin_object();
-    for (const auto& b : r.method_baseline_seconds) w.key(b.name).value(b.seconds);
-    w.end_object();
+    write_baselines(w, r);
   } else {
     w.key("centralized").null();
     w.key("local_only").null();

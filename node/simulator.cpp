@@ -1,6 +1,7 @@
 #include "node/simulator.h"
 
 #include "node/member.h"
+#include "node/wire_message.h"
 #include "node/secure_aggregation.h"
 
 #include "methods/fedcgs/fedcgs.h"
@@ -26,21 +27,21 @@ using Clock = std::chrono::steady_clock;
 // numbers count each sender's messages, as message ids do on the network.
 class InMemoryFederation {
  public:
-  InMemoryFederation(std::vector<std::unique_ptr<Machine>> machines, std::string fingerprint,
-                     std::vector<SimNodeResult>& nodes, std::function<void(const std::string&)> say)
-      : machines_(std::move(machines)),
-        fingerprint_(std::move(fingerprint)),
+  InMemoryFederation(std::vector<RunningMember> members, std::vector<SimNodeResult>& nodes,
+                     std::function<void(const std::string&)> say)
+      : members_(std::move(members)),
         nodes_(nodes),
         say_(std::move(say)),
-        sent_(machines_.size(), 0) {}
+        sent_(members_.size(), 0),
+        personal_(members_.size()) {}
 
   // Steps the machines until none has anything left to do; throws for a node that never finished.
   void run() {
-    const int n = static_cast<int>(machines_.size());
+    const int n = static_cast<int>(members_.size());
     for (bool progressed = true; progressed;) {
       progressed = false;
       for (int i = 0; i < n && !progressed; ++i) {
-        Machine& m = *machines_[i];
+        Machine& m = *members_[i].machine;
         if (m.plan_done() && !m.refit_due()) continue;
         const auto t0 = Clock::now();
         Actions actions = m.tick(0.0);
@@ -49,28 +50,25 @@ class InMemoryFederation {
         deliver(i, std::move(actions));
         progressed = true;
         if (!m.plan_done() || m.refit_due()) continue;
-        // Its personal head needs what it holds; a networked node trains it when it finishes.
-        if (personalizes_) try {
-            personal_[i] = m.personal_head();
-          } catch (const InputError& e) {  // as a networked node: its federation head stays its result
-            if (say_) say_("node " + std::to_string(i) + ": warning: no personal head: " + e.what());
-          }
+        // Its personal head (personalised runs) needs what it holds; a networked node trains it
+        // when it finishes.
+        try {
+          personal_[i] = m.personal_head();
+        } catch (const InputError& e) {  // as a networked node: its federation head stays its result
+          if (say_) say_("node " + std::to_string(i) + ": warning: no personal head: " + e.what());
+        }
         // Relays in graph mode pass pieces on unchanged, so machines hold many copies of the
         // same knowledge: a finished node's go as soon as it is done.
         m.release_inputs();
       }
     }
     for (int i = 0; i < n; ++i)
-      if (!machines_[i]->plan_done()) throw InputError("node " + std::to_string(i) + " could never finish in this topology");
+      if (!members_[i].machine->plan_done()) throw InputError("node " + std::to_string(i) + " could never finish in this topology");
   }
 
-  const Machine& machine(int i) const { return *machines_[i]; }
-  // With personalisation (Method::personalizes, set before run()): node i's personal head.
-  void personalize() {
-    personalizes_ = true;
-    personal_.assign(machines_.size(), nullptr);
-  }
-  std::shared_ptr<const Head> personal_head(int i) const { return personalizes_ ? personal_[i] : nullptr; }
+  const Machine& machine(int i) const { return *members_[i].machine; }
+  // Node i's personal head; null where the run does not personalise.
+  std::shared_ptr<const Head> personal_head(int i) const { return personal_[i]; }
 
  private:
   void deliver(int from, Actions actions) {
@@ -79,24 +77,21 @@ class InMemoryFederation {
       if (a.kind != Action::Kind::Send) continue;
       nodes_[from].bytes_sent += a.counted_bytes;
       nodes_[a.to].bytes_received += a.counted_bytes;
-      Machine& to = *machines_[a.to];
+      RunningMember& to = members_[a.to];
       const auto seq = ++sent_[from];
       const NodeId sender = static_cast<NodeId>(from);
       deliver(static_cast<int>(a.to),
-              a.knowledge ? to.accept(sender, seq, a.type, std::move(a.knowledge), true, 0.0)
-              : a.payload ? to.accept(sender, seq, a.type, Payload(*a.payload), true, 0.0)
-                          : to.accept(sender, seq, a.type, Payload(HeadMessage{a.head, a.contributors, fingerprint_, a.class_means}),
-                                      true, 0.0));
+              a.message     ? to.admission->accept(sender, seq, wire_type(a), wire_message(a).payload, true, 0.0)
+              : a.knowledge ? to.machine->accept_knowledge(sender, seq, a.carries, std::move(a.knowledge), true)
+                            : to.machine->accept_head(sender, HeadOffer{a.head, a.contributors, a.class_means}, true, 0.0));
     }
   }
 
-  std::vector<std::unique_ptr<Machine>> machines_;
-  std::string fingerprint_;
-  bool personalizes_ = false;
-  std::vector<std::shared_ptr<const Head>> personal_;
+  std::vector<RunningMember> members_;
   std::vector<SimNodeResult>& nodes_;
   std::function<void(const std::string&)> say_;
   std::vector<uint64_t> sent_;
+  std::vector<std::shared_ptr<const Head>> personal_;
 };
 
 // Every node's share of `all`, with what it holds noted in the report.
@@ -128,6 +123,51 @@ struct FederationHeads {
   std::vector<std::shared_ptr<const Head>> heads, personal;
 };
 
+// Every node a member of the federation, as a networked node assembles one (node/member.h).
+std::vector<RunningMember> simulated_members(const Topology& topology, const std::vector<NodePlan>& plans,
+                                             const Method& method, const std::vector<Features>& local,
+                                             const Features& test, const SimulationOptions& options,
+                                             SimulationReport& report) {
+  const int N = static_cast<int>(local.size());
+  const auto& say = options.progress;
+  const RunId run = simulation_run_id(options.seed);
+  const bool masked = options.method.secure_aggregation != SecureAggregation::Off;
+  std::map<NodeId, PublicKey> keys;
+  if (masked)  // a key pair per node costs, for thousands
+    for (int i = 0; i < N; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(options.seed, static_cast<NodeId>(i)).public_key();
+  std::vector<RunningMember> members;
+  for (int i = 0; i < N; ++i) {
+    const auto id = static_cast<NodeId>(i);
+    MemberInputs in;
+    in.topology = &topology;
+    in.plan = plans[i];
+    in.method = &method;
+    in.options = &options.method;
+    in.local = &local[i];
+    in.seed = options.seed;
+    in.backbone_fingerprint = options.backbone_fingerprint;
+    in.num_classes = report.num_classes;
+    in.dim = report.dim;
+    in.class_names = options.class_names;
+    in.image_encoder = options.image_encoder;
+    in.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
+    if (masked) in.masks = member_masks(topology, plans[i], options.method, simulation_identity(options.seed, id), id, keys, run);
+    if (say)
+      in.say = Say([&say, i](LogLevel level, const std::string& line) {
+        say("node " + std::to_string(i) + ": " + (level == LogLevel::Warning ? "warning: " : "") + line);
+      });
+    Member member = assemble_member(std::move(in));
+    MachineConfig& m = member.machine;
+    m.ctx.progress = say;
+    if (say) m.ctx.watch = &test;
+    report.nodes[i].privacy = std::move(member.privacy);
+    if (options.on_knowledge)
+      m.on_knowledge = [&options, id](NodeId from, const Knowledge& k) { options.on_knowledge(id, from, k); };
+    members.push_back(start_member(std::move(member)));
+  }
+  return members;
+}
+
 // One machine per node over the built topology, run to the end; every node's head scored.
 FederationHeads run_federation(const std::vector<Features>& local, const Features& test,
                                const SimulationOptions& options, SimulationReport& report) {
@@ -141,44 +181,8 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
   const Topology topology = build_topology(build);
   const std::vector<NodePlan> plans = plan_all(topology, plan_options(options.method));
   const auto& say = options.progress;
-  const RunId run = simulation_run_id(options.seed);
-  std::map<NodeId, PublicKey> keys;
-  if (options.method.secure_aggregation != SecureAggregation::Off)
-    for (int i = 0; i < N; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(options.seed, static_cast<NodeId>(i)).public_key();
-  std::vector<std::unique_ptr<Machine>> machines;
-  for (int i = 0; i < N; ++i) {
-    MemberInputs in;
-    in.topology = &topology;
-    in.plan = plans[i];
-    in.method = method.get();
-    in.options = &options.method;
-    in.local = &local[i];
-    in.seed = options.seed;
-    in.backbone_fingerprint = options.backbone_fingerprint;
-    in.num_classes = report.num_classes;
-    in.dim = report.dim;
-    in.class_names = options.class_names;
-    in.image_encoder = options.image_encoder;
-    in.noise_key = simulation_noise_key(options.seed);  // a simulation's noise is as public as its seed
-    if (options.method.secure_aggregation != SecureAggregation::Off)  // a key pair per node costs, for thousands
-      in.masks = member_masks(topology, plans[i], options.method, simulation_identity(options.seed, static_cast<NodeId>(i)),
-                              static_cast<NodeId>(i), keys, run);
-    Member member = assemble_member(std::move(in));
-    MachineConfig& m = member.machine;
-    m.ctx.progress = say;
-    if (say) m.ctx.watch = &test;
-    report.nodes[i].privacy = std::move(member.privacy);
-    if (options.on_knowledge)
-      m.on_knowledge = [&options, i](NodeId from, const Knowledge& k) { options.on_knowledge(static_cast<NodeId>(i), from, k); };
-    m.transfer = transfer_precision(options.method);
-    if (say)
-      m.say = Say([&say, i](LogLevel level, const std::string& line) {
-        say("node " + std::to_string(i) + ": " + (level == LogLevel::Warning ? "warning: " : "") + line);
-      });
-    machines.push_back(std::make_unique<Machine>(std::move(m)));
-  }
-  InMemoryFederation federation(std::move(machines), options.backbone_fingerprint, report.nodes, say);
-  if (method->personalizes()) federation.personalize();
+  InMemoryFederation federation(simulated_members(topology, plans, *method, local, test, options, report), report.nodes,
+                                say);
   federation.run();
   FederationHeads heads;
   for (int i = 0; i < N; ++i) {

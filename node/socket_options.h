@@ -7,6 +7,8 @@
 
 #include <zmq.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace fednode {
@@ -16,5 +18,15 @@ void apply_socket_options(zmq::socket_t& s, const TransportOptions& options);
 
 // One whole (possibly multi-part) message waiting on `s`, or nothing when none waits.
 std::vector<zmq::message_t> read_whole_message(zmq::socket_t& s);
+
+// An event of a socket monitor (zmq_socket_monitor): two parts, 2 bytes of event id and 4 of
+// value (for connections, the descriptor), then the endpoint.
+struct MonitorEvent {
+  uint16_t event = 0;
+  uint32_t value = 0;
+  bool complete = false;  // the first part held both; else event and value are 0
+};
+// The next event waiting on `monitor`, or nothing when none waits.
+std::optional<MonitorEvent> next_monitor_event(zmq::socket_t& monitor);
 
 }  // namespace fednode

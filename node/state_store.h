@@ -22,6 +22,7 @@
 
 #include "crypto/replay.h"
 #include "node/head_io.h"
+#include "node/machine_action.h"
 #include "protocol/messages.h"
 
 #include <memory>
@@ -38,10 +39,6 @@ struct StoredMessage {
   std::string plaintext;  // the payload as it arrived (decoded again on restart)
 };
 
-// A frame the peer may no longer be there to take (a star hub's head refitted on knowledge that
-// came late: a leaf that finished already has closed). Node and Outbox give it up after a while
-// instead of holding the node back or counting the peer as unacknowledged.
-constexpr int kOfferPhase = 3;
 
 struct OutboxEntry {
   uint64_t seq = 0;       // send order over all peers

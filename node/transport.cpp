@@ -131,16 +131,12 @@ struct Transport::Impl {
   }
 
   // The ROUTER's monitor events: a connection a peer made (its descriptor, to watch the bytes that
-  // arrive on it) or one that closed. Each event is two parts: 2 bytes of event id and 4 of
-  // value (the descriptor), then the endpoint.
+  // arrive on it) or one that closed.
   void note_router_events() {
-    for (auto parts = read_whole_message(*router_monitor); !parts.empty(); parts = read_whole_message(*router_monitor)) {
-      uint16_t event = 0;
-      uint32_t value = 0;
-      if (parts[0].size() < sizeof event + sizeof value) continue;
-      std::memcpy(&event, parts[0].data(), sizeof event);
-      std::memcpy(&value, static_cast<const char*>(parts[0].data()) + sizeof event, sizeof value);
-      const int fd = static_cast<int>(value);
+    while (const auto e = next_monitor_event(*router_monitor)) {
+      if (!e->complete) continue;
+      const uint16_t event = e->event;
+      const int fd = static_cast<int>(e->value);
       inbound.erase(std::remove_if(inbound.begin(), inbound.end(), [&](const Inbound& c) { return c.fd == fd; }),
                     inbound.end());
       if (event == ZMQ_EVENT_ACCEPTED) {
@@ -150,6 +146,83 @@ struct Transport::Impl {
         last_inbound = std::chrono::steady_clock::now();
       }
     }
+  }
+
+  // The sockets one receive() polls, in this order: the ROUTER and every DEALER (the data
+  // sockets), the DEALERs' monitors, the ROUTER's monitor, and the ZAP socket with CURVE.
+  struct PollSet {
+    std::vector<zmq::pollitem_t> items;
+    std::vector<NodeId> owners;  // the DEALER at data item k + 1 is owners[k]'s
+    size_t data_items = 0;
+    std::vector<Peer*> monitored;  // the monitor at item data_items + k is monitored[k]'s
+    size_t router_monitor = 0;
+  };
+  PollSet poll_set() {
+    PollSet set;
+    set.items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& [id, p] : peers)
+      if (p.dealer) {
+        // A stream the queue has not taken all of wakes the poll when the queue has room again.
+        const short events = p.stream && pump(p) ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN;
+        set.items.push_back({p.dealer->handle(), 0, events, 0});
+        set.owners.push_back(id);
+      }
+    set.data_items = set.items.size();
+    for (auto& [id, p] : peers)
+      if (p.monitor) {
+        set.items.push_back({p.monitor->handle(), 0, ZMQ_POLLIN, 0});
+        set.monitored.push_back(&p);
+      }
+    set.router_monitor = set.items.size();
+    set.items.push_back({router_monitor->handle(), 0, ZMQ_POLLIN, 0});
+    if (zap) set.items.push_back({zap->socket().handle(), 0, ZMQ_POLLIN, 0});
+    return set;
+  }
+
+  // A DEALER's monitor events: its connection made (the descriptor, to watch the bytes acked on
+  // it), handshaken, or broken. True when a connection broke.
+  static bool take_monitor_events(Peer& peer) {
+    bool broke = false;
+    while (const auto e = next_monitor_event(*peer.monitor)) {
+      const uint16_t event = e->event;
+      if (event == ZMQ_EVENT_CONNECTED) {
+        peer.connection.emplace(static_cast<int>(e->value));  // the new connection's descriptor
+        peer.acked_seen = peer.connection->bytes_acked().value_or(0);
+        peer.last_progress = std::chrono::steady_clock::now();
+      } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        peer.handshaken = true;
+      } else if (event == ZMQ_EVENT_DISCONNECTED) {
+        ++peer.breaks;
+        peer.handshaken = false;
+        peer.connection.reset();
+        broke = true;
+      }
+    }
+    return broke;
+  }
+
+  // A frame from a data socket the poll found readable, starting where the last frame came from,
+  // one past it: a flood on the ROUTER must not keep the acknowledgements that come in on the
+  // DEALERs waiting.
+  std::optional<Incoming> take_frame(const PollSet& set) {
+    for (size_t k = 0; k < set.data_items; ++k) {
+      const size_t i = (next_socket + k) % set.data_items;
+      if (!(set.items[i].revents & ZMQ_POLLIN)) continue;
+      next_socket = i + 1;
+      zmq::socket_t& s = i == 0 ? router : *peers[set.owners[i - 1]].dealer;
+      auto parts = read_whole_message(s);
+      const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id
+      // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
+      // the opening checks would drop a malformed frame.
+      if (parts.size() != envelope + 1) continue;
+      Incoming in;
+      in.frame = ReceivedFrame(std::move(parts.back()));
+      last_inbound = std::chrono::steady_clock::now();
+      if (i == 0) in.route.assign(parts[0].data<char>(), parts[0].size());
+      else in.via_dealer = set.owners[i - 1];
+      return in;
+    }
+    return std::nullopt;
   }
 };
 
@@ -200,35 +273,6 @@ std::string Transport::zeromq_version() {
   int major = 0, minor = 0, patch = 0;
   zmq_version(&major, &minor, &patch);
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
-std::vector<zmq::message_t> read_whole_message(zmq::socket_t& s) {
-  std::vector<zmq::message_t> parts;
-  do {
-    zmq::message_t m;
-    if (!s.recv(m, zmq::recv_flags::dontwait)) break;
-    parts.push_back(std::move(m));
-  } while (parts.back().more());
-  return parts;
-}
-
-void apply_socket_options(zmq::socket_t& s, const TransportOptions& options) {
-  s.set(zmq::sockopt::linger, options.linger_ms);
-  s.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_message_bytes));
-  s.set(zmq::sockopt::rcvhwm, options.receive_queue);
-  const int silence_s = std::max(1, options.silence_ms / 1000);
-  s.set(zmq::sockopt::tcp_keepalive, 1);
-  // Probes start after a third of the silence and come every sixth: three unanswered ones
-  // (the count) end the connection within the silence.
-  s.set(zmq::sockopt::tcp_keepalive_idle, std::max(1, silence_s / 3));
-  s.set(zmq::sockopt::tcp_keepalive_intvl, std::max(1, silence_s / 6));
-  s.set(zmq::sockopt::tcp_keepalive_cnt, 3);
-  s.set(zmq::sockopt::tcp_maxrt, options.silence_ms);
-  // A peer that is down is redialled every 0.1 s, backing off to 0.5 s: a finished node run
-  // again listens for about a second, and with libzmq's backoff up to 2 s a hub's redial fell
-  // between its starts and missed it (it never took the refitted head the hub was offering).
-  s.set(zmq::sockopt::reconnect_ivl, 100);
-  s.set(zmq::sockopt::reconnect_ivl_max, 500);
 }
 
 ReceivedFrame::ReceivedFrame() = default;
@@ -352,26 +396,8 @@ bool Transport::reply(const ReplyPath& in, const std::string& frame) {
 std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    std::vector<zmq::pollitem_t> items;
-    std::vector<NodeId> owners;
-    items.push_back({impl_->router.handle(), 0, ZMQ_POLLIN, 0});
-    for (auto& [id, p] : impl_->peers)
-      if (p.dealer) {
-        // A stream the queue has not taken all of wakes the poll when the queue has room again.
-        const short events = p.stream && impl_->pump(p) ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN;
-        items.push_back({p.dealer->handle(), 0, events, 0});
-        owners.push_back(id);
-      }
-    const size_t data_items = items.size();
-    std::vector<Impl::Peer*> monitored;
-    for (auto& [id, p] : impl_->peers)
-      if (p.monitor) {
-        items.push_back({p.monitor->handle(), 0, ZMQ_POLLIN, 0});
-        monitored.push_back(&p);
-      }
-    const size_t router_monitor_item = items.size();
-    items.push_back({impl_->router_monitor->handle(), 0, ZMQ_POLLIN, 0});
-    if (impl_->zap) items.push_back({impl_->zap->socket().handle(), 0, ZMQ_POLLIN, 0});
+    Impl::PollSet set = impl_->poll_set();
+    auto& items = set.items;
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 deadline - std::chrono::steady_clock::now()));
     try {
@@ -384,55 +410,11 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     if (impl_->zap && (items.back().revents & ZMQ_POLLIN)) impl_->zap->answer_waiting();
     // A broken connection returns at once: its frames may need sending again (Outbox::pump).
     bool broke = false;
-    for (size_t k = 0; k < monitored.size(); ++k) {
-      if (!(items[data_items + k].revents & ZMQ_POLLIN)) continue;
-      // Each event is two parts: 2 bytes of event id and 4 of value, then the endpoint.
-      for (auto parts = read_whole_message(*monitored[k]->monitor); !parts.empty();
-           parts = read_whole_message(*monitored[k]->monitor)) {
-        uint16_t event = 0;
-        uint32_t value = 0;  // CONNECTED: the new connection's descriptor
-        if (parts[0].size() >= sizeof event + sizeof value) {
-          std::memcpy(&event, parts[0].data(), sizeof event);
-          std::memcpy(&value, static_cast<const char*>(parts[0].data()) + sizeof event, sizeof value);
-        }
-        Impl::Peer& peer = *monitored[k];
-        if (event == ZMQ_EVENT_CONNECTED) {
-          peer.connection.emplace(static_cast<int>(value));
-          peer.acked_seen = peer.connection->bytes_acked().value_or(0);
-          peer.last_progress = std::chrono::steady_clock::now();
-        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-          peer.handshaken = true;
-        } else if (event == ZMQ_EVENT_DISCONNECTED) {
-          ++peer.breaks;
-          peer.handshaken = false;
-          peer.connection.reset();
-          broke = true;
-        }
-      }
-    }
-    if (items[router_monitor_item].revents & ZMQ_POLLIN) impl_->note_router_events();
+    for (size_t k = 0; k < set.monitored.size(); ++k)
+      if (items[set.data_items + k].revents & ZMQ_POLLIN) broke |= Impl::take_monitor_events(*set.monitored[k]);
+    if (items[set.router_monitor].revents & ZMQ_POLLIN) impl_->note_router_events();
     if (broke) return std::nullopt;
-    // Starting where the last frame came from, one past it: a flood on the ROUTER must not
-    // keep the acknowledgements that come in on the DEALERs waiting.
-    for (size_t k = 0; k < data_items; ++k) {
-      const size_t i = (impl_->next_socket + k) % data_items;
-      if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      impl_->next_socket = i + 1;
-      zmq::socket_t& s = i == 0 ? impl_->router : *impl_->peers[owners[i - 1]].dealer;
-      auto parts = read_whole_message(s);
-      const size_t envelope = i == 0 ? 1 : 0;  // the ROUTER prepends the routing id
-      // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
-      // the opening checks would drop a malformed frame.
-      if (parts.size() != envelope + 1) continue;
-      Incoming in;
-      in.frame = ReceivedFrame(std::move(parts.back()));
-      impl_->last_inbound = std::chrono::steady_clock::now();
-      if (i == 0)
-        in.route.assign(parts[0].data<char>(), parts[0].size());
-      else
-        in.via_dealer = owners[i - 1];
-      return in;
-    }
+    if (auto in = impl_->take_frame(set)) return in;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
   }
 }

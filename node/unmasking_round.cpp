@@ -1,19 +1,35 @@
 #include "node/unmasking_round.h"
 
-namespace fednode {
 
-std::unique_ptr<UnmaskingRound> UnmaskingRound::for_node(const std::optional<MaskPlan>& masks, const MaskSecrets& secrets,
+#include "node/wire_message.h"
+
+namespace fednode {
+namespace {
+
+Action send(NodeId to, int phase, MessageType type, Payload payload, int64_t counted_bytes = 0) {
+  Action a;
+  a.kind = Action::Kind::Send;
+  a.to = to;
+  a.phase = phase;
+  a.message = std::make_shared<const WireMessage>(type, std::move(payload));
+  a.counted_bytes = counted_bytes;
+  return a;
+}
+
+}  // namespace
+
+std::shared_ptr<UnmaskingRound> UnmaskingRound::for_node(const std::optional<MaskPlan>& masks, MaskSecrets secrets,
                                                          const NodePlan& plan, NodeId self, Say say,
                                                          std::function<std::string(NodeId)> who) {
   if (!masks || !masks->unmasking_round) return nullptr;
-  return std::unique_ptr<UnmaskingRound>(
-      new UnmaskingRound(*masks, secrets, self, plan.head_from, plan.deadline_seconds, std::move(say), std::move(who)));
+  return std::shared_ptr<UnmaskingRound>(new UnmaskingRound(*masks, std::move(secrets), self, plan.head_from,
+                                                            plan.deadline_seconds, std::move(say), std::move(who)));
 }
 
-UnmaskingRound::UnmaskingRound(MaskPlan masks, const MaskSecrets& secrets, NodeId self, std::optional<NodeId> hub,
+UnmaskingRound::UnmaskingRound(MaskPlan masks, MaskSecrets secrets, NodeId self, std::optional<NodeId> hub,
                                double deadline, Say say, std::function<std::string(NodeId)> who)
-    : masks_(std::move(masks)), secrets_(secrets), self_(self), hub_(hub), deadline_(deadline), say_(std::move(say)),
-      who_(std::move(who)) {}
+    : masks_(std::move(masks)), secrets_(std::move(secrets)), self_(self), hub_(hub), deadline_(deadline),
+      say_(std::move(say)), who_(std::move(who)) {}
 
 std::string UnmaskingRound::not_taken(MessageType type) {
   return std::string("only ") +
@@ -76,18 +92,19 @@ void UnmaskingRound::accept(NodeId from, MessageType type, Payload payload, bool
   if (fresh) say_(std::string("received the ") + (tags ? "consistency tags" : "unmasking seeds") + " of " + who_(from));
 }
 
-void UnmaskingRound::answer_if_due(Actions& out) {
+void UnmaskingRound::on_tick(Actions& out) {
   if (answer_due_) answer(out);
 }
 
-UnmaskingRound::Gate UnmaskingRound::gate(const std::function<bool(NodeId)>& holds, double now, double last_inbound,
-                                          Actions& out) {
-  Gate g;
+MergeGate::Decision UnmaskingRound::before_merge(const std::function<bool(NodeId)>& holds, double now,
+                                                 double last_inbound, Actions& out) {
+  Decision g;
   if (!is_hub() || done_) return g;
   const auto give_up = [&](std::string why) {
     done_ = true;
-    g.kind = Gate::Kind::GiveUp;
+    g.kind = Decision::Kind::GiveUp;
     g.why = std::move(why);
+    g.unreadable = masks_.group;
     return g;
   };
   if (!request_) {
@@ -96,17 +113,11 @@ UnmaskingRound::Gate UnmaskingRound::gate(const std::function<bool(NodeId)>& hol
   }
   const UnmaskRequest& decision = *request_;
   const auto ask = [&](NodeId to, const UnmaskRequest& request) {
-    Action a;
-    a.kind = Action::Kind::Send;
-    a.to = to;
-    a.type = MessageType::UnmaskRequest;
-    a.phase = 1;
-    a.payload = std::make_shared<const Payload>(request);
-    out.push_back(std::move(a));
+    out.push_back(send(to, 1, MessageType::UnmaskRequest, request));
   };
   const auto late = [&](double since) { return now - std::max(since, last_inbound) > deadline_; };
   const auto waiting = [&] {
-    g.kind = Gate::Kind::Wait;
+    g.kind = Decision::Kind::Wait;
     return g;
   };
   // The consistency step: every survivor's tags first, so that no survivor reveals a seed before
@@ -156,15 +167,11 @@ void UnmaskingRound::answer(Actions& out) {
   answer_due_ = false;
   const UnmaskRequest& r = *request_;
   Action a;
-  a.kind = Action::Kind::Send;
-  a.to = *hub_;
-  a.type = MessageType::UnmaskReply;
-  a.phase = 2;
   Action said;
   said.kind = Action::Kind::Say;
   if (!tagged_request_) {
-    a.counted_bytes = static_cast<int64_t>(32 * (r.survivors.size() - 1));
-    a.payload = std::make_shared<const Payload>(consistency_reply(self_, r, secrets_));
+    a = send(*hub_, 2, MessageType::UnmaskReply, consistency_reply(self_, r, secrets_),
+             static_cast<int64_t>(32 * (r.survivors.size() - 1)));
     said.line = "secure aggregation: confirming the split " + to_string(r.survivors) + " to the other survivors";
   } else {
     // refusal() checked the tags of a request that arrived; this guards one handed over in memory.
@@ -173,8 +180,7 @@ void UnmaskingRound::answer(Actions& out) {
       say_.warn("secure aggregation: " + why);
       return;
     }
-    a.counted_bytes = static_cast<int64_t>(32 * (1 + r.dropped.size()));
-    a.payload = std::make_shared<const Payload>(unmask_reply(r, secrets_));
+    a = send(*hub_, 2, MessageType::UnmaskReply, unmask_reply(r, secrets_), static_cast<int64_t>(32 * (1 + r.dropped.size())));
     said.line = "secure aggregation: answering the hub's unmasking request with this node's self seed" +
                 (r.dropped.empty() ? std::string() : " and its pair seeds with the dropped " + to_string(r.dropped));
   }

@@ -2,12 +2,12 @@
 // node machine composes. Once the leaves' masked pieces are in or given up on, the hub names the
 // survivors, has each confirm the split to the others (consistency tags), asks each for the
 // seeds that unmask their sum, and reads the sum with them; a leaf answers the one request it
-// accepted. The round holds its own state; the machine asks it about unmasking messages, lets it
-// gate phase 1, and carries out what it asks.
+// accepted. The round holds its own state; the node's admission (node/admission.h) hands it the
+// unmasking messages, the machine lets it gate phase 1 (MergeGate) and carries out what it asks.
 #pragma once
 
 #include "core/log.h"
-#include "node/machine_action.h"
+#include "node/merge_gate.h"
 #include "node/secure_aggregation.h"
 #include "topology/plan.h"
 
@@ -19,10 +19,10 @@
 
 namespace fednode {
 
-class UnmaskingRound {
+class UnmaskingRound : public MergeGate {
  public:
   // Null when the node takes no part in a round: no masks, or a mask group that needs none.
-  static std::unique_ptr<UnmaskingRound> for_node(const std::optional<MaskPlan>& masks, const MaskSecrets& secrets,
+  static std::shared_ptr<UnmaskingRound> for_node(const std::optional<MaskPlan>& masks, MaskSecrets secrets,
                                                   const NodePlan& plan, NodeId self, Say say,
                                                   std::function<std::string(NodeId)> who);
 
@@ -37,22 +37,17 @@ class UnmaskingRound {
   // A request or answer that passed refusal(). `fresh`: it just arrived, not replayed on a restart.
   void accept(NodeId from, MessageType type, Payload payload, bool fresh, Actions& out);
   // The head is in (a restart found it): a replayed request no longer needs an answer.
-  void head_in() { answer_due_ = false; }
+  void on_plan_done() override { answer_due_ = false; }
   // A leaf: answers a request replayed on a restart.
-  void answer_if_due(Actions& out);
-
-  // The hub's gate on phase 1, asked once its inputs are in or given up on.
-  struct Gate {
-    enum class Kind { Go, Wait, GiveUp } kind = Kind::Go;
-    std::shared_ptr<const Unmasking> unmasking;  // Go: what reads the survivors' sum
-    std::string why;                             // GiveUp: why the masked pieces cannot be read
-  };
-  // `holds(m)`: the hub holds member m's masked piece. `last_inbound`: when data last arrived.
-  Gate gate(const std::function<bool(NodeId)>& holds, double now, double last_inbound, Actions& out);
+  void on_tick(Actions& out) override;
+  // The hub's gate on phase 1: Go with what reads the survivors' sum, once every survivor
+  // answered; GiveUp, naming the mask group, when the sum cannot be read.
+  Decision before_merge(const std::function<bool(NodeId)>& holds, double now, double last_inbound,
+                        Actions& out) override;
 
  private:
-  UnmaskingRound(MaskPlan masks, const MaskSecrets& secrets, NodeId self, std::optional<NodeId> hub, double deadline,
-                 Say say, std::function<std::string(NodeId)> who);
+  UnmaskingRound(MaskPlan masks, MaskSecrets secrets, NodeId self, std::optional<NodeId> hub, double deadline, Say say,
+                 std::function<std::string(NodeId)> who);
   bool is_hub() const { return !masks_.member; }
   // The hub's split of its group into survivors (whose pieces it holds) and dropped; why not, when
   // too few survive for the sum to be read without revealing one leaf.
@@ -60,7 +55,7 @@ class UnmaskingRound {
   void answer(Actions& out);
 
   MaskPlan masks_;
-  const MaskSecrets& secrets_;  // the machine's, which outlives the round
+  MaskSecrets secrets_;
   NodeId self_;
   std::optional<NodeId> hub_;   // a leaf's hub
   double deadline_;             // each step of the round waits at most the plan's deadline

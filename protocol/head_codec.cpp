@@ -125,40 +125,18 @@ std::shared_ptr<const Head> read_cnn(MapReader& map, uint64_t dim, uint64_t clas
 
 namespace wire {
 
-void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
-  if (!h.head) fail(ProtocolErrorCode::InvalidValue, "head: no head to send");
-  if (h.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, "head: names no contributors");
-  const Head& head = *h.head;
-  const auto* linear = dynamic_cast<const LinearHead*>(&head);
-  const auto* adapter = dynamic_cast<const AdapterHead*>(&head);
-  const auto* vit = dynamic_cast<const VitHead*>(&head);
-  const auto* cnn = dynamic_cast<const CnnHead*>(&head);
-  if (!linear && !adapter && !vit && !cnn)
-    fail(ProtocolErrorCode::InvalidValue,
-         "head: kind '" + head.kind() + "' cannot be sent (linear, lda, adapter, vit or cnn)");
-  const std::string kind = head.kind();
-  const ClassMeans* means = h.class_means.get();
-  if (means && (means->means.rows() != head.num_classes() || means->means.cols() != head.dim() ||
-                means->present.size() != static_cast<size_t>(head.num_classes())))
-    fail(ProtocolErrorCode::DimensionMismatch, "head.class_means: not C x d for the head's C and d");
-  pk.pack_map((means ? 7 : 6) + (vit || cnn ? 1 : 0));  // a spec and parameters stand for the layers
-  pack_str(pk, "kind");
-  pack_str(pk, kind);
-  pack_str(pk, "contributors");
-  pack_contributors(pk, h.contributors);
-  pack_str(pk, "backbone");
-  pack_str(pk, h.backbone_fingerprint);
-  pack_str(pk, "dim");
-  pk.pack_uint32(static_cast<uint32_t>(head.dim()));
-  pack_str(pk, "classes");
-  pk.pack_uint32(static_cast<uint32_t>(head.num_classes()));
-  if (vit) {
+namespace {
+
+// What stands for the head's parameters: a model's spec and parameters (FedMITR's ViT, FGL's CNN),
+// or the layers of a linear or adapter head.
+void pack_head_parameters(Packer& pk, std::string& out, const Head& head) {
+  if (const auto* vit = dynamic_cast<const VitHead*>(&head)) {
     pack_str(pk, "spec");
     pack_vit_spec(pk, vit->model().spec);
     pack_str(pk, "parameters");
     pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{vit->model().parameters.size()}, vit->model().parameters.data(),
                 "head.parameters");
-  } else if (cnn) {
+  } else if (const auto* cnn = dynamic_cast<const CnnHead*>(&head)) {
     const CnnSpec& c = cnn->model().spec;
     pack_str(pk, "spec");
     pk.pack_map(4);
@@ -170,26 +148,50 @@ void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
     pack_str(pk, "parameters");
     pack_tensor(pk, out, DType::F32, Layout::Dense, Shape{cnn->model().parameters.size()}, cnn->model().parameters.data(),
                 "head.parameters");
-  } else if (linear) {
+  } else if (const auto* linear = dynamic_cast<const LinearHead*>(&head)) {
     pack_str(pk, "layers");
     pk.pack_array(1);
     pack_layer(pk, out, linear->weights(), linear->bias(), "head.layers[0]");
   } else {
     pack_str(pk, "layers");
-    const auto& layers = adapter->layers();
+    const auto& layers = dynamic_cast<const AdapterHead&>(head).layers();
     pk.pack_array(static_cast<uint32_t>(layers.size()));
     for (size_t i = 0; i < layers.size(); ++i)
       pack_layer(pk, out, layers[i].W, layers[i].b, "head.layers[" + std::to_string(i) + "]");
   }
-  if (!means) return;
+}
+
+void pack_class_means(Packer& pk, std::string& out, const ClassMeans& means) {
   pack_str(pk, "class_means");
   pk.pack_map(2);
   pack_str(pk, "means");
-  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{u(means->means.rows()), u(means->means.cols())},
-              means->means.data(), "head.class_means.means");
+  pack_tensor(pk, out, DType::F64, Layout::Dense, Shape{u(means.means.rows()), u(means.means.cols())}, means.means.data(),
+              "head.class_means.means");
   pack_str(pk, "present");
-  pk.pack_array(static_cast<uint32_t>(means->present.size()));
-  for (bool p : means->present) p ? pk.pack_true() : pk.pack_false();
+  pk.pack_array(static_cast<uint32_t>(means.present.size()));
+  for (bool p : means.present) p ? pk.pack_true() : pk.pack_false();
+}
+
+}  // namespace
+
+void pack_head(Packer& pk, std::string& out, const HeadMessage& h) {
+  if (!h.head) fail(ProtocolErrorCode::InvalidValue, "head: no head to send");
+  if (h.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, "head: names no contributors");
+  const Head& head = *h.head;
+  const bool model = dynamic_cast<const VitHead*>(&head) || dynamic_cast<const CnnHead*>(&head);
+  if (!model && !dynamic_cast<const LinearHead*>(&head) && !dynamic_cast<const AdapterHead*>(&head))
+    fail(ProtocolErrorCode::InvalidValue,
+         "head: kind '" + head.kind() + "' cannot be sent (linear, lda, adapter, vit or cnn)");
+  const ClassMeans* means = h.class_means.get();
+  if (means && (means->means.rows() != head.num_classes() || means->means.cols() != head.dim() ||
+                means->present.size() != static_cast<size_t>(head.num_classes())))
+    fail(ProtocolErrorCode::DimensionMismatch, "head.class_means: not C x d for the head's C and d");
+  pk.pack_map((means ? 7 : 6) + (model ? 1 : 0));  // a spec and parameters stand for the layers
+  pack_str(pk, "kind");
+  pack_str(pk, head.kind());
+  pack_origin(pk, h.contributors, h.backbone_fingerprint, head.dim(), head.num_classes());
+  pack_head_parameters(pk, out, head);
+  if (means) pack_class_means(pk, out, *means);
 }
 
 HeadMessage read_head(const msgpack::object& o, const Limits& limits) {

@@ -188,90 +188,99 @@ void check_prompts(const PromptKnowledge& p, const Knowledge& k, const std::stri
   }
 }
 
+// FedPFT: classes as every per-class list, each mixture by GaussianMixture::validate's rules, and
+// the covariance sketch within the mixtures' samples.
+void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& where, bool check_finite) {
+  int previous = -1;
+  uint64_t values = 0;
+  for (size_t i = 0; i < g.classes.size(); ++i) {
+    const auto& c = g.classes[i];
+    check_class_entry(c.label, c.count, previous, k.num_classes, where + ".body.classes[" + std::to_string(i) + "]");
+    previous = c.label;
+    values += static_cast<uint64_t>(c.mixture.means.size() + c.mixture.covariances.size());
+  }
+  // The mixtures' checks read every parameter: on the pool for a multi-megabyte message.
+  for_each_chunk_ordered(g.classes.size(), values * sizeof(double) >= kParallelCheckBytes, [&](size_t i) {
+    check_mixture(g.classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_finite);
+  });
+  const auto& s = g.within_class;
+  if (!s) return;
+  const std::string at = where + ".body.within_class";
+  int64_t samples = 0;
+  for (const auto& c : g.classes) samples += c.count;
+  if (s->residuals < 0 || s->residuals > samples)
+    fail(ProtocolErrorCode::InvalidValue, at + ".residuals: " + std::to_string(s->residuals) + " outside [0, " +
+                                              std::to_string(samples) + "], the samples of the mixtures");
+  expect_dims(s->variances, k.dim, 1, at + ".variances");
+  if (s->factor.cols() != k.dim || s->factor.rows() > k.dim)
+    fail(ProtocolErrorCode::DimensionMismatch, at + ".factor: is " + dims(s->factor.rows(), s->factor.cols()) +
+                                                   ", expected at most " + std::to_string(k.dim) + " rows of " +
+                                                   std::to_string(k.dim));
+  if (check_finite) {
+    expect_finite(s->variances, at + ".variances");
+    expect_finite(s->factor, at + ".factor");
+  }
+  if ((s->variances.array() < 0).any()) fail(ProtocolErrorCode::InvalidValue, at + ".variances: a variance is negative");
+  if (s->residuals == 0 && (s->factor.rows() > 0 || (s->variances.array() != 0).any()))
+    fail(ProtocolErrorCode::InvalidValue, at + ": summarises no residuals but is not empty");
+}
+
+// FedCGS: shapes, counts (negative only with noise), noise variances, and masked parts whose
+// plain counterparts are zero.
+void check_stats(const StatsKnowledge& s, const Knowledge& k, const std::string& where, bool check_finite) {
+  expect_dims(s.A, k.num_classes, k.dim, where + ".body.A");
+  expect_dims(s.B, k.dim, k.dim, where + ".body.B");
+  if (s.N.size() != static_cast<size_t>(k.num_classes))
+    fail(ProtocolErrorCode::DimensionMismatch, where + ".body.N: " + std::to_string(s.N.size()) + " counts for " +
+                                                   std::to_string(k.num_classes) + " classes");
+  // DP-FedCGS's noisy counts may be negative (docs/protocol.md, 6.2).
+  for (size_t c = 0; c < s.N.size(); ++c)
+    if (s.N[c] < 0 && !s.noise.any())
+      fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
+  for (double v : {s.noise.a, s.noise.n, s.noise.b})
+    if (!(v >= 0) || !std::isfinite(v))
+      fail(ProtocolErrorCode::InvalidValue, where + ".body.noise: a variance is negative, NaN or Inf");
+  if (const auto& m = s.masked) {
+    const size_t C = static_cast<size_t>(k.num_classes), d = static_cast<size_t>(k.dim);
+    if (m->group.empty()) fail(ProtocolErrorCode::InvalidValue, where + ".body.masked.group: empty");
+    if (m->N.size() != C || m->A.size() != (m->counts_only ? 0 : C * d) ||
+        m->B.size() != (m->counts_only ? 0 : d * (d + 1) / 2))
+      fail(ProtocolErrorCode::DimensionMismatch, where + ".body.masked: parts of the wrong size");
+    // The masked parts' plain counterparts are left off the wire: they must hold nothing.
+    const bool plain_left_out_empty = std::all_of(s.N.begin(), s.N.end(), [](int64_t n) { return n == 0; }) &&
+                                      (m->counts_only || (s.A.isZero(0.0) && s.B.isZero(0.0)));
+    if (!plain_left_out_empty)
+      fail(ProtocolErrorCode::InvalidValue, where + ".body: a masked part's plain counterpart is not zero");
+  }
+  if (check_finite) {
+    expect_finite(s.A, where + ".body.A");
+    expect_finite(s.B, where + ".body.B");
+  }
+}
+
+// FedTC: classes as every per-class list, each with at least one prototype of the dimension.
+void check_prototypes(const PrototypeKnowledge& p, const Knowledge& k, const std::string& where, bool check_finite) {
+  int previous = -1;
+  for (size_t i = 0; i < p.classes.size(); ++i) {
+    const auto& c = p.classes[i];
+    const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
+    check_class_entry(c.label, c.count, previous, k.num_classes, at);
+    if (c.prototypes.rows() < 1) fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
+    expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
+    if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
+    previous = c.label;
+  }
+}
+
 void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
   if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
   if (k.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
-  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) {
-    int previous = -1;
-    uint64_t values = 0;
-    for (size_t i = 0; i < g->classes.size(); ++i) {
-      const auto& c = g->classes[i];
-      check_class_entry(c.label, c.count, previous, k.num_classes,
-                        where + ".body.classes[" + std::to_string(i) + "]");
-      previous = c.label;
-      values += static_cast<uint64_t>(c.mixture.means.size() + c.mixture.covariances.size());
-    }
-    // The mixtures' checks read every parameter: on the pool for a multi-megabyte message.
-    for_each_chunk_ordered(g->classes.size(), values * sizeof(double) >= kParallelCheckBytes, [&](size_t i) {
-      check_mixture(g->classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_finite);
-    });
-    if (const auto& s = g->within_class) {
-      const std::string at = where + ".body.within_class";
-      int64_t samples = 0;
-      for (const auto& c : g->classes) samples += c.count;
-      if (s->residuals < 0 || s->residuals > samples)
-        fail(ProtocolErrorCode::InvalidValue, at + ".residuals: " + std::to_string(s->residuals) + " outside [0, " +
-                                                  std::to_string(samples) + "], the samples of the mixtures");
-      expect_dims(s->variances, k.dim, 1, at + ".variances");
-      if (s->factor.cols() != k.dim || s->factor.rows() > k.dim)
-        fail(ProtocolErrorCode::DimensionMismatch, at + ".factor: is " + dims(s->factor.rows(), s->factor.cols()) +
-                                                       ", expected at most " + std::to_string(k.dim) + " rows of " +
-                                                       std::to_string(k.dim));
-      if (check_finite) {
-        expect_finite(s->variances, at + ".variances");
-        expect_finite(s->factor, at + ".factor");
-      }
-      if ((s->variances.array() < 0).any()) fail(ProtocolErrorCode::InvalidValue, at + ".variances: a variance is negative");
-      if (s->residuals == 0 && (s->factor.rows() > 0 || (s->variances.array() != 0).any()))
-        fail(ProtocolErrorCode::InvalidValue, at + ": summarises no residuals but is not empty");
-    }
-  } else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) {
-    expect_dims(s->A, k.num_classes, k.dim, where + ".body.A");
-    expect_dims(s->B, k.dim, k.dim, where + ".body.B");
-    if (s->N.size() != static_cast<size_t>(k.num_classes))
-      fail(ProtocolErrorCode::DimensionMismatch, where + ".body.N: " + std::to_string(s->N.size()) +
-                                                     " counts for " + std::to_string(k.num_classes) + " classes");
-    // DP-FedCGS's noisy counts may be negative (docs/protocol.md, 6.2).
-    for (size_t c = 0; c < s->N.size(); ++c)
-      if (s->N[c] < 0 && !s->noise.any())
-        fail(ProtocolErrorCode::InvalidValue, where + ".body.N[" + std::to_string(c) + "]: negative");
-    for (double v : {s->noise.a, s->noise.n, s->noise.b})
-      if (!(v >= 0) || !std::isfinite(v))
-        fail(ProtocolErrorCode::InvalidValue, where + ".body.noise: a variance is negative, NaN or Inf");
-    if (const auto& m = s->masked) {
-      const size_t C = static_cast<size_t>(k.num_classes), d = static_cast<size_t>(k.dim);
-      if (m->group.empty()) fail(ProtocolErrorCode::InvalidValue, where + ".body.masked.group: empty");
-      if (m->N.size() != C || m->A.size() != (m->counts_only ? 0 : C * d) ||
-          m->B.size() != (m->counts_only ? 0 : d * (d + 1) / 2))
-        fail(ProtocolErrorCode::DimensionMismatch, where + ".body.masked: parts of the wrong size");
-      // The masked parts' plain counterparts are left off the wire: they must hold nothing.
-      const bool plain_left_out_empty =
-          std::all_of(s->N.begin(), s->N.end(), [](int64_t n) { return n == 0; }) &&
-          (m->counts_only || (s->A.isZero(0.0) && s->B.isZero(0.0)));
-      if (!plain_left_out_empty)
-        fail(ProtocolErrorCode::InvalidValue, where + ".body: a masked part's plain counterpart is not zero");
-    }
-    if (check_finite) {
-      expect_finite(s->A, where + ".body.A");
-      expect_finite(s->B, where + ".body.B");
-    }
-  } else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) {
-    int previous = -1;
-    for (size_t i = 0; i < p->classes.size(); ++i) {
-      const auto& c = p->classes[i];
-      const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
-      check_class_entry(c.label, c.count, previous, k.num_classes, at);
-      if (c.prototypes.rows() < 1) fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
-      expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
-      if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
-      previous = c.label;
-    }
-  } else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) {
-    check_models(*m, k, where, check_finite);
-  } else if (auto* p = std::get_if<PromptKnowledge>(&k.payload)) {
-    check_prompts(*p, k, where);
-  }
+  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) check_gmm(*g, k, where, check_finite);
+  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) check_stats(*s, k, where, check_finite);
+  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) check_prototypes(*p, k, where, check_finite);
+  else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) check_models(*m, k, where, check_finite);
+  else if (auto* q = std::get_if<PromptKnowledge>(&k.payload)) check_prompts(*q, k, where);
 }
 
 // A variance that rounds to zero in float16 would make the receiver reject the whole message.
@@ -524,6 +533,68 @@ const msgpack::object_array& read_class_list(MapReader& body, int num_classes) {
   return list;
 }
 
+// One class's mixture: every shape proven against the data present before its values are
+// allocated; the values are converted later, together, by `jobs`.
+ClassMixture read_class_mixture(MapReader& m, int previous, const Knowledge& k, uint64_t& samples, const Limits& limits,
+                                TensorJobs& jobs) {
+  const uint64_t d = static_cast<uint64_t>(k.dim);
+  ClassMixture c;
+  std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
+  const std::string_view type = m.str("covariance");
+  if (type == "full") c.mixture.type = CovarianceType::Full;
+  else if (type == "diag") c.mixture.type = CovarianceType::Diag;
+  else if (type == "spherical") c.mixture.type = CovarianceType::Spherical;
+  else
+    fail(ProtocolErrorCode::InvalidValue, m.path("covariance") + ": unknown covariance type '" + printable(type) +
+                                              "' (full, diag or spherical)");
+  const TensorIn weights = read_tensor(m.at("weights"), m.path("weights"));
+  const TensorIn means = read_tensor(m.at("means"), m.path("means"));
+  const TensorIn covs = read_tensor(m.at("covariances"), m.path("covariances"));
+  m.finish();
+  if (weights.shape.size() != 1)
+    fail(ProtocolErrorCode::DimensionMismatch, weights.path + ": must be one-dimensional, shape is " +
+                                                   shape_string(weights.shape));
+  const uint64_t K = weights.shape[0];
+  if (K == 0) fail(ProtocolErrorCode::InvalidValue, weights.path + ": mixture has no components");
+  check_limit(K, limits.max_components, weights.path, "max_components");
+  expect_shape(weights, {K}, Layout::Dense);
+  expect_shape(means, {K, d}, Layout::Dense);
+  switch (c.mixture.type) {
+    case CovarianceType::Full: expect_shape(covs, {K, d, d}, Layout::Upper); break;
+    case CovarianceType::Diag: expect_shape(covs, {K, d}, Layout::Dense); break;
+    case CovarianceType::Spherical: expect_shape(covs, {K}, Layout::Dense); break;
+  }
+  // Every shape is now proven against the data actually present: allocation is bounded.
+  const auto Ki = static_cast<Eigen::Index>(K), di = static_cast<Eigen::Index>(d);
+  c.mixture.weights.resize(Ki);
+  c.mixture.means.resize(Ki, di);
+  c.mixture.covariances.resize(covariance_rows(c.mixture.type, Ki, di), covariance_cols(c.mixture.type, di));
+  // Moving a mixture keeps its buffers where they are, so the deferred conversions can aim at them.
+  unpack_tensor(weights, c.mixture.weights.data(), &jobs);
+  unpack_tensor(means, c.mixture.means.data(), &jobs);
+  unpack_tensor(covs, c.mixture.covariances.data(), &jobs);
+  return c;
+}
+
+void read_sketch(MapReader& m, uint64_t d, CovarianceSketch& s, TensorJobs& jobs) {
+  // Bounded by the mixtures' samples, themselves at most max_samples; check_structure says so.
+  s.residuals = static_cast<int64_t>(std::min<uint64_t>(m.uint("residuals"), uint64_t{1} << 62));
+  const TensorIn variances = read_tensor(m.at("variances"), m.path("variances"));
+  const TensorIn factor = read_tensor(m.at("factor"), m.path("factor"));
+  m.finish();
+  expect_shape(variances, {d}, Layout::Dense);
+  if (factor.shape.size() != 2 || factor.shape[1] != d || factor.shape[0] > d)
+    fail(ProtocolErrorCode::DimensionMismatch, factor.path + ": shape is " + shape_string(factor.shape) +
+                                                   ", expected [rank, " + std::to_string(d) + "] with rank <= " +
+                                                   std::to_string(d));
+  expect_shape(factor, factor.shape, Layout::Dense);
+  const auto di = static_cast<Eigen::Index>(d);
+  s.variances.resize(di);
+  s.factor.resize(static_cast<Eigen::Index>(factor.shape[0]), di);
+  unpack_tensor(variances, s.variances.data(), &jobs);
+  unpack_tensor(factor, s.factor.data(), &jobs);
+}
+
 GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
   MapReader body(o, "knowledge.body");
   const auto& list = read_class_list(body, k.num_classes);
@@ -532,66 +603,14 @@ GmmKnowledge read_gmm(const msgpack::object& o, const Knowledge& k, const Limits
   TensorJobs jobs;
   int previous = -1;
   uint64_t samples = 0;
-  const uint64_t d = static_cast<uint64_t>(k.dim);
   for (uint32_t i = 0; i < list.size; ++i) {
     MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
-    ClassMixture c;
-    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
-    previous = c.label;
-    const std::string_view type = m.str("covariance");
-    if (type == "full") c.mixture.type = CovarianceType::Full;
-    else if (type == "diag") c.mixture.type = CovarianceType::Diag;
-    else if (type == "spherical") c.mixture.type = CovarianceType::Spherical;
-    else
-      fail(ProtocolErrorCode::InvalidValue, m.path("covariance") + ": unknown covariance type '" +
-                                                printable(type) + "' (full, diag or spherical)");
-    const TensorIn weights = read_tensor(m.at("weights"), m.path("weights"));
-    const TensorIn means = read_tensor(m.at("means"), m.path("means"));
-    const TensorIn covs = read_tensor(m.at("covariances"), m.path("covariances"));
-    m.finish();
-    if (weights.shape.size() != 1)
-      fail(ProtocolErrorCode::DimensionMismatch, weights.path + ": must be one-dimensional, shape is " +
-                                                     shape_string(weights.shape));
-    const uint64_t K = weights.shape[0];
-    if (K == 0) fail(ProtocolErrorCode::InvalidValue, weights.path + ": mixture has no components");
-    check_limit(K, limits.max_components, weights.path, "max_components");
-    expect_shape(weights, {K}, Layout::Dense);
-    expect_shape(means, {K, d}, Layout::Dense);
-    switch (c.mixture.type) {
-      case CovarianceType::Full: expect_shape(covs, {K, d, d}, Layout::Upper); break;
-      case CovarianceType::Diag: expect_shape(covs, {K, d}, Layout::Dense); break;
-      case CovarianceType::Spherical: expect_shape(covs, {K}, Layout::Dense); break;
-    }
-    // Every shape is now proven against the data actually present: allocation is bounded.
-    const auto Ki = static_cast<Eigen::Index>(K), di = static_cast<Eigen::Index>(d);
-    c.mixture.weights.resize(Ki);
-    c.mixture.means.resize(Ki, di);
-    c.mixture.covariances.resize(covariance_rows(c.mixture.type, Ki, di), covariance_cols(c.mixture.type, di));
-    // Moving a mixture keeps its buffers where they are, so the deferred conversions can aim at them.
-    unpack_tensor(weights, c.mixture.weights.data(), &jobs);
-    unpack_tensor(means, c.mixture.means.data(), &jobs);
-    unpack_tensor(covs, c.mixture.covariances.data(), &jobs);
-    g.classes.push_back(std::move(c));
+    g.classes.push_back(read_class_mixture(m, previous, k, samples, limits, jobs));
+    previous = g.classes.back().label;
   }
   if (const msgpack::object* sketch = body.find("within_class")) {
     MapReader m(*sketch, body.path("within_class"));
-    CovarianceSketch& s = g.within_class.emplace();
-    // Bounded by the mixtures' samples, themselves at most max_samples; check_structure says so.
-    s.residuals = static_cast<int64_t>(std::min<uint64_t>(m.uint("residuals"), uint64_t{1} << 62));
-    const TensorIn variances = read_tensor(m.at("variances"), m.path("variances"));
-    const TensorIn factor = read_tensor(m.at("factor"), m.path("factor"));
-    m.finish();
-    expect_shape(variances, {d}, Layout::Dense);
-    if (factor.shape.size() != 2 || factor.shape[1] != d || factor.shape[0] > d)
-      fail(ProtocolErrorCode::DimensionMismatch, factor.path + ": shape is " + shape_string(factor.shape) +
-                                                     ", expected [rank, " + std::to_string(d) + "] with rank <= " +
-                                                     std::to_string(d));
-    expect_shape(factor, factor.shape, Layout::Dense);
-    const auto di = static_cast<Eigen::Index>(d);
-    s.variances.resize(di);
-    s.factor.resize(static_cast<Eigen::Index>(factor.shape[0]), di);
-    unpack_tensor(variances, s.variances.data(), &jobs);
-    unpack_tensor(factor, s.factor.data(), &jobs);
+    read_sketch(m, static_cast<uint64_t>(k.dim), g.within_class.emplace(), jobs);
   }
   body.finish();
   jobs.run();
@@ -854,14 +873,7 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
   pk.pack_map(6);
   pack_str(pk, "method");
   pack_str(pk, k.method_name());
-  pack_str(pk, "contributors");
-  pack_contributors(pk, k.contributors);
-  pack_str(pk, "backbone");
-  pack_str(pk, k.backbone_fingerprint);
-  pack_str(pk, "dim");
-  pk.pack_uint32(static_cast<uint32_t>(k.dim));
-  pack_str(pk, "classes");
-  pk.pack_uint32(static_cast<uint32_t>(k.num_classes));
+  pack_origin(pk, k.contributors, k.backbone_fingerprint, k.dim, k.num_classes);
   pack_str(pk, "body");
   // The values are converted after the structure is written, together on the pool (TensorJobs).
   TensorJobs local;

@@ -16,6 +16,17 @@ void pack_contributors(Packer& pk, const Contributors& c) {
   for (NodeId id : c) pk.pack_uint32(id);  // std::set iterates in increasing order
 }
 
+void pack_origin(Packer& pk, const Contributors& contributors, const std::string& backbone, int dim, int classes) {
+  pack_str(pk, "contributors");
+  pack_contributors(pk, contributors);
+  pack_str(pk, "backbone");
+  pack_str(pk, backbone);
+  pack_str(pk, "dim");
+  pk.pack_uint32(static_cast<uint32_t>(dim));
+  pack_str(pk, "classes");
+  pk.pack_uint32(static_cast<uint32_t>(classes));
+}
+
 Contributors read_contributors(const msgpack::object& o, const std::string& path, const Limits& limits) {
   const auto& a = as_array(o, path);
   check_limit(a.size, limits.max_contributors, path, "max_contributors");

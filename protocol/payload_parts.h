@@ -10,6 +10,9 @@
 namespace fednode::wire {
 
 void pack_contributors(Packer& pk, const Contributors& c);
+// What knowledge and heads both say of where they come from, as four entries of their map:
+// contributors, backbone, dim, classes (docs/protocol.md, sections 5.2 and 5.3).
+void pack_origin(Packer& pk, const Contributors& contributors, const std::string& backbone, int dim, int classes);
 // Non-empty, strictly increasing 32-bit ids, at most limits.max_contributors.
 Contributors read_contributors(const msgpack::object& o, const std::string& path, const Limits& limits);
 // An unsigned integer in [1, limit], for dimensions and class counts.

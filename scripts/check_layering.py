@@ -6,10 +6,15 @@ visible to it when it may use them *or* when a folder it uses does (crypto/ sees
 protocol/), and a relative "../node/x.h" bypasses include paths altogether. This check sees the
 includes as written, so it catches both.
 
+A file may be held to less than its folder: `--forbid GLOB=FOLDER,...` refuses any file matching
+GLOB whose includes lead, directly or through other headers of the repository, to FOLDER/ (the node
+machine is wire-free: node/machine.* may not reach protocol/ by any path).
+
 Usage: check_layering.py SOURCE_DIR --uses FOLDER=DEP,DEP ... [--exception FILE=DEP ...]
-                         [--external PREFIX=FOLDER,FOLDER ...]
+                         [--external PREFIX=FOLDER,FOLDER ...] [--forbid GLOB=FOLDER,FOLDER ...]
 CMakeLists.txt passes the same table it links the per-folder libraries with.
 """
+import glob
 import argparse
 import os
 import re
@@ -26,12 +31,54 @@ def parse_table(items):
     return table
 
 
+def repository_includes(root, rel):
+    """The repository headers `rel` includes with quotes, as the compiler resolves them."""
+    found = []
+    path = os.path.join(root, rel)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = INCLUDE.match(line)
+            if not m or m.group(1) != '"':
+                continue
+            for candidate in (os.path.join(os.path.dirname(path), m.group(2)), os.path.join(root, m.group(2))):
+                candidate = os.path.normpath(candidate)
+                if os.path.isfile(candidate) and not os.path.relpath(candidate, root).startswith(".."):
+                    found.append(os.path.relpath(candidate, root))
+                    break
+    return found
+
+
+def forbidden_reach(root, rules):
+    """Files of a --forbid rule whose include closure reaches a folder the rule names."""
+    problems = []
+    for rule in rules:
+        pattern, _, value = rule.partition("=")
+        banned = {v for v in value.split(",") if v}
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            start = os.path.relpath(path, root)
+            chains = {start: [start]}
+            todo = [start]
+            while todo:
+                here = todo.pop(0)
+                for target in repository_includes(root, here):
+                    if target in chains:
+                        continue
+                    chains[target] = chains[here] + [target]
+                    if target.split(os.sep)[0] in banned:
+                        problems.append(f"{start}: reaches {target} through {' > '.join(chains[target])}: "
+                                        f"{pattern} may not use {target.split(os.sep)[0]}/")
+                    else:
+                        todo.append(target)
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("source_dir")
     parser.add_argument("--uses", action="append", default=[])
     parser.add_argument("--exception", action="append", default=[])
     parser.add_argument("--external", action="append", default=[])
+    parser.add_argument("--forbid", action="append", default=[])
     args = parser.parse_args()
 
     root = os.path.realpath(args.source_dir)
@@ -77,6 +124,7 @@ def main():
                         if top not in allowed:
                             problems.append(f"{where}: {folder}/ may not use {top}/ "
                                             f"(it may use {', '.join(sorted(uses[folder])) or 'no other folder'})")
+    problems += forbidden_reach(root, args.forbid)
     for p in problems:
         print(p, file=sys.stderr)
     print(f"layering: {checked} includes in {', '.join(sorted(folders))}: "

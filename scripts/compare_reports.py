@@ -46,7 +46,7 @@ launch-*.json (every node's result.json after `fednode launch`, docs/node.md):
   wire bytes above
   metrics (each node's Prometheus file, launch --metrics-dir): every sample, except those whose
   name says seconds, timestamp, resend, duplicate, rejected, retries or start_time, and byte
-  counters as the wire bytes above
+  counters as the wire bytes above; a metric the baseline lacks is noted as added, not compared
   simulate reports also compare each node's privacy ledger and personalised accuracies
 
 launch-*.toml (the topology file the suite launched): the text, exactly. A difference means the
@@ -170,7 +170,14 @@ def compare_launch(a, b, out, notes):
         def kept(m):
             skip = METRIC_TIMING_WORDS + ([] if wire else METRIC_WIRE_WORDS)
             return {n: {k: v for k, v in vals.items() if not any(w in k for w in skip)} for n, vals in m.items()}
-        diff("metrics", kept(ma), kept(mb), out)
+        # A metric the baseline did not have is something new to watch, not a change of behaviour:
+        # it is noted, and every sample the baseline had must still be there, equal.
+        ka, kb = kept(ma), kept(mb)
+        added = sorted({k.split("{")[0] for n, vals in kb.items() for k in vals if k not in ka.get(n, {})})
+        if added:
+            notes.append("metrics added since the baseline (not compared): " + ", ".join(added))
+            kb = {n: {k: v for k, v in vals.items() if k in ka.get(n, {})} for n, vals in kb.items()}
+        diff("metrics", ka, kb, out)
 
 
 def compare_file(before, after, name):

@@ -44,6 +44,7 @@ class InboxReceipts : public ::testing::Test {
     m.ctx = test::node_context(1, kClasses, kDim, kSeed);
     machine_ = std::make_unique<Machine>(m);
     machine_->restart(false, false, nullptr, {}, 0.0);
+    admission_ = std::make_unique<Admission>(*machine_, nullptr);
 
     Identity id0 = Identity::generate(), id1 = Identity::generate();
     const PublicKey key0 = id0.public_key(), key1 = id1.public_key();
@@ -54,7 +55,7 @@ class InboxReceipts : public ::testing::Test {
     transport_ = std::make_unique<Transport>(1, "tcp://127.0.0.1:" + std::to_string(kPort));
     OutboxTiming timing{std::chrono::milliseconds(1), std::chrono::milliseconds(300000), 60.0};
     outbox_ = std::make_unique<Outbox>(*store_, *transport_, timing, Say{}, [](NodeId id) { return std::to_string(id); });
-    inbox_ = std::make_unique<Inbox>(*node1_, *store_, *transport_, *outbox_, *machine_, Say{},
+    inbox_ = std::make_unique<Inbox>(*node1_, *store_, *transport_, *outbox_, *admission_, Say{},
                                      [](NodeId id) { return std::to_string(id); }, Pacing{0});
 
     knowledge_ = method_->summarize(test::labelled_blobs(60, kDim, kClasses, 100), test::node_context(0, kClasses, kDim, kSeed));
@@ -118,6 +119,7 @@ class InboxReceipts : public ::testing::Test {
   std::unique_ptr<Method> method_;
   Features local_;
   std::unique_ptr<Machine> machine_;
+  std::unique_ptr<Admission> admission_;
   std::unique_ptr<SecureChannel> node0_, node1_;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<Transport> transport_;
@@ -208,6 +210,45 @@ TEST_F(InboxReceipts, RemindersFollowTheSendersNewestConnection) {
   send_receipt(*second, reminded.at(1));
   settle_answers();
   EXPECT_TRUE(inbox_->awaiting_receipts().empty());
+}
+
+// docs/protocol.md section 12: a stream that does not finish is dropped, counted and said, and
+// nothing of it is used: one whose sender began another stream, one whose chunks stopped coming,
+// and one still unfinished when the node closes (issue 50, item 6).
+TEST_F(InboxReceipts, UnfinishedStreamsAreDroppedCountedAndNeverUsed) {
+  auto s = connect();
+  deliver(*s, node0_->seal(1, next_id_++, Payload(hello({1, 2}))));
+  const std::string plaintext(5000, 'x');  // five chunks of 1 KiB
+  const auto stream = [&](uint64_t id) {
+    return node0_->seal_stream(1, id, MessageType::Knowledge, plaintext, StreamCipher::ChaCha20Poly1305, 1024);
+  };
+  auto first = stream(next_id_++);
+  deliver(*s, first->take(0));
+  deliver(*s, first->take(1));
+  EXPECT_EQ(inbox_->tally().streams_abandoned, 0);
+  auto second = stream(next_id_++);
+  deliver(*s, second->take(0));
+  EXPECT_EQ(inbox_->tally().streams_abandoned, 1) << "its sender began another stream";
+  const int64_t dropped_before = inbox_->tally().chunks_dropped;
+  deliver(*s, first->take(2));
+  EXPECT_EQ(inbox_->tally().chunks_dropped, dropped_before + 1) << "a chunk of the replaced stream";
+  deliver(*s, second->take(1));
+
+  inbox_->drop_stalled_streams(std::chrono::milliseconds(60000));
+  EXPECT_EQ(inbox_->tally().streams_abandoned, 1) << "not silent long enough";
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  inbox_->drop_stalled_streams(std::chrono::milliseconds(10));
+  EXPECT_EQ(inbox_->tally().streams_abandoned, 2) << "its chunks stopped coming";
+  deliver(*s, second->take(2));
+  EXPECT_EQ(inbox_->tally().chunks_dropped, dropped_before + 2) << "a chunk of the dropped stream";
+
+  auto third = stream(next_id_++);
+  deliver(*s, third->take(0));
+  inbox_->drop_unfinished_streams();
+  EXPECT_EQ(inbox_->tally().streams_abandoned, 3) << "unfinished at close";
+  EXPECT_EQ(inbox_->tally().messages_received, 1) << "only the hello was taken";
+  EXPECT_EQ(inbox_->tally().frames_rejected, 0);
+  EXPECT_EQ(acks(*s).size(), 1u) << "only the hello was acknowledged";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // on a sender at its deadline, refits when that sender's knowledge comes late, and a star leaf
 // takes its hub's head, or waits a deadline for a refit that covers its own data.
 #include "core/rng.h"
+#include "node/admission.h"
 #include "node/machine.h"
 #include "node/state_store.h"
 #include "node/step.h"
@@ -84,6 +85,12 @@ Payload payload_of(const Action& send) {
   return Payload(HeadMessage{send.head, send.contributors, "test"});
 }
 
+// What a machine is handed for another's Send, as a driver hands it: its knowledge, or its head.
+Actions hand(Machine& to, NodeId from, const Action& send, double now = 0.0) {
+  if (send.knowledge) return to.accept_knowledge(from, 1, send.carries, send.knowledge, true);
+  return to.accept_head(from, HeadOffer{send.head, send.contributors, send.class_means}, true, now);
+}
+
 TEST(Machine, AChainNodeActsOnceItsInputIsInAndForwardsWhatItMerged) {
   Federation f(TopologyMode::Linear, 3);
   EXPECT_TRUE(f[1].tick(0.0).empty()) << "node 1 waits for node 0";
@@ -96,10 +103,11 @@ TEST(Machine, AChainNodeActsOnceItsInputIsInAndForwardsWhatItMerged) {
   EXPECT_EQ(first[2].kind, Action::Kind::PhaseDone);
   EXPECT_EQ(first[3].kind, Action::Kind::Say) << "said once the phase is marked done";
   EXPECT_TRUE(f[0].plan_done());
-  EXPECT_EQ(f[1].refusal(0, MessageType::Knowledge, payload_of(first[1])), "");
-  EXPECT_NE(f[2].refusal(0, MessageType::Knowledge, payload_of(first[1])), "") << "node 0 does not send to node 2";
-  EXPECT_TRUE(f[1].accept(0, 1, MessageType::Knowledge, payload_of(first[1]), true, 0.0).empty());
-  EXPECT_TRUE(f[1].is_repeat(0, MessageType::Knowledge, payload_of(first[1])));
+  EXPECT_EQ(Admission(f[1], nullptr).refusal(0, MessageType::Knowledge, payload_of(first[1])), "");
+  EXPECT_NE(Admission(f[2], nullptr).refusal(0, MessageType::Knowledge, payload_of(first[1])), "")
+      << "node 0 does not send to node 2";
+  EXPECT_TRUE(hand(f[1], 0, first[1], 0.0).empty());
+  EXPECT_TRUE(Admission(f[1], nullptr).is_repeat(0, MessageType::Knowledge, payload_of(first[1])));
   const Actions second = f[1].tick(0.0);
   const auto sends = of_kind(second, Action::Kind::Send);
   ASSERT_EQ(sends.size(), 1u);
@@ -121,7 +129,7 @@ TEST(Machine, ASenderPastItsDeadlineIsGivenUpOnAndItsLateKnowledgeRefitsTheHead)
   const Actions sent = f[0].tick(0.0);
   const auto to_one = of_kind(sent, Action::Kind::Send);
   ASSERT_EQ(to_one.size(), 1u);
-  f[1].accept(0, 1, MessageType::Knowledge, payload_of(to_one[0]), true, 6.0);
+  hand(f[1], 0, to_one[0], 6.0);
   EXPECT_TRUE(f[1].refit_due());
   const Actions refit = f[1].tick(6.0);
   EXPECT_EQ(of_kind(refit, Action::Kind::HeadChanged).size(), 1u);
@@ -136,13 +144,13 @@ TEST(Machine, AStarLeafTakesItsHubsHead) {
     const auto sends = of_kind(f[leaf].tick(0.0), Action::Kind::Send);
     ASSERT_EQ(sends.size(), 1u);
     EXPECT_FALSE(f[leaf].outcome().head) << "a leaf does not fit a head in phase 1";
-    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(sends[0]), true, 0.0);
+    hand(f[0], static_cast<NodeId>(leaf), sends[0], 0.0);
   }
   const auto heads = of_kind(f[0].tick(0.0), Action::Kind::Send);
   ASSERT_EQ(heads.size(), 2u);
-  EXPECT_EQ(heads[0].type, MessageType::Head);
+  EXPECT_EQ(heads[0].carries, PlanMessage::Head);
   EXPECT_EQ(heads[0].counted_bytes, head_bytes(*heads[0].head));
-  f[1].accept(0, 1, MessageType::Head, payload_of(heads[0]), true, 0.0);
+  hand(f[1], 0, heads[0], 0.0);
   f[1].tick(0.0);
   EXPECT_TRUE(f[1].plan_done());
   EXPECT_EQ(f[1].outcome().head, heads[0].head);
@@ -167,12 +175,13 @@ TwoHubs feed_two_hubs(Federation& f, std::initializer_list<int> order) {
   t.other = std::make_unique<Machine>(f.config(0));
   t.other->restart(false, false, nullptr, {}, 0.0);
   for (int leaf = 1; leaf < 5; ++leaf)
-    f[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(t.sends[leaf - 1]), true, 0.0);
+    hand(f[0], static_cast<NodeId>(leaf), t.sends[leaf - 1], 0.0);
   for (int leaf : order)
-    t.other->accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, payload_of(t.sends[leaf - 1]), true, 0.0);
+    hand(*t.other, static_cast<NodeId>(leaf), t.sends[leaf - 1], 0.0);
   EXPECT_EQ(f[0].folded_count(), 4u);
   EXPECT_EQ(t.other->folded_count(), 4u);
-  EXPECT_TRUE(t.other->is_repeat(3, MessageType::Knowledge, payload_of(t.sends[2]))) << "a folded piece is still known";
+  EXPECT_TRUE(t.other->holds_knowledge(3, PlanMessage::Knowledge, t.sends[2].knowledge->contributors))
+      << "a folded piece is still known";
   f[0].tick(0.0);
   t.other->tick(0.0);
   EXPECT_TRUE(f[0].outcome().head && t.other->outcome().head);
@@ -207,23 +216,23 @@ TEST(Machine, AFedPftHubDrawsItsLeavesSamplesOnArrivalAndFitsTheSameHead) {
 
   Federation chain(TopologyMode::Linear, 3, 5, "fedpft");
   const auto from_zero = of_kind(chain[0].tick(0.0), Action::Kind::Send).at(0);
-  chain[1].accept(0, 1, MessageType::Knowledge, payload_of(from_zero), true, 0.0);
+  hand(chain[1], 0, from_zero, 0.0);
   EXPECT_EQ(chain[1].folded_count(), 0u) << "node 1 merges what it received and sends it on";
 }
 
 TEST(Machine, OnlyPiecesNothingWillWantApartAreFolded) {
   Federation f(TopologyMode::Linear, 3);
   const auto from_zero = of_kind(f[0].tick(0.0), Action::Kind::Send).at(0);
-  f[1].accept(0, 1, MessageType::Knowledge, payload_of(from_zero), true, 0.0);
+  hand(f[1], 0, from_zero, 0.0);
   EXPECT_EQ(f[1].folded_count(), 1u) << "node 0 can send only its own data, and only node 0 can send it";
   const auto from_one = of_kind(f[1].tick(0.0), Action::Kind::Send).at(0);
-  f[2].accept(1, 1, MessageType::Knowledge, payload_of(from_one), true, 0.0);
+  hand(f[2], 1, from_one, 0.0);
   EXPECT_EQ(f[2].folded_count(), 0u) << "node 1 sends {0, 1}: held as it is";
   f[2].tick(0.0);
   EXPECT_EQ(f[2].outcome().contributors, (Contributors{0, 1, 2}));
   Federation ring(TopologyMode::Ring, 3);
   const auto ring_zero = of_kind(ring[0].tick(0.0), Action::Kind::Send).at(0);
-  ring[1].accept(0, 1, MessageType::Knowledge, payload_of(ring_zero), true, 0.0);
+  hand(ring[1], 0, ring_zero, 0.0);
   EXPECT_EQ(ring[1].folded_count(), 0u) << "a ring's complete knowledge must be able to replace it";
 }
 
@@ -232,12 +241,12 @@ TEST(Machine, ALeafLeftOutOfItsHubsHeadWaitsForTheRefitUnlessTheHubRefusedIt) {
     Federation f(TopologyMode::Star, 3, /*deadline=*/5);
     const auto from_two = of_kind(f[2].tick(0.0), Action::Kind::Send);
     f[1].tick(0.0);
-    f[0].accept(2, 1, MessageType::Knowledge, payload_of(from_two[0]), true, 0.0);
+    hand(f[0], 2, from_two[0], 0.0);
     const auto heads = of_kind(f[0].tick(6.0), Action::Kind::Send);  // gave up on leaf 1
     ASSERT_EQ(heads.size(), 2u);
     EXPECT_EQ(heads[0].contributors, (Contributors{0, 2}));
     if (refused) f[1].peer_refused(0);
-    f[1].accept(0, 1, MessageType::Head, payload_of(heads[0]), true, 1.0);
+    hand(f[1], 0, heads[0], 1.0);
     f[1].tick(1.0);
     EXPECT_EQ(f[1].plan_done(), refused) << "waits for a refit only if the hub took its knowledge";
     f[1].tick(6.5);

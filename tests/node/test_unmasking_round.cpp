@@ -4,8 +4,9 @@
 // answer discards what it cannot read, and a restarted hub takes its decision back from the
 // answers it stored.
 #include "../common/labelled_blobs.h"
-#include "node/machine.h"
+#include "node/member.h"
 #include "node/secure_aggregation.h"
+#include "node/wire_message.h"
 #include "topology/builders.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ struct Star {
   std::unique_ptr<Method> method;
   std::vector<Features> local;
   std::map<NodeId, PublicKey> keys;
-  std::vector<std::unique_ptr<Machine>> machines;
+  std::vector<RunningMember> members;
 
   explicit Star(int n) {
     TopologyBuildOptions b;
@@ -36,38 +37,42 @@ struct Star {
     method = make_method(options);
     for (int i = 0; i < n; ++i) local.push_back(test::labelled_blobs(60, 4, 3, 100 + static_cast<uint64_t>(i)));
     for (int i = 0; i < n; ++i) keys[static_cast<NodeId>(i)] = simulation_identity(1, static_cast<NodeId>(i)).public_key();
-    for (int i = 0; i < n; ++i) machines.push_back(make(i));
+    for (int i = 0; i < n; ++i) members.push_back(make(i));
   }
-  std::unique_ptr<Machine> make(int i) const {
-    MachineConfig m;
-    m.topology = &topology;
-    m.plan = plans[static_cast<size_t>(i)];
-    m.method = method.get();
-    m.local = &local[static_cast<size_t>(i)];
-    m.ctx.node = static_cast<NodeId>(i);
-    m.ctx.backbone_fingerprint = "test";
-    m.ctx.num_classes = 3;
-    m.ctx.dim = 4;
-    m.masks = mask_plan(topology, m.plan, options);
-    m.mask_secrets = mask_secrets(simulation_identity(1, m.ctx.node), m.ctx.node, *m.masks, keys, simulation_run_id(1));
-    if (m.masks->member) m.ctx.masking = local_masking(m.ctx.node, *m.masks, m.mask_secrets);
-    auto machine = std::make_unique<Machine>(std::move(m));
-    machine->restart(false, false, nullptr, {}, 0.0);
-    return machine;
+  // Node i as both drivers assemble it (node/member.h); started, unless `restarted`.
+  RunningMember make(int i, bool restarted = false) const {
+    const auto id = static_cast<NodeId>(i);
+    MemberInputs in;
+    in.topology = &topology;
+    in.plan = plans[static_cast<size_t>(i)];
+    in.method = method.get();
+    in.options = &options;
+    in.local = &local[static_cast<size_t>(i)];
+    in.seed = 1;
+    in.backbone_fingerprint = "test";
+    in.num_classes = 3;
+    in.dim = 4;
+    in.masks = member_masks(topology, in.plan, options, simulation_identity(1, id), id, keys, simulation_run_id(1));
+    RunningMember member = start_member(assemble_member(std::move(in)));
+    if (!restarted) member.machine->restart(false, false, nullptr, {}, 0.0);
+    return member;
   }
-  Machine& operator[](int i) { return *machines[static_cast<size_t>(i)]; }
+  Admission& operator[](int i) { return *members[static_cast<size_t>(i)].admission; }
+  Machine& machine(int i) { return *members[static_cast<size_t>(i)].machine; }
 };
 
 std::vector<Action> sends(const Actions& actions, MessageType type) {
   std::vector<Action> out;
   for (const auto& a : actions)
-    if (a.kind == Action::Kind::Send && a.type == type) out.push_back(a);
+    if (a.kind == Action::Kind::Send && wire_type(a) == type) out.push_back(a);
   return out;
 }
 
+const Payload& payload_of(const Action& send) { return wire_message(send).payload; }
+
 // Leaf `i`'s masked statistics, as its phase 1 sends them.
 std::shared_ptr<const Knowledge> piece_of(Star& s, int i) {
-  const auto out = sends(s[i].tick(0.0), MessageType::Knowledge);
+  const auto out = sends(s.machine(i).tick(0.0), MessageType::Knowledge);
   EXPECT_EQ(out.size(), 1u);
   return out.at(0).knowledge;
 }
@@ -79,7 +84,7 @@ std::vector<Action> answer(Star& s, int i, const UnmaskRequest& request, double 
   return sends(s[i].accept(0, 1, MessageType::UnmaskRequest, p, true, now), MessageType::UnmaskReply);
 }
 
-const UnmaskReply& reply_of(const std::vector<Action>& answers) { return std::get<UnmaskReply>(*answers.at(0).payload); }
+const UnmaskReply& reply_of(const std::vector<Action>& answers) { return std::get<UnmaskReply>(payload_of(answers.at(0))); }
 
 TEST(UnmaskingRound, ALeafAnswersOneSplitOfSurvivorsOnly) {
   Star s(4);
@@ -143,25 +148,25 @@ TEST(UnmaskingRound, ALeafToldAnotherSplitThanTheOthersRevealsNoSeed) {
 
 TEST(UnmaskingRound, AHubWhoseSurvivorDoesNotAnswerDiscardsWhatItCannotRead) {
   Star s(4);
-  for (int leaf : {1, 2}) s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, piece_of(s, leaf), true, 0.0);
+  for (int leaf : {1, 2}) s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, Payload(*piece_of(s, leaf)), true, 0.0);
   // Leaf 3 never sends: past the deadline the hub asks 1 and 2 to confirm the split.
-  const auto asked = sends(s[0].tick(6.0), MessageType::UnmaskRequest);
+  const auto asked = sends(s.machine(0).tick(6.0), MessageType::UnmaskRequest);
   ASSERT_EQ(asked.size(), 2u);
-  EXPECT_EQ(std::get<UnmaskRequest>(*asked[0].payload).dropped, Contributors{3});
-  EXPECT_TRUE(std::get<UnmaskRequest>(*asked[0].payload).tags.empty());
+  EXPECT_EQ(std::get<UnmaskRequest>(payload_of(asked[0])).dropped, Contributors{3});
+  EXPECT_TRUE(std::get<UnmaskRequest>(payload_of(asked[0])).tags.empty());
   // Knowledge from the dropped leaf is refused from now on: the seeds about to come would read it.
   EXPECT_NE(s[0].refusal(3, MessageType::Knowledge, Payload(*piece_of(s, 3))).find("declared dropped"), std::string::npos);
   // Leaf 1 confirms, leaf 2 never does.
-  const auto confirmed = answer(s, 1, std::get<UnmaskRequest>(*asked[0].payload));
+  const auto confirmed = answer(s, 1, std::get<UnmaskRequest>(payload_of(asked[0])));
   ASSERT_EQ(confirmed.size(), 1u);
-  EXPECT_EQ(s[0].refusal(1, MessageType::UnmaskReply, *confirmed[0].payload), "");
-  s[0].accept(1, 2, MessageType::UnmaskReply, *confirmed[0].payload, true, 6.5);
-  EXPECT_TRUE(sends(s[0].tick(10.0), MessageType::UnmaskRequest).empty());  // no seeds asked before everyone confirmed
-  EXPECT_TRUE(sends(s[0].tick(10.0), MessageType::Head).empty());  // still within the round's deadline
-  const auto heads = sends(s[0].tick(12.0), MessageType::Head);
+  EXPECT_EQ(s[0].refusal(1, MessageType::UnmaskReply, payload_of(confirmed[0])), "");
+  s[0].accept(1, 2, MessageType::UnmaskReply, payload_of(confirmed[0]), true, 6.5);
+  EXPECT_TRUE(sends(s.machine(0).tick(10.0), MessageType::UnmaskRequest).empty());  // no seeds asked before everyone confirmed
+  EXPECT_TRUE(sends(s.machine(0).tick(10.0), MessageType::Head).empty());  // still within the round's deadline
+  const auto heads = sends(s.machine(0).tick(12.0), MessageType::Head);
   ASSERT_FALSE(heads.empty());
   EXPECT_EQ(heads[0].contributors, Contributors{0});
-  EXPECT_EQ(s[0].outcome().discarded_from, (std::vector<NodeId>{1, 2}));
+  EXPECT_EQ(s.machine(0).outcome().discarded_from, (std::vector<NodeId>{1, 2}));
 }
 
 TEST(UnmaskingRound, ARestartedHubTakesItsDecisionBackFromTheAnswersItHolds) {
@@ -169,40 +174,42 @@ TEST(UnmaskingRound, ARestartedHubTakesItsDecisionBackFromTheAnswersItHolds) {
   std::vector<std::shared_ptr<const Knowledge>> pieces;
   for (int leaf : {1, 2}) {
     pieces.push_back(piece_of(s, leaf));
-    s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, pieces.back(), true, 0.0);
+    s[0].accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, Payload(*pieces.back()), true, 0.0);
   }
-  const auto asked = sends(s[0].tick(6.0), MessageType::UnmaskRequest);
+  const auto asked = sends(s.machine(0).tick(6.0), MessageType::UnmaskRequest);
   ASSERT_EQ(asked.size(), 2u);
   std::vector<Payload> confirmations;
   for (int leaf : {1, 2}) {
-    confirmations.push_back(*answer(s, leaf, std::get<UnmaskRequest>(*asked[static_cast<size_t>(leaf - 1)].payload)).at(0).payload);
+    confirmations.push_back(payload_of(answer(s, leaf, std::get<UnmaskRequest>(payload_of(asked[static_cast<size_t>(leaf - 1)]))).at(0)));
     s[0].accept(static_cast<NodeId>(leaf), 2, MessageType::UnmaskReply, confirmations.back(), true, 6.1);
   }
-  const auto tagged = sends(s[0].tick(6.2), MessageType::UnmaskRequest);
+  const auto tagged = sends(s.machine(0).tick(6.2), MessageType::UnmaskRequest);
   ASSERT_EQ(tagged.size(), 2u);
-  const auto seeds1 = answer(s, 1, std::get<UnmaskRequest>(*tagged[0].payload), 6.3);
+  const auto seeds1 = answer(s, 1, std::get<UnmaskRequest>(payload_of(tagged[0])), 6.3);
   ASSERT_FALSE(reply_of(seeds1).consistency());
   // The hub is killed and started again: what it stored comes back, the confirmations and leaf
   // 1's seeds included.
-  std::unique_ptr<Machine> hub = s.make(0);
+  RunningMember restarted = s.make(0, /*restarted=*/true);
+  Admission* hub = restarted.admission.get();
   for (int leaf : {1, 2})
-    hub->accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, pieces[static_cast<size_t>(leaf - 1)], false, 0.0);
+    hub->accept(static_cast<NodeId>(leaf), 1, MessageType::Knowledge, Payload(*pieces[static_cast<size_t>(leaf - 1)]), false,
+                0.0);
   for (int leaf : {1, 2})
     hub->accept(static_cast<NodeId>(leaf), 2, MessageType::UnmaskReply, confirmations[static_cast<size_t>(leaf - 1)], false, 0.0);
-  hub->accept(1, 3, MessageType::UnmaskReply, *seeds1[0].payload, false, 0.0);
-  hub->restart(false, false, nullptr, {}, 0.0);
+  hub->accept(1, 3, MessageType::UnmaskReply, payload_of(seeds1[0]), false, 0.0);
+  hub->machine().restart(false, false, nullptr, {}, 0.0);
   // Leaf 3 is still refused, and only leaf 2, which has not sent its seeds, is asked again, with tags.
   EXPECT_NE(hub->refusal(3, MessageType::Knowledge, Payload(*piece_of(s, 3))), "");
-  const auto again = sends(hub->tick(6.0), MessageType::UnmaskRequest);
+  const auto again = sends(hub->machine().tick(6.0), MessageType::UnmaskRequest);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].to, 2u);
-  const auto seeds2 = answer(s, 2, std::get<UnmaskRequest>(*again[0].payload));
+  const auto seeds2 = answer(s, 2, std::get<UnmaskRequest>(payload_of(again[0])));
   ASSERT_EQ(seeds2.size(), 1u);
-  hub->accept(2, 3, MessageType::UnmaskReply, *seeds2.at(0).payload, true, 6.1);
-  const auto heads = sends(hub->tick(6.2), MessageType::Head);
+  hub->accept(2, 3, MessageType::UnmaskReply, payload_of(seeds2.at(0)), true, 6.1);
+  const auto heads = sends(hub->machine().tick(6.2), MessageType::Head);
   ASSERT_FALSE(heads.empty());
   EXPECT_EQ(heads[0].contributors, (Contributors{0, 1, 2}));
-  EXPECT_TRUE(hub->outcome().discarded_from.empty());
+  EXPECT_TRUE(hub->machine().outcome().discarded_from.empty());
 }
 
 }  // namespace
