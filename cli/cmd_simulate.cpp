@@ -6,7 +6,7 @@
 #include "cli/output_path.h"
 #include "features/data_options.h"
 #include "node/durable_file.h"
-#include "protocol/limits.h"
+#include "core/limits.h"
 #include "node/seed_sweep.h"
 #include "node/head_io.h"
 #include "node/simulator.h"

@@ -28,7 +28,7 @@
 #include "node/link_bytes.h"
 #include "node/privacy_ledger.h"
 #include "node/transport.h"
-#include "protocol/limits.h"
+#include "core/limits.h"
 #include "topology/topology.h"
 
 #include <atomic>

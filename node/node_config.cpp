@@ -5,7 +5,7 @@
 #include "features/data_options.h"
 #include "methods/method_options.h"
 #include "methods/registry.h"
-#include "protocol/limits.h"
+#include "core/limits.h"
 
 #include <charconv>
 #include <set>

@@ -4,8 +4,8 @@
 // shapes that disagree), so a node never sends what its peers would reject.
 #pragma once
 
-#include "protocol/errors.h"
-#include "protocol/limits.h"
+#include "core/protocol_error.h"
+#include "core/limits.h"
 #include "protocol/messages.h"
 
 #include <array>

@@ -2,6 +2,7 @@
 #include "protocol/payload_parts.h"
 #include "methods/registry.h"
 #include "protocol/tensor.h"
+#include "protocol/wire_body_msgpack.h"
 
 #include "core/float16.h"
 #include "core/parallel.h"
@@ -25,18 +26,6 @@ constexpr uint64_t kParallelCheckBytes = uint64_t{1} << 20;
 [[noreturn]] void fail(ProtocolErrorCode code, const std::string& message) { throw ProtocolError(code, message); }
 
 std::string dims(Eigen::Index r, Eigen::Index c) { return std::to_string(r) + "x" + std::to_string(c); }
-
-template <typename M>
-void expect_dims(const M& m, Eigen::Index rows, Eigen::Index cols, const std::string& where) {
-  if (m.rows() != rows || m.cols() != cols)
-    fail(ProtocolErrorCode::DimensionMismatch, where + ": is " + dims(m.rows(), m.cols()) + ", expected " +
-                                                   dims(rows, cols));
-}
-
-template <typename M>
-void expect_finite(const M& m, const std::string& where) {
-  if (!m.allFinite()) fail(ProtocolErrorCode::NonFinite, where + ": holds NaN or Inf");
-}
 
 Eigen::Index covariance_rows(CovarianceType t, Eigen::Index K, Eigen::Index d) {
   return t == CovarianceType::Full ? K * d : K;
@@ -72,17 +61,6 @@ void check_mixture(const GaussianMixture& g, int dim, const std::string& where, 
     // NaNs are ignored here as .any() ignored them; the conversion refuses them (check_finite).
     fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variances must be positive");
   }
-}
-
-// Classes listed per label must be sorted, distinct, within range and backed by data.
-void check_class_entry(int label, int64_t count, int previous, int num_classes, const std::string& where) {
-  if (label < 0 || label >= num_classes)
-    fail(ProtocolErrorCode::InvalidValue,
-         where + ": label " + std::to_string(label) + " outside [0, " + std::to_string(num_classes) + ")");
-  if (label <= previous)
-    fail(ProtocolErrorCode::InvalidValue, where + ": labels must be strictly increasing (" +
-                                              std::to_string(label) + " after " + std::to_string(previous) + ")");
-  if (count < 1) fail(ProtocolErrorCode::InvalidValue, where + ": count must be at least 1");
 }
 
 // A received spec must be one the receiver can run, and must describe the knowledge's images
@@ -258,27 +236,17 @@ void check_stats(const StatsKnowledge& s, const Knowledge& k, const std::string&
   }
 }
 
-// FedTC: classes as every per-class list, each with at least one prototype of the dimension.
-void check_prototypes(const PrototypeKnowledge& p, const Knowledge& k, const std::string& where, bool check_finite) {
-  int previous = -1;
-  for (size_t i = 0; i < p.classes.size(); ++i) {
-    const auto& c = p.classes[i];
-    const std::string at = where + ".body.classes[" + std::to_string(i) + "]";
-    check_class_entry(c.label, c.count, previous, k.num_classes, at);
-    if (c.prototypes.rows() < 1) fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
-    expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
-    if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
-    previous = c.label;
-  }
-}
+// The codec of the method that sends `k`'s kind (methods/wire_body.h); null for the kinds still
+// encoded here.
+const KnowledgeCodec* codec_of(const Knowledge& k) { return method_named(k.method_name()).codec.get(); }
 
 void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
   if (k.dim < 1) fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
   if (k.contributors.empty()) fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
+  if (const KnowledgeCodec* codec = codec_of(k)) return codec->check(k, where, check_finite);
   if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) check_gmm(*g, k, where, check_finite);
   else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) check_stats(*s, k, where, check_finite);
-  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) check_prototypes(*p, k, where, check_finite);
   else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) check_models(*m, k, where, check_finite);
   else if (auto* q = std::get_if<PromptKnowledge>(&k.payload)) check_prompts(*q, k, where);
 }
@@ -434,23 +402,6 @@ void pack_stats(Packer& pk, std::string& out, const StatsKnowledge& s, TensorJob
   }
 }
 
-void pack_prototypes(Packer& pk, std::string& out, const PrototypeKnowledge& p, DType dtype, TensorJobs& jobs) {
-  pk.pack_map(1);
-  pack_str(pk, "classes");
-  pk.pack_array(static_cast<uint32_t>(p.classes.size()));
-  for (size_t i = 0; i < p.classes.size(); ++i) {
-    const auto& c = p.classes[i];
-    pk.pack_map(3);
-    pack_str(pk, "label");
-    pk.pack_uint32(static_cast<uint32_t>(c.label));
-    pack_str(pk, "count");
-    pk.pack_uint64(static_cast<uint64_t>(c.count));
-    pack_str(pk, "prototypes");
-    pack_tensor(pk, out, dtype, Layout::Dense, Shape{u(c.prototypes.rows()), u(c.prototypes.cols())},
-                c.prototypes.data(), "knowledge.body.classes[" + std::to_string(i) + "].prototypes", false, &jobs);
-  }
-}
-
 void pack_models(Packer& pk, std::string& out, const ModelKnowledge& m, DType dtype, TensorJobs& jobs) {
   pk.pack_map(1);
   pack_str(pk, "models");
@@ -500,14 +451,6 @@ void pack_prompts(Packer& pk, const PromptKnowledge& p) {
       }
     }
   }
-}
-
-// Adds one count to the samples a piece claims to summarise, which bound what merging it may
-// allocate (FedPFT samples every count; counts also add up across pieces).
-void add_samples(uint64_t& total, uint64_t count, const std::string& path, const Limits& limits) {
-  check_limit(count, limits.max_samples, path, "max_samples");
-  total += count;  // both at most max_samples <= 2^40: no overflow
-  check_limit(total, limits.max_samples, path + " (all classes together)", "max_samples");
 }
 
 // Label and count of one per-class entry; the label must exceed `previous`.
@@ -701,36 +644,6 @@ StatsKnowledge read_stats(const msgpack::object& o, const Knowledge& k, const Li
   return s;
 }
 
-PrototypeKnowledge read_prototypes(const msgpack::object& o, const Knowledge& k, const Limits& limits) {
-  MapReader body(o, "knowledge.body");
-  const auto& list = read_class_list(body, k.num_classes);
-  PrototypeKnowledge p;
-  p.classes.reserve(list.size);
-  TensorJobs jobs;
-  int previous = -1;
-  uint64_t samples = 0;
-  for (uint32_t i = 0; i < list.size; ++i) {
-    MapReader m(list.ptr[i], body.path("classes") + "[" + std::to_string(i) + "]");
-    ClassPrototypes c;
-    std::tie(c.label, c.count) = read_class_header(m, previous, k.num_classes, samples, limits);
-    previous = c.label;
-    const TensorIn t = read_tensor(m.at("prototypes"), m.path("prototypes"));
-    m.finish();
-    if (t.shape.size() != 2)
-      fail(ProtocolErrorCode::DimensionMismatch, t.path + ": must be two-dimensional, shape is " + shape_string(t.shape));
-    const uint64_t P = t.shape[0];
-    if (P == 0) fail(ProtocolErrorCode::InvalidValue, t.path + ": no prototypes");
-    check_limit(P, limits.max_prototypes, t.path, "max_prototypes");
-    expect_shape(t, {P, static_cast<uint64_t>(k.dim)}, Layout::Dense);
-    c.prototypes.resize(static_cast<Eigen::Index>(P), k.dim);
-    unpack_tensor(t, c.prototypes.data(), &jobs);
-    p.classes.push_back(std::move(c));
-  }
-  body.finish();
-  jobs.run();
-  return p;
-}
-
 // The list `key` of a body with one entry per contributor (FedMITR's models, FGL's shards),
 // its length checked before any entry is read.
 const msgpack::object_array& read_one_per_contributor(MapReader& body, const char* key, const std::string& noun,
@@ -835,18 +748,16 @@ void validate_knowledge(const Knowledge& k, const Limits& limits, const std::str
     for (const auto& c : g->classes)
       check_limit(static_cast<uint64_t>(c.mixture.components()), limits.max_components,
                   where + ".body.classes", "max_components");
-  if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload))
-    for (const auto& c : p->classes)
-      check_limit(static_cast<uint64_t>(c.prototypes.rows()), limits.max_prototypes, where + ".body.classes",
-                  "max_prototypes");
   uint64_t samples = 0;
+  if (const KnowledgeCodec* codec = codec_of(k)) {
+    codec->bound(k, limits, where, samples);
+    return check_structure(k, where, true);
+  }
   const auto count = [&](int64_t n, const std::string& path) {
     add_samples(samples, static_cast<uint64_t>(std::max<int64_t>(n, 0)), path, limits);
   };
   if (auto* g = std::get_if<GmmKnowledge>(&k.payload))
     for (const auto& c : g->classes) count(c.count, where + ".body.classes.count");
-  if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload))
-    for (const auto& c : p->classes) count(c.count, where + ".body.classes.count");
   if (auto* s = std::get_if<StatsKnowledge>(&k.payload))
     for (int64_t n : s->N) count(n, where + ".body.N");
   if (auto* m = std::get_if<ModelKnowledge>(&k.payload))
@@ -878,9 +789,11 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
   // The values are converted after the structure is written, together on the pool (TensorJobs).
   TensorJobs local;
   TensorJobs& jobs = deferred ? *deferred : local;
-  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats, jobs);
+  if (const KnowledgeCodec* codec = codec_of(k)) {
+    MsgpackBodyWriter body(pk, out, floats, jobs);
+    codec->write(k, body);
+  } else if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) pack_gmm(pk, out, *g, floats, jobs);
   else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) pack_stats(pk, out, *s, jobs);
-  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) pack_prototypes(pk, out, *p, floats, jobs);
   else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) pack_models(pk, out, *m, floats, jobs);
   else pack_prompts(pk, std::get<PromptKnowledge>(k.payload));
   if (!deferred) local.run();
@@ -898,10 +811,18 @@ Knowledge read_knowledge(const msgpack::object& o, const Limits& limits) {
   k.num_classes = read_count(map.at("classes"), map.path("classes"), limits.max_classes, "max_classes");
   const msgpack::object& body = map.at("body");
   map.finish();
+  if (sender->codec) {
+    MsgpackBodyValue value(body, "knowledge.body");
+    MsgpackBodyReader reader(limits);
+    k.payload = sender->codec->read(value, k, reader);
+    reader.run();
+    check_structure(k, "knowledge", false);  // unpack refused NaN/Inf already
+    return k;
+  }
   switch (sender->knowledge) {
     case KnowledgeKind::Gmm: k.payload = read_gmm(body, k, limits); break;
     case KnowledgeKind::Stats: k.payload = read_stats(body, k, limits); break;
-    case KnowledgeKind::Prototypes: k.payload = read_prototypes(body, k, limits); break;
+    case KnowledgeKind::Prototypes: throw std::logic_error("FedTC's knowledge has its codec");
     case KnowledgeKind::Models: k.payload = read_models(body, k, limits); break;
     case KnowledgeKind::Prompts: k.payload = read_prompts(body, k, limits); break;
   }

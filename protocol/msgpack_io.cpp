@@ -198,19 +198,6 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-void check_limit(uint64_t value, uint64_t limit, const std::string& path, const char* limit_name) {
-  if (value > limit)
-    throw ProtocolError(ProtocolErrorCode::TooLarge, path + ": " + std::to_string(value) +
-                                                         " exceeds the limit of " +
-                                                         std::to_string(limit) + " (" + limit_name + ")");
-}
-
-uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& path) {
-  if (a != 0 && b > UINT64_MAX / a)
-    throw ProtocolError(ProtocolErrorCode::TooLarge, path + ": size overflows 64 bits");
-  return a * b;
-}
-
 MapReader::MapReader(const msgpack::object& o, std::string path) : path_(std::move(path)) {
   if (o.type != msgpack::type::MAP) wrong_type(o, path_, "a map");
   map_ = &o.via.map;

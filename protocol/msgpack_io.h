@@ -2,8 +2,8 @@
 // parse of untrusted bytes into a msgpack object tree with typed, path-naming accessors.
 #pragma once
 
-#include "protocol/errors.h"
-#include "protocol/limits.h"
+#include "core/protocol_error.h"
+#include "core/limits.h"
 
 #include <msgpack.hpp>
 
@@ -54,10 +54,6 @@ const msgpack::object_array& as_array(const msgpack::object& o, const std::strin
 // anything but printable ASCII replaced by '?'.
 std::string printable(std::string_view s);
 
-// Throws TooLarge naming the limit when value > limit.
-void check_limit(uint64_t value, uint64_t limit, const std::string& path, const char* limit_name);
-// a * b, throwing TooLarge instead of wrapping.
-uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& path);
 
 // A map with string keys, read field by field. Keys must be unique; finish() rejects keys no
 // one asked for, because a v1 decoder that silently ignored a field would misread a v2 message.

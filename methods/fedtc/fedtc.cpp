@@ -5,6 +5,8 @@
 // select_for_combination are pooled.
 #include "methods/fedtc/fedtc.h"
 
+#include "methods/fedtc/prototype_codec.h"
+
 #include "methods/fedtc/prototypes.h"
 #include "core/rng.h"
 #include "core/json_writer.h"
@@ -224,6 +226,7 @@ MethodDescriptor fedtc_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Prototypes;
+  d.codec = std::make_shared<PrototypeCodec>();
   d.options = {"keep-ratio", "prototype-batch", "adapter-lr", "adapter-momentum", "adapter-epochs",
                "adapter-batch-size", "adapter-weight-decay", "adapter-hidden1", "adapter-hidden2",
                "adapter-min-steps", "adapter-raw-inputs"};

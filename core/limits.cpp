@@ -1,4 +1,4 @@
-#include "protocol/limits.h"
+#include "core/limits.h"
 
 #include "core/types.h"
 

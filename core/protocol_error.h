@@ -31,4 +31,9 @@ struct ProtocolError : InputError {
   ProtocolErrorCode code;
 };
 
+// Throws TooLarge naming the limit when value > limit.
+void check_limit(uint64_t value, uint64_t limit, const std::string& path, const char* limit_name);
+// a * b, throwing TooLarge instead of wrapping.
+uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& path);
+
 }  // namespace fednode

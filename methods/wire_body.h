@@ -1,0 +1,140 @@
+// A method's knowledge body as it travels (docs/protocol.md 5.2, "body"), written and read in the
+// method's own folder through these interfaces, which protocol/ implements over its bounded
+// MessagePack (protocol/wire_body_msgpack.h). The method says what its fields are, in their order,
+// with their shapes and bounds; protocol/ says how they become bytes, refuses what breaks a bound
+// before anything is allocated for it, and names the field that is wrong. A method that sends a new
+// kind of knowledge therefore adds no code to protocol/: its descriptor names its codec
+// (MethodDescriptor::codec). Nothing here names MessagePack.
+#pragma once
+
+#include "core/limits.h"
+#include "core/protocol_error.h"
+#include "methods/knowledge.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fednode {
+
+enum class WireFloat : uint8_t { F16, F32, F64 };
+// Upper stores each trailing n x n symmetric matrix as its upper triangle, row by row.
+enum class WireLayout : uint8_t { Dense, Upper };
+using WireShape = std::vector<uint64_t>;
+
+// Writes a body, value by value: a map's keys and values alternate after map().
+class BodyWriter {
+ public:
+  virtual ~BodyWriter() = default;
+  virtual void map(uint32_t entries) = 0;
+  virtual void array(uint32_t items) = 0;
+  virtual void text(std::string_view s) = 0;  // a map's keys too
+  virtual void uint(uint64_t v) = 0;
+  virtual void integer(int64_t v) = 0;  // non-negative values in the unsigned formats
+  virtual void real(double v) = 0;
+  virtual void bytes(std::string_view b) = 0;
+  // prod(shape) values in row-major order (Upper: complete symmetric matrices, of which the upper
+  // triangles are written), converted when the message's tensors are converted together. Throws
+  // ProtocolError: NonFinite for NaN/Inf and values that overflow `dtype`; InvalidValue, with
+  // `nonzero` (variances), for a non-zero value float16 rounds to 0.
+  virtual void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const double* values,
+                      const std::string& path, bool nonzero = false) = 0;
+  virtual void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const float* values,
+                      const std::string& path, bool nonzero = false) = 0;
+  // How this message's knowledge tensors travel: F32, or F16 (FedPFT's half-precision transfer).
+  virtual WireFloat floats() const = 0;
+};
+
+// A received tensor's header, checked against the bytes present: reading it allocates nothing
+// its shape claims.
+struct BodyTensor {
+  WireFloat dtype = WireFloat::F32;
+  WireLayout layout = WireLayout::Dense;
+  WireShape shape;
+  std::string path;
+  std::string_view data;  // the values as they travel, for the reader to convert
+};
+
+// One value of a received body, read under the message's limits; every accessor throws
+// ProtocolError naming the value's path (WrongType, MissingField, ...).
+class BodyValue {
+ public:
+  virtual ~BodyValue() = default;
+  virtual const std::string& path() const = 0;
+  // As a map: the value at `key` (MissingField if absent), or null for an optional one.
+  virtual std::unique_ptr<BodyValue> at(const char* key) = 0;
+  virtual std::unique_ptr<BodyValue> find(const char* key) = 0;
+  // Every key of the map was asked for; UnknownField otherwise (a new field is a new version).
+  virtual void finish() = 0;
+  // As an array: its length; then its items.
+  virtual uint32_t items() = 0;
+  virtual std::unique_ptr<BodyValue> item(uint32_t i) = 0;
+  virtual uint64_t uint() = 0;
+  virtual int64_t integer() = 0;
+  virtual std::string text() = 0;  // at most max_string_bytes, as the parse already bounded it
+  virtual BodyTensor tensor() = 0;
+  std::string path(const char* key) const { return path() + "." + key; }
+};
+
+// What a whole body's reading shares: the limits, and the tensors' values, converted together
+// once the body's structure is read (into buffers that must then stay where they are).
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  virtual const Limits& limits() const = 0;
+  // DimensionMismatch unless `t` has exactly this shape and layout.
+  virtual void expect_shape(const BodyTensor& t, const WireShape& shape, WireLayout layout) const = 0;
+  // WrongType unless `t` travels as `dtype`.
+  virtual void expect_dtype(const BodyTensor& t, WireFloat dtype) const = 0;
+  // prod(t.shape) values into `out` (symmetric matrices mirrored); NonFinite on NaN/Inf.
+  virtual void unpack(const BodyTensor& t, double* out) = 0;
+  virtual void unpack(const BodyTensor& t, float* out) = 0;
+};
+
+// A kind of knowledge on the wire, named by the descriptor of the method that sends it.
+class KnowledgeCodec {
+ public:
+  virtual ~KnowledgeCodec() = default;
+  // Writes `k`'s body, whose structure check() passed (without reading values: the tensors'
+  // conversion refuses NaN and Inf).
+  virtual void write(const Knowledge& k, BodyWriter& w) const = 0;
+  // Reads a body for `k`, whose contributors, dim and classes are read and bounded already.
+  virtual KnowledgePayload read(BodyValue& body, const Knowledge& k, BodyReader& r) const = 0;
+  // The payload's structure (ProtocolError naming what is wrong, under `where`): shapes against
+  // k's dim and classes, orders, counts; with `check_finite`, every value finite.
+  virtual void check(const Knowledge& k, const std::string& where, bool check_finite) const = 0;
+  // What the payload asks of the limits, beside the header's: its entries' sizes, and the samples
+  // it claims (added with add_samples).
+  virtual void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const = 0;
+};
+
+// --- shared by the kinds' codecs --------------------------------------------------------------
+
+[[noreturn]] void wire_fail(ProtocolErrorCode code, const std::string& message);
+std::string shape_text(const WireShape& shape);  // "[3, 4]"
+// DimensionMismatch unless `m` is rows x cols.
+void expect_dims(Eigen::Index rows_is, Eigen::Index cols_is, Eigen::Index rows, Eigen::Index cols,
+                 const std::string& where);
+template <typename M>
+void expect_dims(const M& m, Eigen::Index rows, Eigen::Index cols, const std::string& where) {
+  expect_dims(m.rows(), m.cols(), rows, cols, where);
+}
+template <typename M>
+void expect_finite(const M& m, const std::string& where) {
+  if (!m.allFinite()) wire_fail(ProtocolErrorCode::NonFinite, where + ": holds NaN or Inf");
+}
+// Adds one count to the samples a piece claims to summarise, which bound what merging it may
+// allocate (FedPFT samples every count; counts also add up across pieces).
+void add_samples(uint64_t& total, uint64_t count, const std::string& path, const Limits& limits);
+// Classes listed per label must be sorted, distinct, within range and backed by data.
+void check_class_entry(int label, int64_t count, int previous, int num_classes, const std::string& where);
+// A per-class entry's label and count as received; the label must exceed `previous`.
+std::pair<int, int64_t> read_class_header(BodyValue& entry, int previous, int num_classes, uint64_t& samples,
+                                          const Limits& limits);
+// A body's list `key` of per-class entries: at most one per class.
+std::unique_ptr<BodyValue> read_class_list(BodyValue& body, const char* key, int num_classes);
+
+}  // namespace fednode
