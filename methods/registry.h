@@ -17,7 +17,7 @@ namespace fednode {
 
 class JsonWriter;
 
-// Which alternative of KnowledgePayload a method sends: the wire codec dispatches on it.
+// Which alternative of KnowledgePayload a method sends (Knowledge::method_name asks by it).
 enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Models = 3, Prompts = 4 };
 
 // What a method measures beside the common baselines of a simulation (the centralised linear and
@@ -41,8 +41,8 @@ using BaselineFunction = std::function<MethodBaselines(
 struct MethodDescriptor {
   std::string name;        // on the command line, in topology files, hellos and knowledge
   KnowledgeKind knowledge = KnowledgeKind::Gmm;
-  // How its knowledge travels (methods/wire_body.h), from its own folder. Null for the kinds
-  // protocol/knowledge_codec.cpp still encodes itself, until each has moved to its method.
+  // How its knowledge travels (methods/wire_body.h), from its own folder: protocol/ has no code
+  // for any kind.
   std::shared_ptr<const KnowledgeCodec> codec;
   // Options only this method reads (command-line and [federation.options] names): given with
   // another method they are refused rather than silently ignored. `flags` take no value.

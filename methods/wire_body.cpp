@@ -4,6 +4,38 @@ namespace fednode {
 
 void wire_fail(ProtocolErrorCode code, const std::string& message) { throw ProtocolError(code, message); }
 
+std::string printable_text(std::string_view s) {
+  std::string out(s.substr(0, 64));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  if (s.size() > 64) out += "...";
+  return out;
+}
+
+void write_contributors(BodyWriter& w, const Contributors& c) {
+  w.array(static_cast<uint32_t>(c.size()));
+  for (NodeId id : c) w.uint(id);  // std::set iterates in increasing order
+}
+
+Contributors read_contributors(BodyValue& v, const Limits& limits) {
+  const uint32_t n = v.items();
+  check_limit(n, limits.max_contributors, v.path(), "max_contributors");
+  if (n == 0) wire_fail(ProtocolErrorCode::InvalidValue, v.path() + ": names no contributors");
+  Contributors out;
+  uint64_t previous = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto item = v.item(i);
+    const uint64_t id = item->uint();
+    if (id > UINT32_MAX) wire_fail(ProtocolErrorCode::InvalidValue, item->path() + ": node id exceeds 32 bits");
+    if (i > 0 && id <= previous)
+      wire_fail(ProtocolErrorCode::InvalidValue, v.path() + ": ids must be strictly increasing (" + std::to_string(id) +
+                                                     " after " + std::to_string(previous) + ")");
+    previous = id;
+    out.insert(out.end(), static_cast<NodeId>(id));
+  }
+  return out;
+}
+
 std::string shape_text(const WireShape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -55,6 +87,22 @@ std::unique_ptr<BodyValue> read_class_list(BodyValue& body, const char* key, int
     wire_fail(ProtocolErrorCode::InvalidValue, list->path() + ": " + std::to_string(n) + " entries for " +
                                                    std::to_string(num_classes) + " classes");
   return list;
+}
+
+std::unique_ptr<BodyValue> read_one_per_contributor(BodyValue& body, const char* key, const std::string& noun,
+                                                    const Knowledge& k) {
+  auto list = body.at(key);
+  const uint32_t n = list->items();
+  if (n != k.contributors.size())
+    wire_fail(ProtocolErrorCode::InvalidValue, list->path() + ": " + std::to_string(n) + " " + noun + "s for " +
+                                                   std::to_string(k.contributors.size()) + " contributors");
+  return list;
+}
+
+NodeId read_owner(BodyValue& entry) {
+  const uint64_t owner = entry.at("owner")->uint();
+  if (owner > UINT32_MAX) wire_fail(ProtocolErrorCode::InvalidValue, entry.path("owner") + ": node id exceeds 32 bits");
+  return static_cast<NodeId>(owner);
 }
 
 }  // namespace fednode

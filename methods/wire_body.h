@@ -11,6 +11,7 @@
 #include "core/protocol_error.h"
 #include "methods/knowledge.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,7 +74,9 @@ class BodyValue {
   virtual uint32_t items() = 0;
   virtual std::unique_ptr<BodyValue> item(uint32_t i) = 0;
   virtual uint64_t uint() = 0;
-  virtual int64_t integer() = 0;
+  virtual int64_t integer() = 0;  // any integer within int64
+  virtual double real() = 0;      // any finite number
+  virtual std::string_view bytes() = 0;
   virtual std::string text() = 0;  // at most max_string_bytes, as the parse already bounded it
   virtual BodyTensor tensor() = 0;
   std::string path(const char* key) const { return path() + "." + key; }
@@ -114,6 +117,12 @@ class KnowledgeCodec {
 // --- shared by the kinds' codecs --------------------------------------------------------------
 
 [[noreturn]] void wire_fail(ProtocolErrorCode code, const std::string& message);
+// Peer-supplied text made safe to put in an error message or a log line: at most 64 bytes,
+// anything but printable ASCII replaced by '?'.
+std::string printable_text(std::string_view s);
+// A contributor set: non-empty, strictly increasing 32-bit ids, at most limits.max_contributors.
+void write_contributors(BodyWriter& w, const Contributors& c);
+Contributors read_contributors(BodyValue& v, const Limits& limits);
 std::string shape_text(const WireShape& shape);  // "[3, 4]"
 // DimensionMismatch unless `m` is rows x cols.
 void expect_dims(Eigen::Index rows_is, Eigen::Index cols_is, Eigen::Index rows, Eigen::Index cols,
@@ -129,6 +138,11 @@ void expect_finite(const M& m, const std::string& where) {
 // Adds one count to the samples a piece claims to summarise, which bound what merging it may
 // allocate (FedPFT samples every count; counts also add up across pieces).
 void add_samples(uint64_t& total, uint64_t count, const std::string& path, const Limits& limits);
+// add_samples for each entry's `count` (a class's, a model's).
+template <typename Entries>
+void add_entry_samples(uint64_t& total, const Entries& entries, const std::string& path, const Limits& limits) {
+  for (const auto& e : entries) add_samples(total, static_cast<uint64_t>(std::max<int64_t>(e.count, 0)), path, limits);
+}
 // Classes listed per label must be sorted, distinct, within range and backed by data.
 void check_class_entry(int label, int64_t count, int previous, int num_classes, const std::string& where);
 // A per-class entry's label and count as received; the label must exceed `previous`.
@@ -136,5 +150,28 @@ std::pair<int, int64_t> read_class_header(BodyValue& entry, int previous, int nu
                                           const Limits& limits);
 // A body's list `key` of per-class entries: at most one per class.
 std::unique_ptr<BodyValue> read_class_list(BodyValue& body, const char* key, int num_classes);
+
+// Knowledge of one entry per contributor (FedMITR's models, FGL's shards), no more, no fewer: the
+// entries' owners, in order, are the contributors. `list` is the entries' path, `noun` one entry.
+template <typename Entry>
+void check_one_per_contributor(const std::vector<Entry>& entries, const Knowledge& k, const std::string& list,
+                               const std::string& noun) {
+  if (entries.size() != k.contributors.size())
+    wire_fail(ProtocolErrorCode::InvalidValue, list + ": " + std::to_string(entries.size()) + " " + noun + "s for " +
+                                                   std::to_string(k.contributors.size()) + " contributors");
+  auto owner = k.contributors.begin();
+  for (size_t i = 0; i < entries.size(); ++i, ++owner)
+    if (entries[i].owner != *owner)
+      wire_fail(ProtocolErrorCode::InvalidValue, list + "[" + std::to_string(i) + "].owner: " +
+                                                     std::to_string(entries[i].owner) + ", expected contributor " +
+                                                     std::to_string(*owner) + " (one " + noun +
+                                                     " per contributor, in order)");
+}
+// The list `key` of a body with one entry per contributor, its length checked before any entry
+// is read.
+std::unique_ptr<BodyValue> read_one_per_contributor(BodyValue& body, const char* key, const std::string& noun,
+                                                    const Knowledge& k);
+// An entry's "owner": a node id, which is 32 bits on the wire.
+NodeId read_owner(BodyValue& entry);
 
 }  // namespace fednode

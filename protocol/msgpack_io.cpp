@@ -1,5 +1,7 @@
 #include "protocol/msgpack_io.h"
 
+#include "methods/wire_body.h"
+
 #include <algorithm>
 #include <new>
 
@@ -190,13 +192,7 @@ const msgpack::object_array& as_array(const msgpack::object& o, const std::strin
   return o.via.array;
 }
 
-std::string printable(std::string_view s) {
-  std::string out(s.substr(0, 64));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-  if (s.size() > 64) out += "...";
-  return out;
-}
+std::string printable(std::string_view s) { return printable_text(s); }
 
 MapReader::MapReader(const msgpack::object& o, std::string path) : path_(std::move(path)) {
   if (o.type != msgpack::type::MAP) wrong_type(o, path_, "a map");

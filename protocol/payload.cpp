@@ -1,4 +1,5 @@
 // Payload dispatch, and the small control messages: hello, ack, error.
+#include "protocol/wire_body_msgpack.h"
 #include "protocol/payload_parts.h"
 #include "protocol/tensor.h"
 #include "methods/registry.h"
@@ -12,8 +13,10 @@ using namespace wire;
 namespace wire {
 
 void pack_contributors(Packer& pk, const Contributors& c) {
-  pk.pack_array(static_cast<uint32_t>(c.size()));
-  for (NodeId id : c) pk.pack_uint32(id);  // std::set iterates in increasing order
+  std::string unused;  // contributors hold no tensor
+  TensorJobs none;
+  MsgpackBodyWriter w(pk, unused, DType::F32, none);
+  write_contributors(w, c);
 }
 
 void pack_origin(Packer& pk, const Contributors& contributors, const std::string& backbone, int dim, int classes) {
@@ -28,24 +31,8 @@ void pack_origin(Packer& pk, const Contributors& contributors, const std::string
 }
 
 Contributors read_contributors(const msgpack::object& o, const std::string& path, const Limits& limits) {
-  const auto& a = as_array(o, path);
-  check_limit(a.size, limits.max_contributors, path, "max_contributors");
-  if (a.size == 0) throw ProtocolError(ProtocolErrorCode::InvalidValue, path + ": names no contributors");
-  Contributors out;
-  uint64_t previous = 0;
-  for (uint32_t i = 0; i < a.size; ++i) {
-    const std::string item = path + "[" + std::to_string(i) + "]";
-    const uint64_t id = as_uint(a.ptr[i], item);
-    if (id > UINT32_MAX)
-      throw ProtocolError(ProtocolErrorCode::InvalidValue, item + ": node id exceeds 32 bits");
-    if (i > 0 && id <= previous)
-      throw ProtocolError(ProtocolErrorCode::InvalidValue,
-                          path + ": ids must be strictly increasing (" + std::to_string(id) + " after " +
-                              std::to_string(previous) + ")");
-    previous = id;
-    out.insert(out.end(), static_cast<NodeId>(id));
-  }
-  return out;
+  MsgpackBodyValue v(o, path);
+  return fednode::read_contributors(v, limits);
 }
 
 int read_count(const msgpack::object& o, const std::string& path, uint64_t limit, const char* limit_name) {

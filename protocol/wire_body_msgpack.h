@@ -52,6 +52,8 @@ class MsgpackBodyValue final : public BodyValue {
   std::unique_ptr<BodyValue> item(uint32_t i) override;
   uint64_t uint() override { return as_uint(o_, path_); }
   int64_t integer() override { return as_int(o_, path_); }
+  double real() override { return as_float64(o_, path_); }
+  std::string_view bytes() override { return as_bin(o_, path_); }
   std::string text() override;
   BodyTensor tensor() override;
 

@@ -1,5 +1,7 @@
 #include "methods/fedcgs/fedcgs.h"
 
+#include "methods/fedcgs/stats_codec.h"
+
 #include "methods/fedcgs/dp_stats.h"
 #include "methods/fedcgs/masked_stats.h"
 #include "methods/fedcgs/personalize.h"
@@ -291,6 +293,7 @@ MethodDescriptor fedcgs_descriptor() {
   MethodDescriptor d;
   d.name = "fedcgs";
   d.knowledge = KnowledgeKind::Stats;
+  d.codec = std::make_shared<StatsCodec>();
   d.options = {"lda-covariance", "shrinkage", "dp", "dp-epsilon", "dp-delta", "clip-norm", "dp-split",
                "dp-distributed", "dp-colluders", "personalize", "personal-lambda", "personal-epochs", "personal-rank",
                "personal-lr", "personal-start"};

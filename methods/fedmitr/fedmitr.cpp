@@ -5,6 +5,8 @@
 // and token relabelling (methods/fedmitr/receiver.h).
 #include "methods/fedmitr/fedmitr.h"
 
+#include "methods/fedmitr/model_codec.h"
+
 #include "core/elapsed.h"
 #include "core/float16.h"
 #include "core/rng.h"
@@ -244,6 +246,7 @@ MethodDescriptor fedmitr_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Models;
+  d.codec = std::make_shared<ModelCodec>();
   d.options = {"vit-script", "vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
                "client-min-steps",
                "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",

@@ -1,6 +1,8 @@
 // The FedPFT Method: fedpft_core plus a LibTorch-trained linear head on synthetic + real features.
 #include "methods/fedpft/fedpft.h"
 
+#include "methods/fedpft/gmm_codec.h"
+
 #include "methods/fedpft/dp.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "core/rng.h"
@@ -179,6 +181,7 @@ MethodDescriptor fedpft_descriptor() {
   MethodDescriptor d;
   d.name = "fedpft";
   d.knowledge = KnowledgeKind::Gmm;
+  d.codec = std::make_shared<GmmCodec>();
   d.options = {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
                "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier", "component-draws",
                "sample-correlation", "correlation-rank"};

@@ -68,8 +68,7 @@ void PrototypeCodec::bound(const Knowledge& k, const Limits& limits, const std::
   for (const auto& c : classes)
     check_limit(static_cast<uint64_t>(c.prototypes.rows()), limits.max_prototypes, where + ".body.classes",
                 "max_prototypes");
-  for (const auto& c : classes)
-    add_samples(samples, static_cast<uint64_t>(std::max<int64_t>(c.count, 0)), where + ".body.classes.count", limits);
+  add_entry_samples(samples, classes, where + ".body.classes.count", limits);
 }
 
 }  // namespace fednode

@@ -5,6 +5,8 @@
 // classes' counts and trains its head on it: the receiver never sees a sample of anyone's data.
 #include "methods/fgl/fgl.h"
 
+#include "methods/fgl/prompt_codec.h"
+
 #include "core/elapsed.h"
 #include "core/json_writer.h"
 #include "core/rng.h"
@@ -366,6 +368,7 @@ MethodDescriptor fgl_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Prompts;
+  d.codec = std::make_shared<PromptCodec>();
   d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",
                "max-images-per-class", "receiver", "cnn-width", "cnn-hidden", "cnn-epochs", "cnn-min-steps", "cnn-lr",
                "cnn-batch-size"};
