@@ -7,6 +7,7 @@
 #include "methods/fedpft/fedpft.h"
 #include "methods/fedtc/fedtc.h"
 #include "methods/fgl/fgl.h"
+#include "methods/heads/layer_codec.h"
 
 namespace fednode {
 
@@ -38,6 +39,39 @@ std::string method_names() {
   std::string names;
   for (size_t i = 0; i < methods.size(); ++i)
     names += (i == 0 ? "" : i + 1 == methods.size() ? " or " : ", ") + methods[i].name;
+  return names;
+}
+
+namespace {
+
+// Every head codec: methods/heads' first, then each method's own, in the registry's order.
+const std::vector<const HeadCodec*>& head_codecs() {
+  static const LayerCodec layers;
+  static const std::vector<const HeadCodec*> codecs = [] {
+    std::vector<const HeadCodec*> all{&layers};
+    for (const auto& m : method_registry())
+      if (m.head_codec) all.push_back(m.head_codec.get());
+    return all;
+  }();
+  return codecs;
+}
+
+}  // namespace
+
+const HeadCodec* head_codec_for(std::string_view kind) {
+  for (const HeadCodec* c : head_codecs())
+    for (const std::string& k : c->kinds())
+      if (k == kind) return c;
+  return nullptr;
+}
+
+std::string head_kind_names() {
+  std::vector<std::string> kinds;
+  for (const HeadCodec* c : head_codecs())
+    for (const std::string& k : c->kinds()) kinds.push_back(k);
+  std::string names;
+  for (size_t i = 0; i < kinds.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + kinds[i];
   return names;
 }
 

@@ -44,6 +44,9 @@ struct MethodDescriptor {
   // How its knowledge travels (methods/wire_body.h), from its own folder: protocol/ has no code
   // for any kind.
   std::shared_ptr<const KnowledgeCodec> codec;
+  // The heads only this method trains (FedMITR's ViT, FGL's CNN) in a head message; null when its
+  // heads are methods/heads' (linear, LDA, adapter).
+  std::shared_ptr<const HeadCodec> head_codec;
   // Options only this method reads (command-line and [federation.options] names): given with
   // another method they are refused rather than silently ignored. `flags` take no value.
   std::vector<std::string> options, flags;
@@ -77,5 +80,9 @@ const MethodDescriptor& method_named(std::string_view name);
 const MethodDescriptor& method_sending(KnowledgeKind kind);
 // "fedpft, fedcgs or fedtc", for messages.
 std::string method_names();
+// The codec of heads of `kind` (methods/heads' or a method's); null for a kind none writes.
+const HeadCodec* head_codec_for(std::string_view kind);
+// "linear, lda, adapter, vit or cnn", for messages.
+std::string head_kind_names();
 
 }  // namespace fednode

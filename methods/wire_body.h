@@ -9,10 +9,13 @@
 
 #include "core/limits.h"
 #include "core/protocol_error.h"
+#include "methods/heads/head.h"
 #include "methods/knowledge.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <istream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,7 +95,9 @@ class BodyReader {
   virtual void expect_shape(const BodyTensor& t, const WireShape& shape, WireLayout layout) const = 0;
   // WrongType unless `t` travels as `dtype`.
   virtual void expect_dtype(const BodyTensor& t, WireFloat dtype) const = 0;
-  // prod(t.shape) values into `out` (symmetric matrices mirrored); NonFinite on NaN/Inf.
+  // prod(t.shape) values into `out` (symmetric matrices mirrored); NonFinite on NaN/Inf. For
+  // knowledge, converted once the whole body is read: `out` must stay where it is until then (a
+  // moved Eigen matrix or std::vector keeps its buffer); for heads, at once.
   virtual void unpack(const BodyTensor& t, double* out) = 0;
   virtual void unpack(const BodyTensor& t, float* out) = 0;
 };
@@ -112,6 +117,31 @@ class KnowledgeCodec {
   // What the payload asks of the limits, beside the header's: its entries' sizes, and the samples
   // it claims (added with add_samples).
   virtual void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const = 0;
+  // The body's entries (classes, models, a few captions each), each about 256 bytes of keys and
+  // tensor headers beside the values: the encoder reserves for them and never reallocates.
+  virtual size_t entries(const Knowledge& k) const = 0;
+};
+
+// Heads of some kinds in a head message (docs/protocol.md 5.3): the entries that stand for the
+// head's parameters (a linear or adapter head's layers; a model's spec and parameters). The kinds
+// every method may train are methods/heads'; a method that trains its own names its codec in its
+// descriptor (MethodDescriptor::head_codec).
+class HeadCodec {
+ public:
+  virtual ~HeadCodec() = default;
+  // The Head::kind() values it writes and reads.
+  virtual std::vector<std::string> kinds() const = 0;
+  // How many entries write() adds to the head message's map.
+  virtual uint32_t entries(const Head& head) const = 0;
+  virtual void write(const Head& head, BodyWriter& w) const = 0;
+  // A head of `kind` from the head message `map`, for its dim and classes (read and bounded
+  // already). `rest` reads the message's remaining entries and finishes the map: the codec calls it
+  // once, at the point from which its own checks may refuse what is read.
+  virtual std::shared_ptr<const Head> read(const std::string& kind, BodyValue& map, uint64_t dim, uint64_t classes,
+                                           BodyReader& r, const std::function<void()>& rest) const = 0;
+  // A head of `kind` from a head file's body (Head::save wrote it; methods/heads/head.h), read
+  // like network input; InputError naming `where` for what is wrong.
+  virtual std::unique_ptr<Head> load(const std::string& kind, std::istream& in, const std::string& where) const = 0;
 };
 
 // --- shared by the kinds' codecs --------------------------------------------------------------

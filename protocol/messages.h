@@ -81,7 +81,7 @@ struct Hello {
 
 // A trained head (star mode's answer from the hub) and whose data it saw.
 struct HeadMessage {
-  std::shared_ptr<const Head> head;  // LinearHead ("linear", "lda"), AdapterHead or VitHead (FedMITR)
+  std::shared_ptr<const Head> head;  // of a kind some HeadCodec writes (methods/registry.h, head_codec_for)
   Contributors contributors;
   std::string backbone_fingerprint;
   // Personalised FedCGS: the class means of what the head was trained on, the alignment targets

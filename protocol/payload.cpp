@@ -340,14 +340,8 @@ std::string encode_payload(const Payload& payload, const EncodeOptions& options)
 // each per-class entry costs about 175 bytes of MessagePack keys and tensor headers (FedPFT) and
 // each contributor up to 5; the rest is well under 4 KiB.
 size_t encoded_payload_bound(const Knowledge& k, const EncodeOptions& options) {
-  size_t entries = 0;
-  if (auto* g = std::get_if<GmmKnowledge>(&k.payload)) entries = g->classes.size();
-  else if (auto* p = std::get_if<PrototypeKnowledge>(&k.payload)) entries = p->classes.size();
-  else if (auto* s = std::get_if<StatsKnowledge>(&k.payload)) entries = s->N.size();
-  else if (auto* m = std::get_if<ModelKnowledge>(&k.payload)) entries = m->models.size();
-  else if (auto* p = std::get_if<PromptKnowledge>(&k.payload))
-    for (const auto& shard : p->shards)
-      for (const auto& c : shard.classes) entries += 1 + c.captions.size() / 32;
+  const MethodDescriptor& sender = method_named(k.method_name());
+  const size_t entries = sender.codec ? sender.codec->entries(k) : 0;
   return static_cast<size_t>(k.payload_bytes(options.precision == Precision::Float16)) + 4096 + 256 * entries +
          5 * k.contributors.size() + k.backbone_fingerprint.size();
 }

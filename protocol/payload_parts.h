@@ -25,12 +25,6 @@ void pack_knowledge(Packer& pk, std::string& out, const Knowledge& k, const Enco
                     TensorJobs* deferred = nullptr);
 Knowledge read_knowledge(const msgpack::object& o, const Limits& limits);
 
-// A ViT's architecture (FedMITR's models and heads): image_size, channels, patch, dim, depth,
-// heads and mlp_dim; its classes are the message's.
-void pack_vit_spec(Packer& pk, const VitSpec& s);
-// Checked by VitSpec::validate (InvalidValue) before anything it would size is allocated.
-VitSpec read_vit_spec(const msgpack::object& o, const std::string& path, int classes);
-
 void pack_head(Packer& pk, std::string& out, const HeadMessage& h);
 HeadMessage read_head(const msgpack::object& o, const Limits& limits);
 

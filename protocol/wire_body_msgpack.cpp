@@ -34,6 +34,7 @@ void MsgpackBodyWriter::tensor(WireFloat dtype, WireLayout layout, const WireSha
 }
 
 MapReader& MsgpackBodyValue::map() {
+  if (shared_) return *shared_;
   if (!map_) map_.emplace(o_, path_);
   return *map_;
 }
@@ -73,7 +74,11 @@ void MsgpackBodyReader::expect_dtype(const BodyTensor& t, WireFloat dtype) const
   wire::expect_dtype(tensor_in(t), dtype_of(dtype));
 }
 
-void MsgpackBodyReader::unpack(const BodyTensor& t, double* out) { unpack_tensor(tensor_in(t), out, &jobs_); }
-void MsgpackBodyReader::unpack(const BodyTensor& t, float* out) { unpack_tensor(tensor_in(t), out, &jobs_); }
+void MsgpackBodyReader::unpack(const BodyTensor& t, double* out) {
+  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr);
+}
+void MsgpackBodyReader::unpack(const BodyTensor& t, float* out) {
+  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr);
+}
 
 }  // namespace fednode::wire

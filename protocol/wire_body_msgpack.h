@@ -44,6 +44,10 @@ class MsgpackBodyWriter final : public BodyWriter {
 class MsgpackBodyValue final : public BodyValue {
  public:
   MsgpackBodyValue(const msgpack::object& o, std::string path) : o_(o), path_(std::move(path)) {}
+  // A map read partly by the caller already, through `shared`: the keys either side asks for
+  // count for both, so that the caller's finish() accepts the codec's.
+  MsgpackBodyValue(const msgpack::object& o, std::string path, MapReader& shared)
+      : o_(o), path_(std::move(path)), shared_(&shared) {}
   const std::string& path() const override { return path_; }
   std::unique_ptr<BodyValue> at(const char* key) override;
   std::unique_ptr<BodyValue> find(const char* key) override;
@@ -62,11 +66,14 @@ class MsgpackBodyValue final : public BodyValue {
   const msgpack::object& o_;
   std::string path_;
   std::optional<MapReader> map_;  // made when first read as a map: MapReader refuses anything else
+  MapReader* shared_ = nullptr;
 };
 
 class MsgpackBodyReader final : public BodyReader {
  public:
-  explicit MsgpackBodyReader(const Limits& limits) : limits_(limits) {}
+  // `deferred`: values are converted by run(), together on the pool (knowledge, whose buffers
+  // stay where they are); otherwise at once (heads, whose constructors may copy them).
+  explicit MsgpackBodyReader(const Limits& limits, bool deferred = true) : limits_(limits), deferred_(deferred) {}
   const Limits& limits() const override { return limits_; }
   void expect_shape(const BodyTensor& t, const WireShape& shape, WireLayout layout) const override;
   void expect_dtype(const BodyTensor& t, WireFloat dtype) const override;
@@ -77,6 +84,7 @@ class MsgpackBodyReader final : public BodyReader {
 
  private:
   const Limits& limits_;
+  bool deferred_;
   TensorJobs jobs_;
 };
 

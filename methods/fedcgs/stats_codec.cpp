@@ -214,4 +214,6 @@ void StatsCodec::bound(const Knowledge& k, const Limits& limits, const std::stri
     add_samples(samples, static_cast<uint64_t>(std::max<int64_t>(n, 0)), where + ".body.N", limits);
 }
 
+size_t StatsCodec::entries(const Knowledge& k) const { return std::get<StatsKnowledge>(k.payload).N.size(); }
+
 }  // namespace fednode

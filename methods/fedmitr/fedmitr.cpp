@@ -247,6 +247,7 @@ MethodDescriptor fedmitr_descriptor() {
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Models;
   d.codec = std::make_shared<ModelCodec>();
+  d.head_codec = std::make_shared<VitHeadCodec>();
   d.options = {"vit-script", "vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",
                "client-min-steps",
                "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",

@@ -1,5 +1,7 @@
 #include "methods/fedmitr/model_codec.h"
 
+#include "methods/fedmitr/vit_head.h"
+
 #include <array>
 #include <cmath>
 
@@ -147,5 +149,41 @@ void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_
 void ModelCodec::bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const {
   add_entry_samples(samples, std::get<ModelKnowledge>(k.payload).models, where + ".body.models.count", limits);
 }
+
+void VitHeadCodec::write(const Head& head, BodyWriter& w) const {
+  const VitModel& m = dynamic_cast<const VitHead&>(head).model();
+  w.text("spec");
+  write_vit_spec(w, m.spec);
+  w.text("parameters");
+  w.tensor(WireFloat::F32, WireLayout::Dense, WireShape{m.parameters.size()}, m.parameters.data(), "head.parameters");
+}
+
+// The spec is checked against the message's dim and classes before the parameters are sized.
+std::shared_ptr<const Head> VitHeadCodec::read(const std::string& /*kind*/, BodyValue& map, uint64_t dim,
+                                               uint64_t classes, BodyReader& r, const std::function<void()>& rest) const {
+  VitModel m;
+  m.spec = read_vit_spec(*map.at("spec"), static_cast<int>(classes));
+  if (static_cast<uint64_t>(m.spec.pixels()) != dim)
+    wire_fail(ProtocolErrorCode::DimensionMismatch, map.path("spec") + ": a ViT of " + std::to_string(m.spec.pixels()) +
+                                                        " pixels per image in a head of dimension " + std::to_string(dim));
+  const BodyTensor t = map.at("parameters")->tensor();
+  r.expect_shape(t, {static_cast<uint64_t>(m.spec.parameter_count())}, WireLayout::Dense);
+  m.parameters.resize(static_cast<size_t>(m.spec.parameter_count()));
+  r.unpack(t, m.parameters.data());
+  std::shared_ptr<const Head> head;
+  try {
+    head = std::make_shared<VitHead>(std::move(m));
+  } catch (const std::exception& e) {
+    wire_fail(ProtocolErrorCode::InvalidValue, std::string("head: ") + e.what());
+  }
+  rest();
+  return head;
+}
+
+std::unique_ptr<Head> VitHeadCodec::load(const std::string& /*kind*/, std::istream& in, const std::string& where) const {
+  return load_vit_head(in, where);
+}
+
+size_t ModelCodec::entries(const Knowledge& k) const { return std::get<ModelKnowledge>(k.payload).models.size(); }
 
 }  // namespace fednode

@@ -14,6 +14,18 @@ class ModelCodec final : public KnowledgeCodec {
   KnowledgePayload read(BodyValue& body, const Knowledge& k, BodyReader& r) const override;
   void check(const Knowledge& k, const std::string& where, bool check_finite) const override;
   void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const override;
+  size_t entries(const Knowledge& k) const override;
+};
+
+// FedMITR's distilled ViT as a head ("vit", docs/protocol.md 5.3): its spec and its parameters.
+class VitHeadCodec final : public HeadCodec {
+ public:
+  std::vector<std::string> kinds() const override { return {"vit"}; }
+  uint32_t entries(const Head&) const override { return 2; }
+  void write(const Head& head, BodyWriter& w) const override;
+  std::shared_ptr<const Head> read(const std::string& kind, BodyValue& map, uint64_t dim, uint64_t classes, BodyReader& r,
+                                   const std::function<void()>& rest) const override;
+  std::unique_ptr<Head> load(const std::string& kind, std::istream& in, const std::string& where) const override;
 };
 
 // A ViT's architecture (docs/protocol.md 6.4), in FedMITR's models and heads: image_size, channels,

@@ -258,4 +258,6 @@ void GmmCodec::bound(const Knowledge& k, const Limits& limits, const std::string
   add_entry_samples(samples, classes, where + ".body.classes.count", limits);
 }
 
+size_t GmmCodec::entries(const Knowledge& k) const { return std::get<GmmKnowledge>(k.payload).classes.size(); }
+
 }  // namespace fednode

@@ -71,4 +71,6 @@ void PrototypeCodec::bound(const Knowledge& k, const Limits& limits, const std::
   add_entry_samples(samples, classes, where + ".body.classes.count", limits);
 }
 
+size_t PrototypeCodec::entries(const Knowledge& k) const { return std::get<PrototypeKnowledge>(k.payload).classes.size(); }
+
 }  // namespace fednode

@@ -5,6 +5,7 @@
 // classes' counts and trains its head on it: the receiver never sees a sample of anyone's data.
 #include "methods/fgl/fgl.h"
 
+#include "methods/fgl/cnn_codec.h"
 #include "methods/fgl/prompt_codec.h"
 
 #include "core/elapsed.h"
@@ -369,6 +370,7 @@ MethodDescriptor fgl_descriptor() {
   d.name = kMethod;
   d.knowledge = KnowledgeKind::Prompts;
   d.codec = std::make_shared<PromptCodec>();
+  d.head_codec = std::make_shared<CnnHeadCodec>();
   d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",
                "max-images-per-class", "receiver", "cnn-width", "cnn-hidden", "cnn-epochs", "cnn-min-steps", "cnn-lr",
                "cnn-batch-size"};

@@ -151,4 +151,11 @@ void PromptCodec::bound(const Knowledge& k, const Limits& limits, const std::str
     }
 }
 
+size_t PromptCodec::entries(const Knowledge& k) const {
+  size_t n = 0;
+  for (const auto& shard : std::get<PromptKnowledge>(k.payload).shards)
+    for (const auto& c : shard.classes) n += 1 + c.captions.size() / 32;
+  return n;
+}
+
 }  // namespace fednode

@@ -13,6 +13,7 @@ class PromptCodec final : public KnowledgeCodec {
   KnowledgePayload read(BodyValue& body, const Knowledge& k, BodyReader& r) const override;
   void check(const Knowledge& k, const std::string& where, bool check_finite) const override;
   void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const override;
+  size_t entries(const Knowledge& k) const override;
 };
 
 }  // namespace fednode

@@ -1,7 +1,6 @@
 #include "methods/heads/head.h"
 
-#include "methods/fedmitr/vit_head.h"
-#include "methods/fgl/cnn.h"
+#include "methods/registry.h"
 #include "methods/heads/head_format.h"
 
 #include <cblas.h>
@@ -178,22 +177,8 @@ std::unique_ptr<Head> Head::load(std::istream& in, const std::string& where) {
   if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)
     throw InputError(where + ": not a fednode head file (bad magic)");
   const std::string kind = read_string(in, where);
-  if (kind == "linear" || kind == "lda") {
-    MatrixF W = read_matrix(in, where);
-    VectorF b = read_vector(in, where);
-    if (b.size() != W.rows()) throw InputError(where + ": bias size does not match weights");
-    return std::make_unique<LinearHead>(kind, std::move(W), std::move(b));
-  }
-  if (kind == "adapter") {
-    std::vector<AdapterHead::Layer> layers(3);
-    for (auto& layer : layers) {
-      layer.W = read_matrix(in, where);
-      layer.b = read_vector(in, where);
-    }
-    return std::make_unique<AdapterHead>(std::move(layers));
-  }
-  if (kind == "vit") return load_vit_head(in, where);
-  if (kind == "cnn") return load_cnn_head(in, where);
+  // Every kind's codec knows its body: methods/heads' own, and the heads methods train themselves.
+  if (const HeadCodec* codec = head_codec_for(kind)) return codec->load(kind, in, where);
   throw InputError(where + ": unknown head kind '" + kind + "'");
 }
 
