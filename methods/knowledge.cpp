@@ -63,6 +63,7 @@ void GaussianMixture::validate(const std::string& what) const {
 }
 
 const char* Knowledge::method_name() const {
+  if (const auto* own = std::get_if<MethodKnowledge>(&payload)) return own->get() ? own->get()->method() : "";
   return method_sending(static_cast<KnowledgeKind>(payload.index())).name.c_str();
 }
 
@@ -86,22 +87,8 @@ int64_t Knowledge::payload_bytes(bool half_precision) const {
     for (const auto& c : p->classes) bytes += c.prototypes.size() * scalar + 8;
     return bytes;
   }
-  if (auto* m = std::get_if<ModelKnowledge>(&payload)) {
-    int64_t bytes = 0;
-    for (const auto& c : m->models) bytes += static_cast<int64_t>(c.model.parameters.size()) * scalar + 16 + 7 * 4;
-    return bytes;
-  }
-  if (auto* p = std::get_if<PromptKnowledge>(&payload)) {
-    int64_t bytes = 0;
-    for (const auto& shard : p->shards) {
-      bytes += 4;
-      for (const auto& c : shard.classes) {
-        bytes += 12 + static_cast<int64_t>(c.name.size() + c.prompt.size() + c.negative_prompt.size());
-        for (const auto& caption : c.captions) bytes += static_cast<int64_t>(caption.size());
-      }
-    }
-    return bytes;
-  }
+  if (const auto* own = std::get_if<MethodKnowledge>(&payload))
+    return own->get() ? own->get()->payload_bytes(half_precision) : 0;
   return 0;
 }
 

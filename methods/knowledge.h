@@ -4,11 +4,13 @@
 
 #include "core/fixed_ring.h"
 #include "core/types.h"
-#include "methods/fedmitr/vit.h"
 
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
+#include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -122,44 +124,63 @@ struct PrototypeKnowledge {
   std::vector<ClassPrototypes> classes;  // sorted by label
 };
 
-// FedMITR: one trained model per contributor, and the samples it was trained on (one-shot FedAvg
-// weighs by them). Merging is the union of models: an ensemble, never an average, so that no
-// contributor is counted twice and the receiver still sees every client's model.
-struct ClientModel {
-  NodeId owner = 0;
-  int64_t count = 0;
-  VitModel model;  // spec.classes is the knowledge's class count, spec.pixels() its dimension
+// Knowledge of a kind a method defines in its own folder (FedMITR's models in
+// methods/fedmitr/model_knowledge.h, FGL's prompts in methods/fgl/prompt_knowledge.h): everything
+// outside that folder sees only this, and the method its own type (body_of<T>). A new method whose
+// knowledge is none of the kinds above defines its own, and touches nothing here.
+class KnowledgeBody {
+ public:
+  virtual ~KnowledgeBody() = default;
+  virtual const char* method() const = 0;  // the method that sends it, as the registry names it
+  // Its size as it travels (MethodKnowledge::payload_bytes), excluding framing.
+  virtual int64_t payload_bytes(bool half_precision) const = 0;
+  virtual std::unique_ptr<KnowledgeBody> clone() const = 0;
 };
 
-struct ModelKnowledge {
-  std::vector<ClientModel> models;  // sorted by owner; the owners are the knowledge's contributors
+// Holds a KnowledgeBody with value semantics: copying knowledge copies its body.
+class MethodKnowledge {
+ public:
+  MethodKnowledge() = default;
+  template <class T, class = std::enable_if_t<std::is_base_of_v<KnowledgeBody, T>>>
+  MethodKnowledge(T body) : body_(std::make_unique<T>(std::move(body))) {}  // NOLINT: the kind's own type converts
+  MethodKnowledge(const MethodKnowledge& o) : body_(o.body_ ? o.body_->clone() : nullptr) {}
+  MethodKnowledge(MethodKnowledge&&) noexcept = default;
+  MethodKnowledge& operator=(const MethodKnowledge& o) {
+    body_ = o.body_ ? o.body_->clone() : nullptr;
+    return *this;
+  }
+  MethodKnowledge& operator=(MethodKnowledge&&) noexcept = default;
+  const KnowledgeBody* get() const { return body_.get(); }
+  KnowledgeBody* get() { return body_.get(); }
+
+ private:
+  std::unique_ptr<KnowledgeBody> body_;
 };
 
-// FGL: what a receiver needs to synthesise a contributor's data with a generative model, never the
-// data itself: per class the label's name, the class-level prompt and negative prompt, how many
-// samples the class holds, and any instance-level prompts (captions of single samples).
-struct ClassPrompts {
-  int label = 0;
-  int64_t count = 0;                  // the contributor's samples of this class
-  std::string name;                   // the label's name, as the generator's vocabulary knows it
-  std::string prompt;                 // e.g. "{name}, real world images, high resolution"
-  std::string negative_prompt;        // e.g. "low quality, low resolution"
-  std::vector<std::string> captions;  // instance level: at most `count`, each one sample's
-};
+using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, MethodKnowledge>;
 
-// One contributor's prompts. Merging is the union of shards, one per owner, as FedMITR's models:
-// the receiver adds the counts of a class over the shards it holds, so pieces that overlap never
-// count anyone twice, and a node whose prompts differ from another's keeps its own.
-struct PromptShard {
-  NodeId owner = 0;
-  std::vector<ClassPrompts> classes;  // sorted by label, only classes the owner holds
-};
-
-struct PromptKnowledge {
-  std::vector<PromptShard> shards;  // sorted by owner; the owners are the knowledge's contributors
-};
-
-using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, ModelKnowledge, PromptKnowledge>;
+// A method's own kind of knowledge in `payload`: null (body_if) or std::logic_error (body_of) when
+// it holds another.
+template <class T>
+const T* body_if(const KnowledgePayload* payload) {
+  const auto* m = payload ? std::get_if<MethodKnowledge>(payload) : nullptr;
+  return m ? dynamic_cast<const T*>(m->get()) : nullptr;
+}
+template <class T>
+T* body_if(KnowledgePayload* payload) {
+  auto* m = payload ? std::get_if<MethodKnowledge>(payload) : nullptr;
+  return m ? dynamic_cast<T*>(m->get()) : nullptr;
+}
+template <class T>
+const T& body_of(const KnowledgePayload& payload) {
+  if (const T* body = body_if<T>(&payload)) return *body;
+  throw std::logic_error("knowledge of another kind than the method's own");
+}
+template <class T>
+T& body_of(KnowledgePayload& payload) {
+  if (T* body = body_if<T>(&payload)) return *body;
+  throw std::logic_error("knowledge of another kind than the method's own");
+}
 
 // Per class the mean feature of a federation's data (personalised FedCGS's alignment targets);
 // `present[c]` false, and row c zero, for a class no one holds.

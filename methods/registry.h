@@ -17,8 +17,9 @@ namespace fednode {
 
 class JsonWriter;
 
-// Which alternative of KnowledgePayload a method sends (Knowledge::method_name asks by it).
-enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Models = 3, Prompts = 4 };
+// Which alternative of KnowledgePayload a method sends (Knowledge::method_name asks by it): one of
+// the kinds methods share, or its own (MethodKnowledge, which names its method itself).
+enum class KnowledgeKind { Gmm = 0, Stats = 1, Prototypes = 2, Own = 3 };
 
 // What a method measures beside the common baselines of a simulation (the centralised linear and
 // LDA heads, each node's linear head on its own data): named test accuracies for the run, as the

@@ -15,6 +15,7 @@
 #include "methods/fedmitr/vit_head.h"
 #include "methods/method_options.h"
 #include "methods/registry.h"
+#include "methods/fedmitr/model_knowledge.h"
 
 #include <chrono>
 #include <cmath>
@@ -36,7 +37,7 @@ std::string describe(const VitSpec& s) {
 std::vector<const ClientModel*> union_of_models(const KnowledgeList& received, const ClientModel* own) {
   std::map<NodeId, const ClientModel*> by_owner;
   for (const Knowledge& k : received)
-    for (const ClientModel& m : std::get<ModelKnowledge>(k.payload).models) by_owner.emplace(m.owner, &m);
+    for (const ClientModel& m : body_of<ModelKnowledge>(k.payload).models) by_owner.emplace(m.owner, &m);
   if (own) by_owner.emplace(own->owner, own);
   std::vector<const ClientModel*> out;
   for (const auto& [owner, m] : by_owner) out.push_back(m);
@@ -96,7 +97,7 @@ class FedMitr final : public Method {
 
   void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
     check_compatible(piece, kMethod, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
-    const auto* m = std::get_if<ModelKnowledge>(&piece.payload);
+    const auto* m = body_if<ModelKnowledge>(&piece.payload);
     if (!m) throw InputError(where + ": not model knowledge");
     const VitSpec spec = fedmitr_spec(options_, ctx.dim, ctx.num_classes);
     Contributors owners;
@@ -245,7 +246,7 @@ std::unique_ptr<Method> make_fedmitr(const FedMitrOptions& options) { return std
 MethodDescriptor fedmitr_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
-  d.knowledge = KnowledgeKind::Models;
+  d.knowledge = KnowledgeKind::Own;
   d.codec = std::make_shared<ModelCodec>();
   d.head_codec = std::make_shared<VitHeadCodec>();
   d.options = {"vit-script", "vit-channels", "vit-patch", "vit-dim", "vit-depth", "vit-heads", "vit-mlp-dim", "client-epochs",

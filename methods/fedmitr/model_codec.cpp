@@ -79,7 +79,7 @@ VitSpec read_vit_spec(BodyValue& v, int classes) {
 }
 
 void ModelCodec::write(const Knowledge& k, BodyWriter& w) const {
-  const auto& m = std::get<ModelKnowledge>(k.payload);
+  const auto& m = body_of<ModelKnowledge>(k.payload);
   w.map(1);
   w.text("models");
   w.array(static_cast<uint32_t>(m.models.size()));
@@ -129,7 +129,7 @@ KnowledgePayload ModelCodec::read(BodyValue& body, const Knowledge& k, BodyReade
 }
 
 void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_finite) const {
-  const auto& m = std::get<ModelKnowledge>(k.payload);
+  const auto& m = body_of<ModelKnowledge>(k.payload);
   check_one_per_contributor(m.models, k, where + ".body.models", "model");
   for (size_t i = 0; i < m.models.size(); ++i) {
     const auto& c = m.models[i];
@@ -147,7 +147,7 @@ void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_
 }
 
 void ModelCodec::bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const {
-  add_entry_samples(samples, std::get<ModelKnowledge>(k.payload).models, where + ".body.models.count", limits);
+  add_entry_samples(samples, body_of<ModelKnowledge>(k.payload).models, where + ".body.models.count", limits);
 }
 
 void VitHeadCodec::write(const Head& head, BodyWriter& w) const {
@@ -184,6 +184,6 @@ std::unique_ptr<Head> VitHeadCodec::load(const std::string& /*kind*/, std::istre
   return load_vit_head(in, where);
 }
 
-size_t ModelCodec::entries(const Knowledge& k) const { return std::get<ModelKnowledge>(k.payload).models.size(); }
+size_t ModelCodec::entries(const Knowledge& k) const { return body_of<ModelKnowledge>(k.payload).models.size(); }
 
 }  // namespace fednode

@@ -5,6 +5,7 @@
 
 #include "methods/fedmitr/vit.h"
 #include "methods/wire_body.h"
+#include "methods/fedmitr/model_knowledge.h"
 
 namespace fednode {
 

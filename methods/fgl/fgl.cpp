@@ -14,6 +14,7 @@
 #include "methods/fgl/requests.h"
 #include "methods/method_options.h"
 #include "methods/registry.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 #include <chrono>
 #include <cmath>
@@ -29,7 +30,7 @@ constexpr const char* kMethod = "fgl";
 std::vector<const PromptShard*> union_of_shards(const KnowledgeList& received, const PromptShard* own) {
   std::map<NodeId, const PromptShard*> by_owner;
   for (const Knowledge& k : received)
-    for (const PromptShard& s : std::get<PromptKnowledge>(k.payload).shards) by_owner.emplace(s.owner, &s);
+    for (const PromptShard& s : body_of<PromptKnowledge>(k.payload).shards) by_owner.emplace(s.owner, &s);
   if (own) by_owner.emplace(own->owner, own);
   std::vector<const PromptShard*> out;
   for (const auto& [owner, s] : by_owner) out.push_back(s);
@@ -94,7 +95,7 @@ class Fgl final : public Method {
 
   void validate(const Knowledge& piece, const NodeContext& ctx, const std::string& where) const override {
     check_compatible(piece, kMethod, ctx.dim, ctx.num_classes, ctx.backbone_fingerprint, where);
-    const auto* p = std::get_if<PromptKnowledge>(&piece.payload);
+    const auto* p = body_if<PromptKnowledge>(&piece.payload);
     if (!p) throw InputError(where + ": not prompt knowledge");
     Contributors owners;
     for (const PromptShard& s : p->shards) {
@@ -368,7 +369,7 @@ std::unique_ptr<Method> make_fgl(const MethodOptions& options) {
 MethodDescriptor fgl_descriptor() {
   MethodDescriptor d;
   d.name = kMethod;
-  d.knowledge = KnowledgeKind::Prompts;
+  d.knowledge = KnowledgeKind::Own;
   d.codec = std::make_shared<PromptCodec>();
   d.head_codec = std::make_shared<CnnHeadCodec>();
   d.options = {"generator", "generator-command", "prompt", "negative-prompt", "class-names", "images-per-sample",

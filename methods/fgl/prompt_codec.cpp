@@ -75,7 +75,7 @@ ClassPrompts read_class(BodyValue& m, int previous, const Knowledge& k, uint64_t
 }  // namespace
 
 void PromptCodec::write(const Knowledge& k, BodyWriter& w) const {
-  const auto& p = std::get<PromptKnowledge>(k.payload);
+  const auto& p = body_of<PromptKnowledge>(k.payload);
   w.map(1);
   w.text("shards");
   w.array(static_cast<uint32_t>(p.shards.size()));
@@ -115,7 +115,7 @@ KnowledgePayload PromptCodec::read(BodyValue& body, const Knowledge& k, BodyRead
 }
 
 void PromptCodec::check(const Knowledge& k, const std::string& where, bool /*check_finite: no numbers*/) const {
-  const auto& p = std::get<PromptKnowledge>(k.payload);
+  const auto& p = body_of<PromptKnowledge>(k.payload);
   check_one_per_contributor(p.shards, k, where + ".body.shards", "shard");
   for (size_t i = 0; i < p.shards.size(); ++i) {
     const PromptShard& shard = p.shards[i];
@@ -140,7 +140,7 @@ void PromptCodec::check(const Knowledge& k, const std::string& where, bool /*che
 }
 
 void PromptCodec::bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const {
-  for (const auto& shard : std::get<PromptKnowledge>(k.payload).shards)
+  for (const auto& shard : body_of<PromptKnowledge>(k.payload).shards)
     for (const auto& c : shard.classes) {
       add_samples(samples, static_cast<uint64_t>(std::max<int64_t>(c.count, 0)), where + ".body.shards.classes.count",
                   limits);
@@ -153,7 +153,7 @@ void PromptCodec::bound(const Knowledge& k, const Limits& limits, const std::str
 
 size_t PromptCodec::entries(const Knowledge& k) const {
   size_t n = 0;
-  for (const auto& shard : std::get<PromptKnowledge>(k.payload).shards)
+  for (const auto& shard : body_of<PromptKnowledge>(k.payload).shards)
     for (const auto& c : shard.classes) n += 1 + c.captions.size() / 32;
   return n;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "methods/wire_body.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 namespace fednode {
 

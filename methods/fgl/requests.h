@@ -5,6 +5,7 @@
 #include "core/generator.h"
 #include "methods/knowledge.h"
 #include "methods/method.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 #include <vector>
 

@@ -10,6 +10,7 @@
 #include "methods/fedmitr/receiver.h"
 #include "methods/fedmitr/vit_head.h"
 #include "vit_samples.h"
+#include "methods/fedmitr/model_knowledge.h"
 
 #include <gtest/gtest.h>
 
@@ -215,23 +216,23 @@ TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
   const Knowledge k0 = method->summarize(a, c0);
   const Knowledge k01 = method->merge({k0}, &b, c1);
   EXPECT_EQ(k01.contributors, (Contributors{0, 1}));
-  const auto& models = std::get<ModelKnowledge>(k01.payload).models;
+  const auto& models = body_of<ModelKnowledge>(k01.payload).models;
   ASSERT_EQ(models.size(), 2u);
-  EXPECT_EQ(models[0].model.parameters, std::get<ModelKnowledge>(k0.payload).models[0].model.parameters);
+  EXPECT_EQ(models[0].model.parameters, body_of<ModelKnowledge>(k0.payload).models[0].model.parameters);
   EXPECT_EQ(models[1].count, 50);
   // Partial overlaps ({0,1} and {1,2}) still make one ensemble, each model once.
   const Knowledge k12 = method->merge({method->summarize(b, c1)}, &c, c2);
   const Knowledge all = method->merge({k01, k12}, nullptr, c0);
   EXPECT_EQ(all.contributors, (Contributors{0, 1, 2}));
-  EXPECT_EQ(std::get<ModelKnowledge>(all.payload).models.size(), 3u);
+  EXPECT_EQ(body_of<ModelKnowledge>(all.payload).models.size(), 3u);
   // The client's model comes from the shared start and the node's own batch order.
-  EXPECT_EQ(std::get<ModelKnowledge>(k0.payload).models[0].model.parameters,
+  EXPECT_EQ(body_of<ModelKnowledge>(k0.payload).models[0].model.parameters,
             train_client_model(options, a, 5, 0).parameters);
 
   // One model: the head is that model. Several: a distilled ViT, of the federation's spec.
   const auto alone = method->fit_head({}, &a, c0);
   ASSERT_EQ(alone->kind(), "vit");
-  EXPECT_EQ(dynamic_cast<const VitHead&>(*alone).model().parameters, std::get<ModelKnowledge>(k0.payload).models[0].model.parameters);
+  EXPECT_EQ(dynamic_cast<const VitHead&>(*alone).model().parameters, body_of<ModelKnowledge>(k0.payload).models[0].model.parameters);
   const auto head = method->fit_head({k12}, &a, c0);
   EXPECT_EQ(head->num_classes(), 4);
   EXPECT_EQ(head->dim(), 144);
@@ -264,7 +265,7 @@ TEST_F(FedMitr, AModelOfAnotherArchitectureOrOwnerIsRefused) {
   wrong_owner.contributors = {2};
   EXPECT_THROW(method->validate(wrong_owner, ctx, "piece"), InputError);
   Knowledge nan = k;
-  std::get<ModelKnowledge>(nan.payload).models[0].model.parameters[5] = NAN;
+  body_of<ModelKnowledge>(nan.payload).models[0].model.parameters[5] = NAN;
   EXPECT_THROW(method->validate(nan, ctx, "piece"), InputError);
   // Pixels that are no square image are refused with the reason.
   EXPECT_THROW(fedmitr_spec(options, 145, 4), InputError);

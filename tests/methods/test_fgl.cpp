@@ -11,6 +11,7 @@
 #include "methods/fgl/fgl.h"
 #include "methods/fgl/torch_generator.h"
 #include "methods/fgl/requests.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 #include <gtest/gtest.h>
 
@@ -271,12 +272,12 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   const Knowledge ka = method->summarize(a, ca);
   const Knowledge merged = method->merge({ka}, &b, cb);
   EXPECT_EQ(merged.contributors, (Contributors{0, 1}));
-  const auto& shards = std::get<PromptKnowledge>(merged.payload).shards;
+  const auto& shards = body_of<PromptKnowledge>(merged.payload).shards;
   ASSERT_EQ(shards.size(), 2u);
   EXPECT_EQ(shards[1].classes[0].count, 3);
   // Receiving what it already holds adds nothing: the union is by owner.
   const Knowledge again = method->merge({merged, ka}, &b, cb);
-  EXPECT_EQ(std::get<PromptKnowledge>(again.payload).shards.size(), 2u);
+  EXPECT_EQ(body_of<PromptKnowledge>(again.payload).shards.size(), 2u);
   const auto head = method->fit_head({merged}, nullptr, ca);
   const auto head_again = method->fit_head({merged}, nullptr, ca);
   EXPECT_EQ(head->num_classes(), 2);

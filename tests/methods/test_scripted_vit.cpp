@@ -7,6 +7,7 @@
 #include "methods/fedmitr/vit.h"
 #include "methods/fedmitr/vit_head.h"
 #include "vit_samples.h"
+#include "methods/fedmitr/model_knowledge.h"
 
 #include <gtest/gtest.h>
 
@@ -126,7 +127,7 @@ TEST_F(ScriptedVit, IsFedMitrsModelWhenANodeNamesIt) {
   for (int i = 0; i < 40; ++i) data.y.push_back(i % 10);
   const NodeContext c0 = test::node_context(0, 10, 784, 5), c1 = test::node_context(1, 10, 784, 5);
   const Knowledge k1 = method->summarize(data, c1);
-  EXPECT_TRUE(std::get<ModelKnowledge>(k1.payload).models.at(0).model.spec == s);
+  EXPECT_TRUE(body_of<ModelKnowledge>(k1.payload).models.at(0).model.spec == s);
   EXPECT_NO_THROW(method->validate(k1, c0, "piece"));
   const auto head = method->fit_head({k1}, &data, c0);  // its own model and node 1's, distilled
   ASSERT_EQ(head->kind(), "vit");

@@ -4,6 +4,8 @@
 #include "methods/fedmitr/vit_head.h"
 #include "core/rng.h"
 #include "protocol/codec.h"
+#include "methods/fedmitr/model_knowledge.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 #include <memory>
 

@@ -5,6 +5,8 @@
 #include "core/float16.h"
 
 #include "methods/fgl/cnn.h"
+#include "methods/fedmitr/model_knowledge.h"
+#include "methods/fgl/prompt_knowledge.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -332,11 +334,11 @@ TEST(ProtocolRoundTrip, Prototypes) {
 TEST(ProtocolRoundTrip, Models) {
   const Knowledge k = test::sample_models(1, 2);
   const VitSpec s = test::small_vit(2);
-  const ModelKnowledge& m = std::get<ModelKnowledge>(k.payload);
+  const ModelKnowledge& m = body_of<ModelKnowledge>(k.payload);
   for (Precision p : {Precision::Float32, Precision::Float16}) {
     const Knowledge back = std::get<Knowledge>(roundtrip(k, {p}));
     expect_same_frame(k, back);
-    const auto& out = std::get<ModelKnowledge>(back.payload).models;
+    const auto& out = body_of<ModelKnowledge>(back.payload).models;
     ASSERT_EQ(out.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(out[i].owner, m.models[i].owner);
@@ -350,15 +352,15 @@ TEST(ProtocolRoundTrip, Models) {
   }
   // A user's TorchScript ViT travels as its file's SHA-256 and parameter count.
   Knowledge scripted = k;
-  for (ClientModel& c : std::get<ModelKnowledge>(scripted.payload).models) {
+  for (ClientModel& c : body_of<ModelKnowledge>(scripted.payload).models) {
     c.model.spec.dim = c.model.spec.depth = c.model.spec.heads = c.model.spec.mlp_dim = 0;
     c.model.spec.script = std::string(64, 'f');
     c.model.spec.script_parameters = static_cast<int64_t>(c.model.parameters.size());
   }
   const Knowledge back = std::get<Knowledge>(roundtrip(scripted));
-  const auto& out = std::get<ModelKnowledge>(back.payload).models;
+  const auto& out = body_of<ModelKnowledge>(back.payload).models;
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_TRUE(out[1].model.spec == std::get<ModelKnowledge>(scripted.payload).models[1].model.spec);
+  EXPECT_TRUE(out[1].model.spec == body_of<ModelKnowledge>(scripted.payload).models[1].model.spec);
   EXPECT_EQ(out[1].model.parameters, m.models[1].model.parameters);
 }
 
@@ -367,8 +369,8 @@ TEST(ProtocolRoundTrip, Prompts) {
   const Knowledge k = test::sample_prompts();
   const Knowledge back = std::get<Knowledge>(roundtrip(k));
   expect_same_frame(k, back);
-  const auto& in = std::get<PromptKnowledge>(k.payload).shards;
-  const auto& out = std::get<PromptKnowledge>(back.payload).shards;
+  const auto& in = body_of<PromptKnowledge>(k.payload).shards;
+  const auto& out = body_of<PromptKnowledge>(back.payload).shards;
   ASSERT_EQ(in.size(), out.size());
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_EQ(out[i].owner, in[i].owner);
