@@ -2,6 +2,7 @@
 // node ids whose data it summarises and the backbone fingerprint it was computed with.
 #pragma once
 
+#include "core/cloned.h"
 #include "core/fixed_ring.h"
 #include "core/types.h"
 
@@ -138,23 +139,11 @@ class KnowledgeBody {
 };
 
 // Holds a KnowledgeBody with value semantics: copying knowledge copies its body.
-class MethodKnowledge {
+class MethodKnowledge : public Cloned<KnowledgeBody> {
  public:
   MethodKnowledge() = default;
   template <class T, class = std::enable_if_t<std::is_base_of_v<KnowledgeBody, T>>>
-  MethodKnowledge(T body) : body_(std::make_unique<T>(std::move(body))) {}  // NOLINT: the kind's own type converts
-  MethodKnowledge(const MethodKnowledge& o) : body_(o.body_ ? o.body_->clone() : nullptr) {}
-  MethodKnowledge(MethodKnowledge&&) noexcept = default;
-  MethodKnowledge& operator=(const MethodKnowledge& o) {
-    body_ = o.body_ ? o.body_->clone() : nullptr;
-    return *this;
-  }
-  MethodKnowledge& operator=(MethodKnowledge&&) noexcept = default;
-  const KnowledgeBody* get() const { return body_.get(); }
-  KnowledgeBody* get() { return body_.get(); }
-
- private:
-  std::unique_ptr<KnowledgeBody> body_;
+  MethodKnowledge(T body) : Cloned<KnowledgeBody>(std::make_unique<T>(std::move(body))) {}  // NOLINT: converts
 };
 
 using KnowledgePayload = std::variant<GmmKnowledge, StatsKnowledge, PrototypeKnowledge, MethodKnowledge>;

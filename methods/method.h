@@ -7,12 +7,11 @@
 // already a contributor of a chosen piece.
 #pragma once
 
+#include "core/cloned.h"
 #include "core/generator.h"
 #include "core/image_encoder.h"
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
-#include "methods/fedmitr/receiver.h"
-#include "methods/fgl/cnn.h"
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
@@ -20,6 +19,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -131,47 +131,16 @@ struct FedTcOptions {
   AdapterTrainOptions head;
 };
 
-// FedMITR (methods/fedmitr/, docs/methods/fedmitr.md): clients train a ViT from the federation's
-// shared initialisation and send it; receivers distil the ensemble of what they hold.
-struct FedMitrOptions {
-  // image_size and classes come from the data: features of dimension channels * s * s are s x s
-  // images.
-  VitSpec vit;
-  std::string vit_script;          // a user's TorchScript ViT instead of `vit` (vit.h, load_vit_script)
-  // seed: per node, from the run's seed. At least 600 steps: on a validation split (alpha 0.1),
-  // clients of 2-3 k images learnt nothing in 3 epochs (docs/methods/fedmitr.md).
-  VitTrainOptions client = [] {
-    VitTrainOptions o;
-    o.min_steps = 600;
-    return o;
-  }();
-  bool half_precision = false;     // send the parameters as float16 (rounded where they are made)
-  ReceiverOptions receiver;        // seeds: per node, from the run's seed
+// Options only one method reads, defined in its own folder (FedMITR's, FGL's): MethodOptions holds
+// them by method name, copied with it, and the method finds its own with own_options<T>, T naming
+// its method in T::kMethod. A new method's options need no member here.
+class OwnOptions {
+ public:
+  virtual ~OwnOptions() = default;
+  virtual std::unique_ptr<OwnOptions> clone() const = 0;
 };
 
-// FGL (methods/fgl/, docs/methods/fgl.md): clients send prompts, never data or models; a
-// receiver synthesises its training set with a generative model and trains its head on it.
-struct FglOptions {
-  // The generative model (node/generator.h opens it for each node): a TorchScript generator file
-  // with its sidecar, or a command that draws images for a file of prompts. Exactly one is set.
-  std::string generator;
-  std::string generator_command;
-  // The paper's class-level prompts (its section 4, "real world images" for natural images);
-  // "{name}" becomes the label's name.
-  std::string prompt = "{name}, real world images, high resolution";
-  std::string negative_prompt = "low quality, low resolution";
-  // Label i's name, where the data does not name its classes (NodeContext::class_names).
-  std::vector<std::string> class_names;
-  // Synthetic images per sample the prompts stand for: 1 mirrors the federation's class counts.
-  double images_per_sample = 1.0;
-  int max_images_per_class = 0;  // 0: no cap
-  // What the receiver trains on the synthetic images: the paper's network from scratch (a small
-  // CNN on the pixels, methods/fgl/cnn.h), or the linear head every other method trains.
-  enum class Receiver { Cnn, Linear } receiver = Receiver::Cnn;
-  CnnSpec cnn;                // image_size, channels and classes come from the synthetic images
-  CnnTrainOptions cnn_train;  // seed: per node, from the run's seed
-};
-const char* to_string(FglOptions::Receiver r);  // "cnn" | "linear" 
+using OwnOptionsSlot = Cloned<OwnOptions>;
 
 // Secure aggregation of additive knowledge (docs/privacy.md): off, every part masked, or the
 // class counts alone (the FedCGS paper's cheaper option).
@@ -187,9 +156,26 @@ struct MethodOptions {
   FedPftOptions fedpft;
   FedCgsOptions fedcgs;
   FedTcOptions fedtc;
-  FedMitrOptions fedmitr;
-  FglOptions fgl;
+  std::map<std::string, OwnOptionsSlot> own;  // by method name: the options own_options<T> finds
 };
+
+// A method's own options in `m`: made with their defaults on first use (the mutable form, for
+// parsing), or the defaults when `m` holds none (the const form).
+template <class T>
+T& own_options(MethodOptions& m) {
+  OwnOptionsSlot& slot = m.own[T::kMethod];
+  if (!slot.get()) slot = OwnOptionsSlot(std::make_unique<T>());
+  return dynamic_cast<T&>(*slot.get());
+}
+template <class T>
+const T& own_options(const MethodOptions& m) {
+  const auto it = m.own.find(T::kMethod);
+  if (it == m.own.end() || !it->second.get()) {
+    static const T defaults;
+    return defaults;
+  }
+  return dynamic_cast<const T&>(*it->second.get());
+}
 
 // Who is running the method, for seeding and contributor bookkeeping.
 struct NodeContext {

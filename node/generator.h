@@ -6,6 +6,7 @@
 
 #include "core/generator.h"
 #include "methods/method.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <memory>
 #include <string>

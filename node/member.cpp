@@ -2,6 +2,7 @@
 
 #include "methods/registry.h"
 #include "node/generator.h"
+#include "methods/fgl/fgl_options.h"
 
 namespace fednode {
 namespace {
@@ -16,7 +17,7 @@ NodeContext node_context(const MemberInputs& in) {
   ctx.dim = in.dim;
   ctx.min_class_count = in.options->min_class_count;
   ctx.head_is_sent = !in.plan.send_head_to.empty();
-  ctx.generator = open_generator(in.options->fgl);
+  ctx.generator = open_generator(own_options<FglOptions>(*in.options));
   ctx.noise_key = in.noise_key;
   ctx.class_names = in.class_names;
   ctx.image_encoder = in.image_encoder;

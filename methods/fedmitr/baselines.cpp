@@ -5,6 +5,7 @@
 #include "methods/fedmitr/receiver.h"
 #include "methods/fedmitr/vit_head.h"
 #include "methods/method_options.h"
+#include "methods/fedmitr/fedmitr_options.h"
 
 #include <chrono>
 
@@ -18,7 +19,7 @@ namespace fednode {
 MethodBaselines fedmitr_baselines(const Features& all, const std::vector<Features>& local, const Features& test,
                                   const MethodOptions& m, uint64_t seed,
                                   const std::function<void(const std::string&)>& progress) {
-  const FedMitrOptions& o = m.fedmitr;
+  const FedMitrOptions& o = own_options<FedMitrOptions>(m);
   const auto say = [&progress](const std::string& line) {
     if (progress) progress(line);
   };

@@ -258,8 +258,8 @@ MethodDescriptor fedmitr_descriptor() {
   d.path_options = {"vit-script"};
   d.parse_options = parse_fedmitr_options;
   d.help = fedmitr_options_help;
-  d.make = [](const MethodOptions& o) { return make_fedmitr(o.fedmitr); };
-  d.half_precision = [](const MethodOptions& o) { return o.fedmitr.half_precision; };
+  d.make = [](const MethodOptions& o) { return make_fedmitr(own_options<FedMitrOptions>(o)); };
+  d.half_precision = [](const MethodOptions& o) { return own_options<FedMitrOptions>(o).half_precision; };
   d.head_seed = [](const MethodOptions&) { return uint64_t{0}; };
   d.write_options = write_fedmitr_options;
   d.baselines = fedmitr_baselines;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "methods/method.h"
+#include "methods/fedmitr/fedmitr_options.h"
 
 #include <memory>
 

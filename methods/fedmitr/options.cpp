@@ -37,7 +37,7 @@ std::string int_list(const std::vector<int>& v) {
 }  // namespace
 
 void parse_fedmitr_options(const Args& a, MethodOptions& m) {
-  auto& o = m.fedmitr;
+  auto& o = own_options<FedMitrOptions>(m);
   auto whole = [&a](const char* name, int fallback, int lo, int hi) {
     return static_cast<int>(a.integer(name, fallback, lo, hi));
   };
@@ -122,7 +122,7 @@ std::string fedmitr_options_help() {
 }
 
 void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
-  const auto& o = m.fedmitr;
+  const auto& o = own_options<FedMitrOptions>(m);
   const auto& r = o.receiver;
   w.key("fedmitr").begin_object();
   if (!o.vit_script.empty()) w.key("vit_script").value(o.vit_script);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "methods/registry.h"
+#include "methods/fedmitr/fedmitr_options.h"
 
 #include <string>
 

@@ -216,7 +216,7 @@ std::vector<std::string> split_names(const std::string& text) {
 }
 
 void parse_fgl_options(const Args& a, MethodOptions& m) {
-  FglOptions& o = m.fgl;
+  FglOptions& o = own_options<FglOptions>(m);
   o.generator = a.str("generator", o.generator);
   o.generator_command = a.str("generator-command", o.generator_command);
   if (o.generator.empty() == o.generator_command.empty())
@@ -263,7 +263,7 @@ std::string fgl_options_help() {
 }
 
 void write_fgl_options(JsonWriter& w, const MethodOptions& m) {
-  const FglOptions& o = m.fgl;
+  const FglOptions& o = own_options<FglOptions>(m);
   w.key("fgl").begin_object();
   if (!o.generator.empty()) w.key("generator").value(o.generator);
   if (!o.generator_command.empty()) w.key("generator_command").value(o.generator_command);
@@ -296,7 +296,7 @@ void write_fgl_options(JsonWriter& w, const MethodOptions& m) {
 MethodBaselines fgl_baselines(const Features& all, const std::vector<Features>& local, const Features& test,
                               const MethodOptions& m, uint64_t seed,
                               const std::function<void(const std::string&)>& progress) {
-  const FglOptions& o = m.fgl;
+  const FglOptions& o = own_options<FglOptions>(m);
   MethodBaselines out;
   const auto t0 = std::chrono::steady_clock::now();
   const int channels = o.cnn.channels;
@@ -363,7 +363,7 @@ uint64_t fgl_synthesis_seed(uint64_t run_seed, NodeId node) {
 }
 
 std::unique_ptr<Method> make_fgl(const MethodOptions& options) {
-  return std::make_unique<Fgl>(options.fgl, options.fedpft.head);
+  return std::make_unique<Fgl>(own_options<FglOptions>(options), options.fedpft.head);
 }
 
 MethodDescriptor fgl_descriptor() {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "methods/method.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <functional>
 #include <memory>

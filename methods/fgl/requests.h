@@ -6,6 +6,7 @@
 #include "methods/knowledge.h"
 #include "methods/method.h"
 #include "methods/fgl/prompt_knowledge.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <vector>
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "core/generator.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <atomic>
 #include <functional>

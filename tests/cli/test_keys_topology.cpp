@@ -8,6 +8,7 @@
 #include "../common/temp_dir.h"
 
 #include "node/node_config.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <gtest/gtest.h>
 
@@ -170,7 +171,7 @@ TEST_F(KeysAndTopology, WritesToStdoutWithPathsAndRunAsGiven) {
   ASSERT_EQ(generator.code, 0) << generator.err;
   const Topology fgl = load_topology(at("conf/fgl.toml"));
   EXPECT_EQ(fgl.options_for(0).at("generator"), "../m/gen.pt");
-  EXPECT_EQ(fs::path(method_options_for(fgl, 0).fgl.generator).lexically_normal(), fs::path(at("m/gen.pt")));
+  EXPECT_EQ(fs::path(own_options<FglOptions>(method_options_for(fgl, 0)).generator).lexically_normal(), fs::path(at("m/gen.pt")));
   ASSERT_EQ(model.code, 0) << model.err;
   EXPECT_EQ(load_topology(at("conf/chain.toml")).data_for(0).at("backbone"), "../m/b.pt");
   ASSERT_EQ(rel.code, 0) << rel.err;

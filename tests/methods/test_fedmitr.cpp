@@ -11,6 +11,7 @@
 #include "methods/fedmitr/vit_head.h"
 #include "vit_samples.h"
 #include "methods/fedmitr/model_knowledge.h"
+#include "methods/fedmitr/fedmitr_options.h"
 
 #include <gtest/gtest.h>
 

@@ -12,6 +12,7 @@
 #include "methods/fgl/torch_generator.h"
 #include "methods/fgl/requests.h"
 #include "methods/fgl/prompt_knowledge.h"
+#include "methods/fgl/fgl_options.h"
 
 #include <gtest/gtest.h>
 
@@ -252,8 +253,8 @@ TEST_F(FglGenerator, AClassTheVocabularyLacksIsNamed) {
 TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   MethodOptions options;
   options.method = "fgl";
-  options.fgl.generator = "tiny";  // opened by node/ in a run; given directly here
-  options.fgl.receiver = FglOptions::Receiver::Linear;
+  own_options<FglOptions>(options).generator = "tiny";  // opened by node/ in a run; given directly here
+  own_options<FglOptions>(options).receiver = FglOptions::Receiver::Linear;
   options.fedpft.head.lr = 1e-2;
   options.fedpft.head.min_steps = 50;
   options.fedpft.head.epochs = 2;
@@ -308,7 +309,7 @@ class PoolingEncoder final : public ImageEncoder {
 TEST_F(FglGenerator, TheLinearReceiverReadsTheImagesAsTheNodeReadItsOwn) {
   MethodOptions options;
   options.method = "fgl";
-  options.fgl.receiver = FglOptions::Receiver::Linear;
+  own_options<FglOptions>(options).receiver = FglOptions::Receiver::Linear;
   options.fedpft.head.lr = 1e-2;
   options.fedpft.head.epochs = 2;
   Features a;
@@ -330,7 +331,7 @@ TEST_F(FglGenerator, TheLinearReceiverReadsTheImagesAsTheNodeReadItsOwn) {
   ctx.image_encoder = nullptr;
   test::expect_input_error([&] { method->fit_head({k}, nullptr, ctx); }, {"8 x 8 pixels", ".npy"});
   // The CNN needs the pixels themselves.
-  options.fgl.receiver = FglOptions::Receiver::Cnn;
+  own_options<FglOptions>(options).receiver = FglOptions::Receiver::Cnn;
   ctx.image_encoder = std::make_shared<PoolingEncoder>();
   test::expect_input_error([&] { make_fgl(options)->fit_head({k}, nullptr, ctx); }, {"--receiver linear"});
 }

@@ -8,6 +8,7 @@
 #include "methods/fedmitr/vit_head.h"
 #include "vit_samples.h"
 #include "methods/fedmitr/model_knowledge.h"
+#include "methods/fedmitr/fedmitr_options.h"
 
 #include <gtest/gtest.h>
 
