@@ -3,6 +3,7 @@
 #include "core/options.h"
 #include "cli/commands.h"
 #include "methods/method_options.h"
+#include "methods/registry.h"
 #include "cli/output_path.h"
 #include "features/data_options.h"
 #include "node/durable_file.h"
@@ -27,7 +28,7 @@ namespace {
 const char* kHelp =
     "usage: fednode simulate (--dataset fashion-mnist | --train-features X.npy --train-labels y.npy\n"
     "                         --test-features Xt.npy --test-labels yt.npy)\n"
-    "       [--method fedpft|fedcgs|fedtc|fedmitr|fgl] [--topology linear|ring|star|graph] [--nodes N]\n"
+    "       [--method METHOD] [--topology linear|ring|star|graph] [--nodes N]\n"
     "       [--partition iid|dirichlet|shards|labels|dominant] [--dirichlet-alpha A] [--min-samples M]\n"
     "       [--classes-per-node S] [--uniform-share F] [--seed S | --seeds LIST] [--report report.json]\n"
     "       [--no-baselines]\n"
@@ -138,7 +139,8 @@ void write_report_file(const std::string& path, const std::function<void(std::os
 int cmd_simulate(const std::vector<std::string>& argv) {
   const Args a(argv, valued_options(), flag_options());
   if (a.help()) {
-    std::cout << kHelp << method_options_help();
+    // The methods from the registry, so that a new method is listed without an edit here.
+    std::cout << kHelp << "  METHOD                            " << method_names() << "\n" << method_options_help();
     return 0;
   }
   SimulationOptions o;

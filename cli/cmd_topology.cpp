@@ -33,7 +33,7 @@ const char* kHelp =
     "           random connected DAG drawn from --seed\n"
     "  --nodes N              1 to 16384, 1024 in graph mode (ring and star: at least 2)\n"
     "  --out FILE             where to write (never overwritten; default: stdout)\n"
-    "  --method M             fedpft, fedcgs, fedtc, fedmitr or fgl (default fedpft)\n"
+    "  --method M             one of the methods below (default fedpft)\n"
     "  --base-port P          node i is tcp://H:(P+i) (default 7000)\n"
     "  --host H               (default 127.0.0.1)\n"
     "  --no-addresses         no address for any node: they find each other by LAN discovery\n"
@@ -179,7 +179,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
                 "hop-encryption"}, {"no-addresses"},
                {"option", "data"});
   if (a.help()) {
-    std::cout << kHelp;
+    std::cout << kHelp << "methods: " << method_names() << "\n";
     return 0;
   }
   if (!has_mode)

@@ -125,10 +125,10 @@ struct PrototypeKnowledge {
   std::vector<ClassPrototypes> classes;  // sorted by label
 };
 
-// Knowledge of a kind a method defines in its own folder (FedMITR's models in
-// methods/fedmitr/model_knowledge.h, FGL's prompts in methods/fgl/prompt_knowledge.h): everything
-// outside that folder sees only this, and the method its own type (body_of<T>). A new method whose
-// knowledge is none of the kinds above defines its own, and touches nothing here.
+// Knowledge of a kind a method defines in its own folder (a trained model per contributor, a set
+// of prompts: methods/*/..._knowledge.h): everything outside that folder sees only this, and the
+// method its own type (body_of<T>). A new method whose knowledge is none of the kinds above
+// defines its own, and touches nothing here.
 class KnowledgeBody {
  public:
   virtual ~KnowledgeBody() = default;
