@@ -57,9 +57,9 @@ def forbidden_reach(root, rules):
         for path in sorted(glob.glob(os.path.join(root, pattern))):
             start = os.path.relpath(path, root)
             chains = {start: [start]}
-            todo = [start]
-            while todo:
-                here = todo.pop(0)
+            frontier = [start]
+            while frontier:
+                here = frontier.pop(0)
                 for target in repository_includes(root, here):
                     if target in chains:
                         continue
@@ -68,7 +68,7 @@ def forbidden_reach(root, rules):
                         problems.append(f"{start}: reaches {target} through {' > '.join(chains[target])}: "
                                         f"{pattern} may not use {target.split(os.sep)[0]}/")
                     else:
-                        todo.append(target)
+                        frontier.append(target)
     return problems
 
 
