@@ -4,6 +4,7 @@
 // receiver that trains on what they draw does not know which one drew.
 #pragma once
 
+#include "core/image_batch.h"
 #include "core/types.h"
 
 #include <cstdint>
@@ -24,14 +25,6 @@ struct GenerationRequest {
   std::string caption;  // instance level; empty for a class-level request
 };
 
-// Images as the federation's pixel features: one row per image, channels * size * size values in
-// [0, 1], channel by channel, each row by row.
-struct SyntheticImages {
-  MatrixF pixels;
-  Labels labels;
-  int channels = 0;
-  int size = 0;
-};
 
 class Generator {
  public:
@@ -41,7 +34,7 @@ class Generator {
   // Every request's images, in request order. The same requests and seed give the same images,
   // bit for bit. Throws InputError naming the request the generator cannot draw (a name its
   // vocabulary lacks, a command that failed) and Interrupted when `stop` fires.
-  virtual SyntheticImages generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
+  virtual ImageBatch generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
                                    const std::atomic<bool>* stop) const = 0;
 };
 

@@ -5,7 +5,7 @@
 // interface and so stays free of LibTorch and files.
 #pragma once
 
-#include "core/generator.h"
+#include "core/image_batch.h"
 #include "core/types.h"
 
 #include <atomic>
@@ -21,7 +21,7 @@ class ImageEncoder {
   // One row of features per image, in order, exactly as the node's own data were computed from
   // images with the same pixels. Throws InputError for images the encoder cannot read (a channel
   // count it does not take) and Interrupted when `stop` fires.
-  virtual MatrixF encode(const SyntheticImages& images, const std::atomic<bool>* stop) const = 0;
+  virtual MatrixF encode(const ImageBatch& images, const std::atomic<bool>* stop) const = 0;
 };
 
 }  // namespace fednode

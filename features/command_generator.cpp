@@ -47,7 +47,7 @@ class CommandGenerator final : public Generator {
 
   std::string describe() const override { return "the generator command '" + command_ + "'"; }
 
-  SyntheticImages generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
+  ImageBatch generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
                            const std::atomic<bool>* stop) const override {
     std::string dir = (fs::temp_directory_path() / "fednode-generate-XXXXXX").string();
     if (!::mkdtemp(dir.data())) throw InputError("generator: cannot create a folder in " + fs::temp_directory_path().string());
@@ -56,7 +56,7 @@ class CommandGenerator final : public Generator {
       write_prompts(prompts, requests, seed);
       fs::create_directory(images);
       run(prompts, images, log, stop);
-      SyntheticImages out = read_images(images, requests, log);
+      ImageBatch out = read_images(images, requests, log);
       fs::remove_all(work);
       return out;
     } catch (const Interrupted&) {
@@ -114,9 +114,9 @@ class CommandGenerator final : public Generator {
       throw InputError(describe() + " exited with status " + std::to_string(WEXITSTATUS(status)) + log_tail(log));
   }
 
-  SyntheticImages read_images(const fs::path& images, const std::vector<GenerationRequest>& requests,
+  ImageBatch read_images(const fs::path& images, const std::vector<GenerationRequest>& requests,
                               const fs::path& log) const {
-    SyntheticImages out;
+    ImageBatch out;
     int64_t total = 0;
     for (const GenerationRequest& r : requests) total += r.count;
     int64_t row = 0;

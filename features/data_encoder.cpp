@@ -13,7 +13,7 @@ namespace {
 // image saved as PNG (the external-command contract) give the same features.
 class SyntheticSource final : public ImageSource {
  public:
-  explicit SyntheticSource(const SyntheticImages& images) : images_(images) {}
+  explicit SyntheticSource(const ImageBatch& images) : images_(images) {}
   int64_t size() const override { return images_.pixels.rows(); }
   ImageView image(int64_t i, Image& storage) const override {
     const int c = images_.channels, s = images_.size;
@@ -30,10 +30,10 @@ class SyntheticSource final : public ImageSource {
   std::string describe(int64_t i) const override { return "synthetic image " + std::to_string(i); }
 
  private:
-  const SyntheticImages& images_;
+  const ImageBatch& images_;
 };
 
-void check_shape(const SyntheticImages& images, const std::string& who) {
+void check_shape(const ImageBatch& images, const std::string& who) {
   if (images.channels < 1 || images.size < 1 ||
       images.pixels.cols() != static_cast<Eigen::Index>(images.channels) * images.size * images.size)
     throw InputError(who + ": images of " + std::to_string(images.pixels.cols()) + " values are not " +
@@ -65,7 +65,7 @@ class BackboneEncoder final : public ImageEncoder {
            expansion_note(expansion_);
   }
 
-  MatrixF encode(const SyntheticImages& images, const std::atomic<bool>* stop) const override {
+  MatrixF encode(const ImageBatch& images, const std::atomic<bool>* stop) const override {
     check_shape(images, describe());
     RunOptions run;
     run.progress = false;  // the method says how long it took
@@ -100,7 +100,7 @@ class PixelEncoder final : public ImageEncoder {
  public:
   explicit PixelEncoder(FeatureExpansion expansion) : expansion_(expansion) {}
   std::string describe() const override { return "pixels" + expansion_note(expansion_); }
-  MatrixF encode(const SyntheticImages& images, const std::atomic<bool>*) const override {
+  MatrixF encode(const ImageBatch& images, const std::atomic<bool>*) const override {
     check_shape(images, describe());
     return expanded(images.pixels, expansion_);
   }

@@ -132,7 +132,7 @@ class Fgl final : public Method {
       if (ctx.progress) ctx.progress(line);
     };
     const auto t0 = std::chrono::steady_clock::now();
-    SyntheticImages images = ctx.generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
+    ImageBatch images = ctx.generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
     say(who + ": " + ctx.generator->describe() + " drew " + std::to_string(images.pixels.rows()) + " images for " +
         std::to_string(requests.size()) + " requests in " + std::to_string(seconds_since(t0)) + " s");
     Features train;
@@ -161,7 +161,7 @@ class Fgl final : public Method {
   }
 
   // Why the synthetic set's features do not fit this federation's, and what would.
-  std::string mismatch(const SyntheticImages& images, Eigen::Index got, const NodeContext& ctx) const {
+  std::string mismatch(const ImageBatch& images, Eigen::Index got, const NodeContext& ctx) const {
     const std::string drawn = "the generator draws images of " + std::to_string(images.channels) + " x " +
                               std::to_string(images.size) + " x " + std::to_string(images.size) + " pixels";
     const std::string have = "this federation's features have " + std::to_string(ctx.dim) + " dimensions";

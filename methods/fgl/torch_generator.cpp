@@ -43,7 +43,7 @@ class TorchGenerator final : public Generator {
     return std::string("fednode ") + to_string(info_.kind) + " generator " + digest_.substr(0, 16);
   }
 
-  SyntheticImages generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
+  ImageBatch generate(const std::vector<GenerationRequest>& requests, uint64_t seed,
                            const std::atomic<bool>* stop) const override {
     const bool text = info_.kind == Conditioning::Text;
     int64_t n = 0;
@@ -59,7 +59,7 @@ class TorchGenerator final : public Generator {
       }
       n += r.count;
     }
-    SyntheticImages out;
+    ImageBatch out;
     out.channels = info_.channels;
     out.size = info_.image_size;
     MatrixF z(n, info_.latent);

@@ -92,7 +92,7 @@ TEST(CommandGenerator, ReadsWhatAWellBehavedCommandWrites) {
   const std::string seen_file = seen_dir / "seen.jsonl";
   const auto g = make_command_generator(script("mkdir -p $2/0 $2/1 && cp " + png + " $2/0/b.png && cp " + png +
                                                " $2/0/a.png && cp " + png + " $2/1/x.png && cp $1 " + seen_file));
-  const SyntheticImages s = g->generate(two_requests(), 5, nullptr);
+  const ImageBatch s = g->generate(two_requests(), 5, nullptr);
   ASSERT_EQ(s.pixels.rows(), 3);
   EXPECT_EQ(s.size, 2);
   EXPECT_EQ(s.channels, 1);

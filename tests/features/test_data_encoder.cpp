@@ -19,9 +19,9 @@ namespace {
 constexpr int kImages = 6;
 
 // Fashion-MNIST's first test images as a generator hands them over: [0, 1], one row each.
-SyntheticImages first_test_images() {
+ImageBatch first_test_images() {
   const Features f = load_fashion_mnist(default_fashion_mnist_dir(), "test", kImages);
-  SyntheticImages images;
+  ImageBatch images;
   images.pixels = f.X;
   images.labels = f.y;
   images.channels = 1;
@@ -63,7 +63,7 @@ TEST(DataEncoder, GivesABackbonesImagesTheFeaturesExtractionGaveThem) {
 }
 
 TEST(DataEncoder, PixelsAreTheirOwnFeaturesThenExpanded) {
-  const SyntheticImages images = first_test_images();
+  const ImageBatch images = first_test_images();
   EXPECT_EQ(max_difference(pixel_encoder({})->encode(images, nullptr), images.pixels), 0.0f);
   FeatureExpansion wide;
   wide.dim = 50;
@@ -75,7 +75,7 @@ TEST(DataEncoder, PixelsAreTheirOwnFeaturesThenExpanded) {
 }
 
 TEST(DataEncoder, RefusesImagesOfAnotherShapeAndStops) {
-  SyntheticImages images = first_test_images();
+  ImageBatch images = first_test_images();
   images.size = 27;  // 784 values are not 27 x 27
   test::expect_input_error([&] { pixel_encoder({})->encode(images, nullptr); }, {"1 x 27 x 27"});
   const BackboneFile file = open_backbone_file("", 64);

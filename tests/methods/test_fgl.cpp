@@ -188,8 +188,8 @@ TEST_F(FglGenerator, TheSameSeedsDrawBitIdenticalImages) {
   dark.label = 3;
   dark.name = "dark";
   dark.count = 300;  // more than one of the generator's batches
-  const SyntheticImages a = tiny_generator()->generate({light, dark}, 11, nullptr);
-  const SyntheticImages b = tiny_generator()->generate({light, dark}, 11, nullptr);
+  const ImageBatch a = tiny_generator()->generate({light, dark}, 11, nullptr);
+  const ImageBatch b = tiny_generator()->generate({light, dark}, 11, nullptr);
   ASSERT_EQ(a.pixels.rows(), 305);
   EXPECT_EQ(a.pixels.cols(), 64);
   EXPECT_EQ(a.channels, 1);
@@ -199,11 +199,11 @@ TEST_F(FglGenerator, TheSameSeedsDrawBitIdenticalImages) {
   EXPECT_EQ(a.labels.back(), 3);
   EXPECT_GE(a.pixels.minCoeff(), 0.0f);
   EXPECT_LE(a.pixels.maxCoeff(), 1.0f);
-  const SyntheticImages c = tiny_generator()->generate({light, dark}, 12, nullptr);
+  const ImageBatch c = tiny_generator()->generate({light, dark}, 12, nullptr);
   EXPECT_NE(a.pixels, c.pixels);
   // A request's images do not depend on how many the others asked for.
   dark.count = 1;
-  const SyntheticImages d = tiny_generator()->generate({light, dark}, 11, nullptr);
+  const ImageBatch d = tiny_generator()->generate({light, dark}, 11, nullptr);
   EXPECT_EQ(d.pixels.topRows(5), a.pixels.topRows(5));
 }
 
@@ -221,7 +221,7 @@ TEST_F(FglGenerator, ATextGeneratorDrawsFromThePromptOrTheCaption) {
   other.prompt = "Zebra crossing at night";
   const auto& g = tiny_text_generator();
   EXPECT_NE(g->describe().find("text generator"), std::string::npos) << g->describe();
-  const SyntheticImages a = g->generate({light, other}, 5, nullptr);
+  const ImageBatch a = g->generate({light, other}, 5, nullptr);
   EXPECT_EQ(a.pixels.rows(), 8);
   EXPECT_EQ(a.pixels, g->generate({light, other}, 5, nullptr).pixels);
   EXPECT_EQ(a.labels, (Labels{1, 1, 1, 1, 1, 1, 1, 1}));
@@ -296,7 +296,7 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
 class PoolingEncoder final : public ImageEncoder {
  public:
   std::string describe() const override { return "2 x 2 pooling"; }
-  MatrixF encode(const SyntheticImages& images, const std::atomic<bool>*) const override {
+  MatrixF encode(const ImageBatch& images, const std::atomic<bool>*) const override {
     const int s = images.size, h = s / 2;
     MatrixF out = MatrixF::Zero(images.pixels.rows(), h * h);
     for (Eigen::Index i = 0; i < images.pixels.rows(); ++i)
