@@ -11,7 +11,6 @@
 #include "features/idx.h"
 #include "features/images.h"
 #include "methods/fgl/torch_generator.h"
-#include "node/generator.h"
 
 #include <fstream>
 #include <iomanip>

@@ -8,13 +8,13 @@
 #pragma once
 
 #include "core/cloned.h"
-#include "core/generator.h"
 #include "core/image_encoder.h"
 #include "core/secret_rng.h"
 #include "methods/dp/accounting.h"
 #include "methods/heads/head.h"
 #include "methods/heads/train.h"
 #include "methods/knowledge.h"
+#include "methods/method_resource.h"
 
 #include <array>
 #include <atomic>
@@ -202,9 +202,9 @@ struct NodeContext {
   std::shared_ptr<const Unmasking> unmasking;
   // Label i's name where the data names its classes (Fashion-MNIST, image folders); may be empty.
   std::vector<std::string> class_names;
-  // What a method that synthesises its training data draws from (FGL; node/generator.h opens it
-  // from MethodOptions::fgl). Null for every other method.
-  std::shared_ptr<const Generator> generator;
+  // What the method's options name that the driver opened for it (MethodDescriptor::open_resource:
+  // FGL's generator). Null for a method that opens nothing.
+  std::shared_ptr<const MethodResource> resource;
   // What turns an image into this node's features, the way its own data were computed (a backbone,
   // or the pixels themselves): FGL's receiver reads its synthetic images through it to train the
   // node's usual head. Null where the data came as features (.npy), from images fednode never saw.

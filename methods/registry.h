@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/options.h"
+#include "methods/host.h"
 #include "methods/method.h"
 #include "methods/wire_body.h"
 
@@ -60,6 +61,10 @@ struct MethodDescriptor {
   // Its part of `--help`, defaults taken from its options struct so that they cannot drift.
   std::function<std::string()> help;
   std::function<std::unique_ptr<Method>(const MethodOptions&)> make;
+  // What its options name that must be opened before it runs (FGL's generator), through `host`
+  // since methods/ opens no files; once per process, shared by every member. Empty: nothing.
+  std::function<std::shared_ptr<const MethodResource>(const MethodOptions&, std::shared_ptr<const Host> host)>
+      open_resource;
   // Whether its knowledge travels as float16 tensors (FedPFT's 16-bit transfer) or float32.
   std::function<bool(const MethodOptions&)> half_precision;
   // What decides its head beyond its own options, for a node's configuration record: whether it

@@ -1,8 +1,7 @@
 #include "node/member.h"
 
 #include "methods/registry.h"
-#include "node/generator.h"
-#include "methods/fgl/fgl_options.h"
+#include "node/local_host.h"
 
 namespace fednode {
 namespace {
@@ -17,7 +16,8 @@ NodeContext node_context(const MemberInputs& in) {
   ctx.dim = in.dim;
   ctx.min_class_count = in.options->min_class_count;
   ctx.head_is_sent = !in.plan.send_head_to.empty();
-  ctx.generator = open_generator(own_options<FglOptions>(*in.options));
+  const MethodDescriptor& descriptor = method_named(in.options->method);
+  if (descriptor.open_resource) ctx.resource = descriptor.open_resource(*in.options, local_host());
   ctx.noise_key = in.noise_key;
   ctx.class_names = in.class_names;
   ctx.image_encoder = in.image_encoder;

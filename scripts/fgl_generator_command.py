@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""FGL's external-generator contract (features/command_generator.h), fulfilled by fednode's
+"""FGL's external-generator contract (methods/fgl/command_generator.h), fulfilled by fednode's
 built-in TorchScript generator: the script a user copies to put any generator behind
 `fednode ... --method fgl --generator-command "python3 scripts/fgl_generator_command.py MODEL.pt"`.
 

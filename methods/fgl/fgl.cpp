@@ -1,11 +1,12 @@
 // FGL (paper 003, federated generative learning): a client sends, per class it holds, the
 // label's name, a prompt and a count (methods/fgl/requests.h); knowledge is the union of the
 // contributors' prompts, one shard per owner, so that overlapping pieces never count anyone twice.
-// A receiver asks its generator (core/generator.h) for a synthetic training set that follows the
+// A receiver asks its generator (methods/fgl/generator.h) for a synthetic training set that follows the
 // classes' counts and trains its head on it: the receiver never sees a sample of anyone's data.
 #include "methods/fgl/fgl.h"
 
 #include "methods/fgl/cnn_codec.h"
+#include "methods/fgl/generator.h"
 #include "methods/fgl/prompt_codec.h"
 
 #include "core/elapsed.h"
@@ -126,14 +127,15 @@ class Fgl final : public Method {
     const std::vector<const PromptShard*> shards = union_of_shards(received, own ? &*own : nullptr);
     const std::string who = "fgl: node " + std::to_string(ctx.node);
     if (shards.empty()) throw InputError(who + " has no prompts to synthesise from (no local data, nothing received)");
-    if (!ctx.generator) throw InputError(who + " has no generator (--generator FILE or --generator-command CMD)");
+    const auto* generator = dynamic_cast<const Generator*>(ctx.resource.get());
+    if (!generator) throw InputError(who + " has no generator (--generator FILE or --generator-command CMD)");
     const std::vector<GenerationRequest> requests = synthesis_requests(shards, options_);
     const auto say = [&ctx](const std::string& line) {
       if (ctx.progress) ctx.progress(line);
     };
     const auto t0 = std::chrono::steady_clock::now();
-    ImageBatch images = ctx.generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
-    say(who + ": " + ctx.generator->describe() + " drew " + std::to_string(images.pixels.rows()) + " images for " +
+    ImageBatch images = generator->generate(requests, fgl_synthesis_seed(ctx.seed, ctx.node), ctx.stop);
+    say(who + ": " + generator->describe() + " drew " + std::to_string(images.pixels.rows()) + " images for " +
         std::to_string(requests.size()) + " requests in " + std::to_string(seconds_since(t0)) + " s");
     Features train;
     if (options_.receiver == FglOptions::Receiver::Linear && ctx.image_encoder) {
@@ -379,6 +381,9 @@ MethodDescriptor fgl_descriptor() {
   d.parse_options = parse_fgl_options;
   d.help = fgl_options_help;
   d.make = make_fgl;
+  d.open_resource = [](const MethodOptions& o, std::shared_ptr<const Host> host) -> std::shared_ptr<const MethodResource> {
+    return open_generator(own_options<FglOptions>(o), std::move(host));
+  };
   d.half_precision = [](const MethodOptions&) { return false; };
   d.trains_linear_head = true;
   d.head_seed = [](const MethodOptions& o) { return o.fedpft.head.seed; };

@@ -15,8 +15,9 @@ namespace fednode {
 // receiver synthesises its training set with a generative model and trains its head on it.
 struct FglOptions final : OwnOptions {
   static constexpr const char* kMethod = "fgl";
-  // The generative model (node/generator.h opens it for each node): a TorchScript generator file
-  // with its sidecar, or a command that draws images for a file of prompts. Exactly one is set.
+  // The generative model (open_generator, methods/fgl/generator.h, through the descriptor): a
+  // TorchScript generator file with its sidecar, or a command that draws images for a file of
+  // prompts. Exactly one is set.
   std::string generator;
   std::string generator_command;
   // The paper's class-level prompts (its section 4, "real world images" for natural images);

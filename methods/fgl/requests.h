@@ -1,8 +1,8 @@
 // What an FGL receiver asks its generator for: the shards it holds, added up by class (the
-// union by class with counts added), as requests a Generator answers (core/generator.h).
+// union by class with counts added), as requests a Generator answers (methods/fgl/generator.h).
 #pragma once
 
-#include "core/generator.h"
+#include "methods/fgl/generator.h"
 #include "methods/knowledge.h"
 #include "methods/method.h"
 #include "methods/fgl/prompt_knowledge.h"

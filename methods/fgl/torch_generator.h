@@ -21,10 +21,10 @@
 // public image set no node holds, because no foundation generator can be had on these machines:
 // a stand-in for Stable Diffusion that knows only what it was trained on. Its text encoder is a
 // learnt bag of hashed words, trained on a few phrasings of each class name.
-// No file is read or written here: callers pass bytes and text (node/generator.h, cli/).
+// No file is read or written here: callers pass bytes and text (open_generator, through its Host; cli/).
 #pragma once
 
-#include "core/generator.h"
+#include "methods/fgl/generator.h"
 #include "methods/fgl/fgl_options.h"
 
 #include <atomic>

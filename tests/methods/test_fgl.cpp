@@ -253,7 +253,7 @@ TEST_F(FglGenerator, AClassTheVocabularyLacksIsNamed) {
 TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   MethodOptions options;
   options.method = "fgl";
-  own_options<FglOptions>(options).generator = "tiny";  // opened by node/ in a run; given directly here
+  own_options<FglOptions>(options).generator = "tiny";  // opened through the descriptor in a run; given directly here
   own_options<FglOptions>(options).receiver = FglOptions::Receiver::Linear;
   options.fedpft.head.lr = 1e-2;
   options.fedpft.head.min_steps = 50;
@@ -268,7 +268,7 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   NodeContext ca = test::node_context(0, 2, 64, 9), cb = test::node_context(1, 2, 64, 9);
   for (NodeContext* c : {&ca, &cb}) {
     c->class_names = {"dark", "light"};
-    c->generator = tiny_generator();
+    c->resource = tiny_generator();
   }
   const Knowledge ka = method->summarize(a, ca);
   const Knowledge merged = method->merge({ka}, &b, cb);
@@ -287,7 +287,7 @@ TEST_F(FglGenerator, KnowledgeMergesByShardAndTheHeadTrainsOnWhatWasDrawn) {
   EXPECT_EQ(head->scores(probe), head_again->scores(probe));
   // Without a generator the node says what it lacks.
   NodeContext none = ca;
-  none.generator = nullptr;
+  none.resource = nullptr;
   EXPECT_THROW(method->fit_head({merged}, nullptr, none), InputError);
 }
 
@@ -318,7 +318,7 @@ TEST_F(FglGenerator, TheLinearReceiverReadsTheImagesAsTheNodeReadItsOwn) {
   a.num_classes = 2;
   NodeContext ctx = test::node_context(0, 2, 16, 9);
   ctx.class_names = {"dark", "light"};
-  ctx.generator = tiny_generator();
+  ctx.resource = tiny_generator();
   ctx.image_encoder = std::make_shared<PoolingEncoder>();
   const auto method = make_fgl(options);
   const Knowledge k = method->summarize(a, ctx);

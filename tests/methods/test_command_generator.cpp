@@ -1,8 +1,10 @@
-// FGL's external generator (features/command_generator.h): real commands run by /bin/sh, and
+// FGL's external generator (methods/fgl/command_generator.h) through the node's own host
+// (node/local_host.h): real commands run by /bin/sh, and
 // every way they can break the contract -- a failing exit, too few or too many images, a file
 // that is not an image, images of different sizes -- gives an error naming the command, the
 // request and the file, with the end of the command's log.
-#include "features/command_generator.h"
+#include "methods/fgl/command_generator.h"
+#include "node/local_host.h"
 #include "../common/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,10 @@ namespace fednode {
 namespace {
 
 const std::string kImages = std::string(FEDNODE_SOURCE_DIR) + "/tests/features/data/images";
+
+std::shared_ptr<const Generator> command_generator(const std::string& command) {
+  return make_command_generator(command, local_host());
+}
 
 std::vector<GenerationRequest> two_requests() {
   GenerationRequest a;
@@ -58,7 +64,7 @@ class PrivateTmpdir {
 std::string error_of(const std::string& command) {
   const PrivateTmpdir tmp;
   try {
-    make_command_generator(command)->generate(two_requests(), 5, nullptr);
+    command_generator(command)->generate(two_requests(), 5, nullptr);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -90,7 +96,7 @@ TEST(CommandGenerator, ReadsWhatAWellBehavedCommandWrites) {
   const std::string png = square_png();
   const test::TempDir seen_dir("fednode_prompts");
   const std::string seen_file = seen_dir / "seen.jsonl";
-  const auto g = make_command_generator(script("mkdir -p $2/0 $2/1 && cp " + png + " $2/0/b.png && cp " + png +
+  const auto g = command_generator(script("mkdir -p $2/0 $2/1 && cp " + png + " $2/0/b.png && cp " + png +
                                                " $2/0/a.png && cp " + png + " $2/1/x.png && cp $1 " + seen_file));
   const ImageBatch s = g->generate(two_requests(), 5, nullptr);
   ASSERT_EQ(s.pixels.rows(), 3);
@@ -118,7 +124,7 @@ TEST(CommandGenerator, AFailingCommandIsQuotedWithItsLog) {
     const PrivateTmpdir tmp;
     std::string kept;
     try {
-      make_command_generator(script("echo no GPU found; exit 3"))->generate(two_requests(), 5, nullptr);
+      command_generator(script("echo no GPU found; exit 3"))->generate(two_requests(), 5, nullptr);
     } catch (const InputError& e) {
       const std::string what = e.what(), mark = "the end of its log ";
       const size_t at = what.find(mark);
@@ -156,7 +162,7 @@ TEST(CommandGenerator, WhatIsNotASquareImageOfOneSizeIsNamed) {
   EXPECT_NE(e.find("1/a.png"), std::string::npos) << e;
 }
 
-TEST(CommandGenerator, AnEmptyCommandIsRefused) { EXPECT_THROW(make_command_generator("  "), InputError); }
+TEST(CommandGenerator, AnEmptyCommandIsRefused) { EXPECT_THROW(make_command_generator("  ", local_host()), InputError); }
 
 }  // namespace
 }  // namespace fednode
