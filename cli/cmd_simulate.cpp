@@ -2,6 +2,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "cli/commands.h"
+#include "cli/simulate_command.h"
 #include "methods/method_options.h"
 #include "methods/registry.h"
 #include "cli/output_path.h"
@@ -63,20 +64,6 @@ const char* kHelp =
     "  --save-heads DIR                  every node's head as DIR/n<id>.head (and n<id>.personal_head),\n"
     "                                    head files for fednode predict and export\n";
 
-std::set<std::string> valued_options() {
-  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report", "save-heads"};
-  v.insert(data_option_names().begin(), data_option_names().end());
-  v.insert(partition_option_names().begin(), partition_option_names().end());
-  v.insert(method_option_names().begin(), method_option_names().end());
-  return v;
-}
-
-std::set<std::string> flag_options() {
-  std::set<std::string> f = {"no-baselines", "quiet"};
-  f.insert(method_flag_names().begin(), method_flag_names().end());
-  return f;
-}
-
 constexpr size_t kMaxSeeds = 1000;
 
 uint64_t parse_seed(const std::string& text, const std::string& list) {
@@ -134,15 +121,46 @@ void write_report_file(const std::string& path, const std::function<void(std::os
   if (!stream) throw InputError("failed writing report to '" + path + "'");
 }
 
+// --save-heads DIR: every node's head (and personal head) as DIR/n<id>.head, with its card.
+std::function<void(NodeId, const Head&, const Head*, const Contributors&)> head_saver(const std::string& heads_dir,
+                                                                                       const SimulationOptions& o,
+                                                                                       const LoadedData& data) {
+  HeadCard card;
+  card.method = o.method.method;
+  card.run = "simulate seed " + std::to_string(o.seed);
+  card.recipe = data.recipe;
+  const int classes = std::max(data.train_rows().num_classes, data.test.num_classes);
+  if (static_cast<int>(data.class_names.size()) == classes) card.class_names = data.class_names;
+  return [heads_dir, card](NodeId id, const Head& head, const Head* personal, const Contributors& contributors) {
+    HeadCard c = card;
+    c.node = "node " + std::to_string(id);
+    c.contributors = contributors;
+    const std::string stem = (std::filesystem::path(heads_dir) / ("n" + std::to_string(id))).string();
+    save_head_file(head, c, stem + ".head");
+    if (!personal) return;
+    c.personal = true;
+    save_head_file(*personal, c, stem + ".personal_head");
+  };
+}
+
 }  // namespace
 
-int cmd_simulate(const std::vector<std::string>& argv) {
-  const Args a(argv, valued_options(), flag_options());
-  if (a.help()) {
-    // The methods from the registry, so that a new method is listed without an edit here.
-    std::cout << kHelp << "  METHOD                            " << method_names() << "\n" << method_options_help();
-    return 0;
-  }
+std::set<std::string> simulate_valued_options() {
+  std::set<std::string> v = {"topology", "nodes", "seed", "seeds", "report", "save-heads"};
+  v.insert(data_option_names().begin(), data_option_names().end());
+  v.insert(partition_option_names().begin(), partition_option_names().end());
+  v.insert(method_option_names().begin(), method_option_names().end());
+  return v;
+}
+
+std::set<std::string> simulate_flag_options() {
+  std::set<std::string> f = {"no-baselines", "quiet"};
+  f.insert(method_flag_names().begin(), method_flag_names().end());
+  return f;
+}
+
+std::string simulate_command(const std::vector<std::string>& argv, const SimulateHooks& hooks) {
+  const Args a(argv, simulate_valued_options(), simulate_flag_options());
   SimulationOptions o;
   // Every choice comes from the command line, so a bad one is a usage error (exit 2).
   const auto option = [](const char* name, auto&& parse) {
@@ -166,7 +184,8 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   o.partition = option("partition options", [&] { return parse_partition_options(a, nodes, o.seed); });
   o.baselines = !a.flag("no-baselines");
   const bool quiet = a.flag("quiet") || log_level_from_environment() < LogLevel::Info;
-  if (!quiet) o.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
+  if (!quiet) o.progress = hooks.progress;
+  o.stop = hooks.stop;
 
   if (a.has("report")) check_output_path("--report", a.required("report"));
   const std::string heads_dir = a.str("save-heads", "");
@@ -178,43 +197,47 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       throw InputError("--save-heads " + heads_dir + ": cannot create the folder" + (ec ? ": " + ec.message() : ""));
   }
 
-  LoadedData data = load_data(a, Limits{}.max_dim, quiet);
+  DataSettings settings = parse_data_settings(a, !hooks.lent);
+  if (hooks.lent) {
+    for (const char* file : {"dataset", "train-features", "train-labels", "test-features", "test-labels"})
+      if (a.has(file)) throw UsageError("--" + std::string(file) + " and data given as arrays exclude each other");
+    settings.lent = *hooks.lent;
+  }
+  LoadedData data = load_data(settings, Limits{}.max_dim, quiet, hooks.stop);
   o.backbone_fingerprint = data.fingerprint;
   o.class_names = data.class_names;
   o.image_encoder = data.encoder;
   o.dataset_description = data.description;
-  if (!heads_dir.empty()) {
-    HeadCard card;
-    card.method = o.method.method;
-    card.run = "simulate seed " + std::to_string(o.seed);
-    card.recipe = data.recipe;
-    const int classes = std::max(data.train.num_classes, data.test.num_classes);
-    if (static_cast<int>(data.class_names.size()) == classes) card.class_names = data.class_names;
-    o.on_head = [heads_dir, card](NodeId id, const Head& head, const Head* personal, const Contributors& contributors) {
-      HeadCard c = card;
-      c.node = "node " + std::to_string(id);
-      c.contributors = contributors;
-      const std::string stem = (std::filesystem::path(heads_dir) / ("n" + std::to_string(id))).string();
-      save_head_file(head, c, stem + ".head");
-      if (!personal) return;
-      c.personal = true;
-      save_head_file(*personal, c, stem + ".personal_head");
-    };
-  }
+  if (!heads_dir.empty()) o.on_head = head_saver(heads_dir, o, data);
 
-  const Features train = expand_features(std::move(data.train), data.expansion);
+  // Expanded features are new rows the run owns; otherwise the rows are read where they lie.
+  const Features expanded = data.expansion.enabled() ? expand_rows(data.train_rows(), data.expansion) : Features{};
+  const FeatureRows train = data.expansion.enabled() ? expanded.rows() : data.train_rows();
   const Features test = expand_features(std::move(data.test), data.expansion);
+  std::ostringstream json;
   if (sweep) {
     const SeedSweepReport report = simulate_seeds(train, test, o, seeds);
-    if (a.has("report"))
-      write_report_file(a.required("report"), [&](std::ostream& out) { write_seed_sweep_json(report, out); });
-    print_seed_sweep_table(report, std::cout);
+    write_seed_sweep_json(report, json);
+    if (hooks.table) print_seed_sweep_table(report, *hooks.table);
+  } else {
+    const SimulationReport report = simulate(train, test, o);
+    write_report_json(report, json);
+    if (hooks.table) print_report_table(report, *hooks.table);
+  }
+  if (a.has("report")) write_report_file(a.required("report"), [&](std::ostream& out) { out << json.str(); });
+  return json.str();
+}
+
+int cmd_simulate(const std::vector<std::string>& argv) {
+  if (Args(argv, simulate_valued_options(), simulate_flag_options()).help()) {
+    // The methods from the registry, so that a new method is listed without an edit here.
+    std::cout << kHelp << "  METHOD                            " << method_names() << "\n" << method_options_help();
     return 0;
   }
-  const SimulationReport report = simulate(train, test, o);
-  if (a.has("report"))
-    write_report_file(a.required("report"), [&](std::ostream& out) { write_report_json(report, out); });
-  print_report_table(report, std::cout);
+  SimulateHooks hooks;
+  hooks.progress = [](const std::string& m) { std::cerr << "[simulate] " << m << std::endl; };
+  hooks.table = &std::cout;
+  simulate_command(argv, hooks);
   return 0;
 }
 

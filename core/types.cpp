@@ -9,16 +9,48 @@ void Features::validate(const std::string& what) const {
   if (static_cast<size_t>(X.rows()) != y.size())
     throw InputError(what + ": " + std::to_string(X.rows()) + " feature rows but " +
                      std::to_string(y.size()) + " labels");
+  rows().validate(what);
+}
+
+void FeatureRows::validate(const std::string& what) const {
   if (num_classes <= 0) throw InputError(what + ": number of classes must be positive");
-  for (size_t i = 0; i < y.size(); ++i)
+  for (int64_t i = 0; i < n; ++i)
     if (y[i] < 0 || y[i] >= num_classes)
       throw InputError(what + ": label " + std::to_string(y[i]) + " at row " + std::to_string(i) +
                        " is outside [0, " + std::to_string(num_classes) + ")");
-  for (Eigen::Index i = 0; i < X.rows(); ++i)
-    for (Eigen::Index j = 0; j < X.cols(); ++j)
-      if (!std::isfinite(X(i, j)))
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < d; ++j)
+      if (!std::isfinite(X[i * d + j]))
         throw InputError(what + ": non-finite value at row " + std::to_string(i) + ", column " +
                          std::to_string(j));
+}
+
+Features FeatureRows::subset(const std::vector<int64_t>& rows) const {
+  Features out;
+  out.num_classes = num_classes;
+  out.X.resize(static_cast<Eigen::Index>(rows.size()), d);
+  out.y.resize(rows.size());
+  const Eigen::Map<const MatrixF> all = matrix();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] < 0 || rows[r] >= n) throw std::out_of_range("FeatureRows::subset: row " + std::to_string(rows[r]));
+    out.X.row(static_cast<Eigen::Index>(r)) = all.row(rows[r]);
+    out.y[r] = y[rows[r]];
+  }
+  return out;
+}
+
+Features FeatureRows::copy() const {
+  Features out;
+  out.num_classes = num_classes;
+  out.X = matrix();
+  out.y.assign(y, y + n);
+  return out;
+}
+
+FeatureRows FeatureRows::first(int64_t count) const {
+  FeatureRows out = *this;
+  if (count >= 0 && count < n) out.n = count;
+  return out;
 }
 
 MatrixF Features::rows_of_class(int c) const {
@@ -36,17 +68,7 @@ std::vector<int64_t> Features::class_counts() const {
   return counts;
 }
 
-Features Features::subset(const std::vector<int64_t>& rows) const {
-  Features out;
-  out.num_classes = num_classes;
-  out.X.resize(static_cast<Eigen::Index>(rows.size()), X.cols());
-  out.y.resize(rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    out.X.row(static_cast<Eigen::Index>(r)) = X.row(rows[r]);
-    out.y[r] = y.at(static_cast<size_t>(rows[r]));
-  }
-  return out;
-}
+Features Features::subset(const std::vector<int64_t>& rows) const { return this->rows().subset(rows); }
 
 Features Features::first(int64_t n) const {
   if (n < 0 || n >= size()) return *this;

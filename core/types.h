@@ -33,6 +33,26 @@ struct RunId {
   bool operator!=(const RunId& o) const { return bytes != o.bytes; }
 };
 
+struct Features;
+
+// Labelled rows someone else owns and lends, read in place: a Features' own, or a NumPy array the
+// Python module passes without a copy. What is taken from them (a node's share) is copied out.
+struct FeatureRows {
+  const float* X = nullptr;  // n x d, row-major, contiguous
+  const int32_t* y = nullptr;
+  int64_t n = 0;
+  int d = 0;
+  int num_classes = 0;
+
+  Eigen::Map<const MatrixF> matrix() const { return {X, static_cast<Eigen::Index>(n), d}; }
+  // Throws InputError naming `what` and the first label outside [0, num_classes) or non-finite value.
+  void validate(const std::string& what) const;
+  Features subset(const std::vector<int64_t>& rows) const;
+  Features copy() const;
+  // The first n rows (all of them when n < 0 or n >= this->n).
+  FeatureRows first(int64_t count) const;
+};
+
 // A labelled matrix of backbone outputs. Never leaves a node.
 struct Features {
   MatrixF X;             // n x d
@@ -42,8 +62,10 @@ struct Features {
   int64_t size() const { return static_cast<int64_t>(X.rows()); }
   int dim() const { return static_cast<int>(X.cols()); }
 
-  // Throws std::invalid_argument naming the first inconsistency.
+  // Throws InputError naming the first inconsistency.
   void validate(const std::string& what) const;
+  // Its rows, lent: valid while it lives and is not changed.
+  FeatureRows rows() const { return {X.data(), y.data(), size(), dim(), num_classes}; }
 
   // Rows whose label is `c`, in their original order.
   MatrixF rows_of_class(int c) const;

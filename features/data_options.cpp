@@ -79,6 +79,25 @@ std::shared_ptr<const ImageEncoder> encoder_of(const DataSettings& s, const Back
   return backbone_encoder(file.model, file.preprocessing, run, s.expansion);
 }
 
+// Features extracted before fednode saw them (.npy files, arrays): --backbone names the model they
+// came from, which names them and reads images; otherwise --backbone-fingerprint names them.
+void name_extracted_features(const DataSettings& s, const std::string& where, LoadedData& d) {
+  if (s.backbone.empty()) {
+    d.recipe.backbone_fingerprint = s.fingerprint;
+    d.recipe.expansion = s.expansion;
+    return;
+  }
+  const BackboneFile file = open_backbone_file(s.backbone == "default" ? "" : s.backbone, s.input_size);
+  const int64_t out = file.preprocessing.output_dim;
+  const int dim = d.train_rows().d;
+  if (out != 0 && (dim != out || d.test.dim() != out))
+    throw InputError(where + ": features of " + std::to_string(dim) + " dimensions, but " + file.model + " gives " +
+                     std::to_string(out) + " (--backbone names the model they came from)");
+  d.fingerprint = backbone_fingerprint(file.model, file.preprocessing);
+  d.encoder = encoder_of(s, file);
+  d.recipe = backbone_recipe(file.model, file.preprocessing, s.expansion);
+}
+
 }  // namespace
 
 LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const std::atomic<bool>* stop) {
@@ -116,6 +135,13 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.recipe = fashion_mnist_pixel_recipe(s.expansion);
     d.description = "fashion-mnist pixels (" + std::to_string(d.train.size()) + " train, " +
                     std::to_string(d.test.size()) + " test)";
+  } else if (s.lent) {
+    d.lent_train = s.lent->train.first(s.train_limit);
+    d.test = s.lent->test.first(s.test_limit).copy();
+    if (s.classes > 0) d.lent_train.num_classes = d.test.num_classes = s.classes;
+    d.description = "arrays (" + std::to_string(d.lent_train.n) + " train, " + std::to_string(d.test.size()) + " test)";
+    d.class_names = s.lent->class_names;
+    name_extracted_features(s, d.description, d);
   } else {
     d.train = load_npy_dataset(s.train_features, s.train_labels, s.classes);
     d.test = load_npy_dataset(s.test_features, s.test_labels, s.classes);
@@ -123,36 +149,26 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
     d.test = d.test.first(s.test_limit);
     d.description = s.train_features;
     d.class_names = class_names_beside(s.train_features);
-    if (!s.backbone.empty()) {  // the backbone these features came from: it names them and reads images
-      const BackboneFile file = open_backbone_file(s.backbone == "default" ? "" : s.backbone, s.input_size);
-      const int64_t out = file.preprocessing.output_dim;
-      if (out != 0 && (d.train.dim() != out || d.test.dim() != out))
-        throw InputError(s.train_features + ": features of " + std::to_string(d.train.dim()) + " dimensions, but " +
-                         file.model + " gives " + std::to_string(out) + " (--backbone names the model they came from)");
-      d.fingerprint = backbone_fingerprint(file.model, file.preprocessing);
-      d.encoder = encoder_of(s, file);
-      d.recipe = backbone_recipe(file.model, file.preprocessing, s.expansion);
-    } else {
-      d.recipe.backbone_fingerprint = s.fingerprint;
-      d.recipe.expansion = s.expansion;
-    }
+    name_extracted_features(s, s.train_features, d);
   }
   // Every head is scored on the test set: an empty one would report an accuracy of 0.
   if (d.test.size() == 0)
     throw InputError(d.description + ": the test set holds no samples (" +
-                     (s.test_features.empty() ? std::string("--test-limit") : s.test_labels) +
+                     (s.lent ? std::string("the test array") : s.test_features.empty() ? std::string("--test-limit") : s.test_labels) +
                      "), so no head could be scored");
-  const int C = std::max(d.train.num_classes, d.test.num_classes);
+  const int C = std::max(d.train_rows().num_classes, d.test.num_classes);
   d.train.num_classes = d.test.num_classes = C;
+  if (d.lent_train.X) d.lent_train.num_classes = C;
+  const int dim = d.train_rows().d;
   // Nodes exchange at most max_dim dimensions, and FedCGS's statistics grow with its square:
   // wider features would run out of memory long before a message could carry them.
-  if (d.train.dim() > static_cast<int>(max_dim) || d.test.dim() > static_cast<int>(max_dim))
-    throw InputError(d.description + ": features of " + std::to_string(std::max(d.train.dim(), d.test.dim())) +
+  if (dim > static_cast<int>(max_dim) || d.test.dim() > static_cast<int>(max_dim))
+    throw InputError(d.description + ": features of " + std::to_string(std::max(dim, d.test.dim())) +
                      " dimensions; fednode's messages carry at most " + std::to_string(max_dim) +
                      " (reduce them, e.g. by PCA, before federating)");
   d.expansion = s.expansion;
   if (d.recipe.source == FeatureRecipe::Source::Backbone && d.recipe.preprocessing.output_dim == 0)
-    d.recipe.preprocessing.output_dim = d.train.dim();
+    d.recipe.preprocessing.output_dim = dim;
   if (d.expansion.enabled()) {
     d.fingerprint = expanded_fingerprint(d.fingerprint, d.expansion);
     d.description += ", expanded to " + std::to_string(d.expansion.dim) + " by a ReLU random projection (seed " +

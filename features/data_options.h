@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,11 @@ struct LoadedData {
   // The same as a record a head file keeps (features/feature_recipe.h), so that new images can be
   // classified the way these were computed.
   FeatureRecipe recipe;
+  // Training rows lent by the caller (DataSettings::lent), read in place; `train` is then empty.
+  FeatureRows lent_train;
+
+  // The training rows to federate: the lent ones, or train's own.
+  FeatureRows train_rows() const { return lent_train.X ? lent_train : train.rows(); }
 };
 
 // Every data option, parsed and checked, nothing read yet: what `fednode topology --data`
@@ -51,6 +57,14 @@ struct DataSettings {
   int input_size = 0, threads_extract = 0;
   std::string fingerprint;             // before any expansion
   FeatureExpansion expansion;
+  // Data the caller holds (the Python module's NumPy arrays) instead of files: the training rows
+  // are read in place, the test rows copied. Set by the caller, not parsed; `class_names` names
+  // their labels (empty: unnamed).
+  struct Lent {
+    FeatureRows train, test;
+    std::vector<std::string> class_names;
+  };
+  std::optional<Lent> lent;
 };
 // Throws UsageError naming the option for a bad value, a missing input (unless !need_source:
 // a topology file's nodes may get their files elsewhere), or an option that would be ignored

@@ -32,20 +32,29 @@ MatrixF expansion_projection(int in_dim, const FeatureExpansion& e) {
 Features expand_features(Features f, const FeatureExpansion& e) {
   validate(e);
   if (!e.enabled()) return f;
-  const MatrixF W = expansion_projection(f.dim(), e);
-  MatrixF Z(f.size(), e.dim);
+  return expand_rows(f.rows(), e);
+}
+
+Features expand_rows(const FeatureRows& rows, const FeatureExpansion& e) {
+  validate(e);
+  if (!e.enabled()) return rows.copy();
+  const MatrixF W = expansion_projection(rows.d, e);
+  Features out;
+  out.num_classes = rows.num_classes;
+  out.y.assign(rows.y, rows.y + rows.n);
+  MatrixF& Z = out.X;
+  Z.resize(rows.n, e.dim);
   // OpenBLAS's sgemm, as FedCGS's Gram matrix uses dsyrk: Eigen's own product was 5x slower on
   // two cores (bench/bench_expansion.cpp). A block of rows at a time, so that the ReLU runs on
   // rows still in cache.
   constexpr Eigen::Index kBlock = 2048;
   for (Eigen::Index r = 0; r < Z.rows(); r += kBlock) {
     const Eigen::Index n = std::min(kBlock, Z.rows() - r);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), e.dim, f.dim(), 1.0f,
-                f.X.data() + r * f.dim(), f.dim(), W.data(), f.dim(), 0.0f, Z.data() + r * e.dim, e.dim);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), e.dim, rows.d, 1.0f,
+                rows.X + r * rows.d, rows.d, W.data(), rows.d, 0.0f, Z.data() + r * e.dim, e.dim);
     Z.middleRows(r, n) = Z.middleRows(r, n).cwiseMax(0.0f);
   }
-  f.X = std::move(Z);
-  return f;
+  return out;
 }
 
 std::string expanded_fingerprint(const std::string& fingerprint, const FeatureExpansion& e) {

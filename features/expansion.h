@@ -37,6 +37,8 @@ MatrixF expansion_projection(int in_dim, const FeatureExpansion& e);
 
 // max(0, X W^T) with the labels unchanged; `f` itself when the expansion is off.
 Features expand_features(Features f, const FeatureExpansion& e);
+// The same from rows read in place (a copy of them when the expansion is off).
+Features expand_rows(const FeatureRows& rows, const FeatureExpansion& e);
 
 // "<fingerprint>+relu-projection-<D>-seed-<seed>"; `fingerprint` itself when the expansion is off.
 std::string expanded_fingerprint(const std::string& fingerprint, const FeatureExpansion& e);

@@ -124,12 +124,8 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
   if (whole) data.erase("partition");
   const Args parsed = node_arguments(topology, id, data);
 
-  NodeConfig config;
-  config.topology = topology;
-  config.id = id;
-  config.method = from_file(topology, id, [&] { return parse_method_options(parsed); });
-  config.run_name = run_name(topology);
-  config.limits = limits_of(topology);
+  NodeConfig config = node_config_without_data(topology, id_or_name);
+  config.method = from_file(topology, id, [&] { return parse_method_options(parsed); });  // with the data's table
   say("loading data");
   LoadedData loaded =
       from_file(topology, id, [&] { return load_data(parsed, config.limits.max_dim, setup.quiet, setup.stop); });
@@ -149,6 +145,16 @@ NodeConfig node_config(const Topology& topology, const std::string& id_or_name, 
   }
   config.test = expand_features(std::move(loaded.test), loaded.expansion);  // never empty (load_data)
   say("holds " + std::to_string(config.local.size()) + " samples");
+  return config;
+}
+
+NodeConfig node_config_without_data(const Topology& topology, const std::string& id_or_name) {
+  NodeConfig config;
+  config.topology = topology;
+  config.id = topology.lookup(id_or_name).id;
+  config.method = method_options_for(topology, config.id);
+  config.run_name = run_name(topology);
+  config.limits = limits_of(topology);
   return config;
 }
 

@@ -33,6 +33,10 @@ struct NodeSetup {
 // while a backbone extracts features.
 NodeConfig node_config(const Topology& topology, const std::string& id_or_name, const NodeSetup& setup = {});
 
+// The same without its data, which the caller gives (config.local, test, backbone_fingerprint,
+// class_names, recipe): an application or the Python module with features of its own.
+NodeConfig node_config_without_data(const Topology& topology, const std::string& id_or_name);
+
 // The method options the topology gives node `id` ([federation.options], [node.options]), for an
 // application that brings its own data. Throws InputError as node_config does.
 MethodOptions method_options_for(const Topology& topology, NodeId id);

@@ -77,7 +77,7 @@ void write_mean_sd(JsonWriter& w, const MeanSd& m) {
 
 }  // namespace
 
-SeedSweepReport simulate_seeds(const Features& train, const Features& test, SimulationOptions options,
+SeedSweepReport simulate_seeds(const FeatureRows& train, const Features& test, SimulationOptions options,
                                const std::vector<uint64_t>& seeds) {
   if (seeds.empty()) throw InputError("a seed sweep needs at least one seed");
   if (std::set<uint64_t>(seeds.begin(), seeds.end()).size() != seeds.size())

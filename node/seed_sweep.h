@@ -37,7 +37,7 @@ struct SeedSweepReport {
 
 // Runs `simulate` once per seed; every run is exactly the run `options` with that seed gives
 // (partition, initialisations, samples and heads all derive from it). Seeds must be distinct.
-SeedSweepReport simulate_seeds(const Features& train, const Features& test, SimulationOptions options,
+SeedSweepReport simulate_seeds(const FeatureRows& train, const Features& test, SimulationOptions options,
                                const std::vector<uint64_t>& seeds);
 
 // The JSON report (schema in docs/report.md): the summary, then every run's full report.

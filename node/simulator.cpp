@@ -95,10 +95,11 @@ class InMemoryFederation {
 };
 
 // Every node's share of `all`, with what it holds noted in the report.
-std::vector<Features> partition_nodes(const Features& all, const PartitionOptions& options, SimulationReport& report) {
+std::vector<Features> partition_nodes(const FeatureRows& all, const PartitionOptions& options, SimulationReport& report) {
   const int C = all.num_classes, N = options.nodes;
-  const Partition partition = make_partition(all.y, C, options);
-  const auto counts = partition_counts(partition, all.y, C);
+  const Labels labels(all.y, all.y + all.n);
+  const Partition partition = make_partition(labels, C, options);
+  const auto counts = partition_counts(partition, labels, C);
   std::vector<Features> local(N);
   report.nodes.resize(N);
   for (int i = 0; i < N; ++i) {
@@ -159,6 +160,7 @@ std::vector<RunningMember> simulated_members(const Topology& topology, const std
     Member member = assemble_member(std::move(in));
     MachineConfig& m = member.machine;
     m.ctx.progress = say;
+    m.ctx.stop = options.stop;
     if (say) m.ctx.watch = &test;
     report.nodes[i].privacy = std::move(member.privacy);
     if (options.on_knowledge)
@@ -264,35 +266,44 @@ void score_personalization(const std::vector<Features>& local, const Features& t
   }
 }
 
-SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options) {
+SimulationReport simulate(const FeatureRows& train, const Features& test, const SimulationOptions& options) {
   const auto t_start = Clock::now();
   train.validate("training features");
   test.validate("test features");
-  if (train.dim() != test.dim())
-    throw InputError("training features have dimension " + std::to_string(train.dim()) +
+  if (train.d != test.dim())
+    throw InputError("training features have dimension " + std::to_string(train.d) +
                      ", test features " + std::to_string(test.dim()));
   const int C = std::max(train.num_classes, test.num_classes);
   const int N = options.partition.nodes;
   if (N < 1) throw InputError("the federation needs at least one node");
   if (options.topology == TopologyMode::Star && N < 2)
     throw InputError("a star needs a hub and at least one leaf (--nodes >= 2)");
-  Features all = train;
+  FeatureRows all = train;  // lent: only the nodes' shares (and the centralised baselines) copy rows
   all.num_classes = C;
-  Features test_all = test;
-  test_all.num_classes = C;
+  Features widened_test;
+  const Features& test_all = test.num_classes == C ? test : widened_test;
+  if (test.num_classes != C) {
+    widened_test = test;
+    widened_test.num_classes = C;
+  }
   SimulationReport report;
   report.options = options;
-  report.train_samples = all.size();
+  report.train_samples = all.n;
   report.test_samples = test_all.size();
-  report.dim = all.dim();
+  report.dim = all.d;
   report.num_classes = C;
   const std::vector<Features> local = partition_nodes(all, options.partition, report);
   const FederationHeads heads = run_federation(local, test_all, options, report);
   if (options.method.fedcgs.personalize && options.method.method == "fedcgs")
     score_personalization(local, test_all, heads, options, report);
-  if (options.baselines) run_baselines(all, local, test_all, options, report);
+  if (options.baselines) run_baselines(all.copy(), local, test_all, options, report);
   report.wall_seconds = seconds_since(t_start);
   return report;
+}
+
+SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options) {
+  if (static_cast<size_t>(train.X.rows()) != train.y.size()) train.validate("training features");
+  return simulate(train.rows(), test, options);
 }
 
 }  // namespace fednode

@@ -10,6 +10,7 @@
 #include "node/privacy_ledger.h"
 #include "topology/topology.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <iosfwd>
@@ -33,6 +34,9 @@ struct SimulationOptions {
   std::shared_ptr<const ImageEncoder> image_encoder;  // images to the data's features (NodeContext)
   std::string dataset_description;  // for the report
   std::function<void(const std::string&)> progress;  // may be empty
+  // When set and true, the run ends at its next class or epoch by throwing Interrupted (a Python
+  // caller's Ctrl-C). May be null.
+  const std::atomic<bool>* stop = nullptr;
   // Every piece of knowledge a node accepts, as it arrives (to, from): everything that node learns
   // from others (tests record what a hub sees under secure aggregation). May be empty.
   std::function<void(NodeId to, NodeId from, const Knowledge&)> on_knowledge;
@@ -74,6 +78,9 @@ struct SimulationReport {
   double wall_seconds = 0;
 };
 
+// The training rows are read where they lie (a caller's NumPy array): each node's share is copied
+// out of them, and the centralised baselines, when asked for, copy them whole while they train.
+SimulationReport simulate(const FeatureRows& train, const Features& test, const SimulationOptions& options);
 SimulationReport simulate(const Features& train, const Features& test, const SimulationOptions& options);
 
 class JsonWriter;

@@ -133,7 +133,7 @@ TEST(SeedSweep, MeanAndSampleStandardDeviation) {
 TEST(SeedSweep, EveryRunIsTheSingleSeedRunAndTheSummaryIsItsSpread) {
   const Features train = blobs(40, 3, 5, 5), test = blobs(20, 3, 5, 6);
   auto o = small_options("fedpft", SimTopology::Linear, 3);
-  const SeedSweepReport sweep = simulate_seeds(train, test, o, {3, 5});
+  const SeedSweepReport sweep = simulate_seeds(train.rows(), test, o, {3, 5});
   ASSERT_EQ(sweep.runs.size(), 2u);
   ASSERT_EQ(sweep.nodes.size(), 3u);
   std::vector<double> accuracy_of_last, gap_of_last, linear;
@@ -173,8 +173,8 @@ TEST(SeedSweep, EveryRunIsTheSingleSeedRunAndTheSummaryIsItsSpread) {
 TEST(SeedSweep, RefusesNoSeedsAndRepeatedSeeds) {
   const Features train = blobs(20, 2, 4, 1), test = blobs(10, 2, 4, 2);
   const auto o = small_options("fedcgs", SimTopology::Linear, 2);
-  EXPECT_THROW(simulate_seeds(train, test, o, {}), InputError);
-  EXPECT_THROW(simulate_seeds(train, test, o, {4, 1, 4}), InputError);
+  EXPECT_THROW(simulate_seeds(train.rows(), test, o, {}), InputError);
+  EXPECT_THROW(simulate_seeds(train.rows(), test, o, {4, 1, 4}), InputError);
 }
 
 TEST(Simulator, RejectsMismatchedDimensionsAndTinyStars) {
