@@ -39,7 +39,7 @@ corpus=$(realpath -m "${corpus:-$build/corpus}")
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined"
 mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$flags" \
-  -DFEDNODE_BUILD_TESTS=OFF -DFEDNODE_BUILD_BENCH=OFF -DFEDNODE_BUILD_FUZZERS=ON > "$build/configure.log" 2>&1 ||
+  -DFEDNODE_BUILD_TESTS=OFF -DFEDNODE_BUILD_BENCH=OFF -DFEDNODE_PYTHON=OFF -DFEDNODE_BUILD_FUZZERS=ON > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" --target fuzzers > "$build/build.log" 2>&1 || { tail -50 "$build/build.log"; exit 1; }
 

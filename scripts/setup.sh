@@ -21,7 +21,9 @@ packages=(
   help2man                # fednode's man page, made at build time from its --help and --version
   graphviz                # fednode topology --svg and the report's topology layout (dot)
   clang libclang-rt-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes; OpenMP under clang
-  python3 python3-numpy python3-sklearn python3-torch python3-torchvision python3-pil  # reference measurements only
+  pybind11-dev python3-dev python3-pytest  # the Python module (python/) and its tests
+  python3 python3-numpy python3-sklearn python3-torch python3-torchvision python3-pil  # reference measurements; numpy also the module's arrays
+  python3-matplotlib      # examples/python/: the sweep's plot
 )
 
 missing=()

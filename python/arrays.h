@@ -1,0 +1,27 @@
+// NumPy arrays in and out of fednode's matrices.
+#pragma once
+
+#include "core/types.h"
+
+#include <pybind11/numpy.h>
+
+#include <string>
+
+namespace fednode::python {
+
+// A float32 C-contiguous array is read in place; anything else is converted once (a copy).
+using RowsArray = pybind11::array_t<float, pybind11::array::c_style | pybind11::array::forcecast>;
+using LabelsArray = pybind11::array_t<int32_t, pybind11::array::c_style | pybind11::array::forcecast>;
+
+// (X, y) lent as rows, num_classes the largest label + 1. Throws InputError naming `what` for
+// shapes that do not fit. The arrays must outlive the rows.
+FeatureRows lend(const RowsArray& X, const LabelsArray& y, const std::string& what);
+// The same copied into Features the caller owns.
+Features features_of(const RowsArray& X, const LabelsArray& y, const std::string& what);
+// A 2-dimensional features matrix, checked, as MatrixF (one copy).
+MatrixF matrix_of(const RowsArray& X, const std::string& what);
+
+pybind11::array_t<float> to_numpy(const MatrixF& m);
+pybind11::array_t<int32_t> to_numpy(const Labels& labels);
+
+}  // namespace fednode::python
