@@ -37,6 +37,13 @@ std::vector<std::string> candidates() {
                       .lexically_normal()
                       .string());
   }
+  // Next to the shared object this code is in, when that is not the executable: the Python
+  // module, installed with a copy of the library beside it (docs/python.md).
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&candidates), &self) && self.dli_fname) {
+    const fs::path object = fs::absolute(self.dli_fname, ec);
+    if (!ec && object != exe) out.push_back((object.parent_path() / kLibraryName).string());
+  }
   out.push_back(FEDNODE_TORCH_BUILD_PATH);
   out.push_back(FEDNODE_TORCH_INSTALL_PATH);
   return out;

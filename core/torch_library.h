@@ -6,7 +6,8 @@
 //
 // The library is looked for, in this order: the file FEDNODE_TORCH_LIBRARY names; next to the
 // running executable (a build tree's fednode); in <executable>/../<libdir>/fednode/ (an installed,
-// possibly moved, fednode); in this build tree; in the installation's libdir/fednode/. Each
+// possibly moved, fednode); next to the shared object holding this code (the Python module, whose
+// installation puts a copy there); in this build tree; in the installation's libdir/fednode/. Each
 // candidate must come from the same build as the code loading it (fednode_torch_abi), so that a
 // stale copy is passed over instead of being called with another build's types.
 #pragma once

@@ -11,7 +11,9 @@
 #   5. the installed fednode, training a LibTorch head, loads the installed lib/fednode/
 #      libfednode_torch.so (core/torch_library.h), not the build tree's;
 #   6. bash completion and (when the build found help2man) the man page are installed;
-#   7. examples/edge_app also builds from `pkg-config --cflags --libs fednode` alone, and runs.
+#   7. examples/edge_app also builds from `pkg-config --cflags --libs fednode` alone, and runs;
+#   8. the Python module (when built) imports from the prefix and loads the copy of
+#      libfednode_torch.so installed beside it.
 # Usage: scripts/check_install.sh [BUILD_DIR]   (default: build; fednode_cli must be built there)
 # Writes only inside one temporary directory, removed on exit (kept with KEEP_TMP=1).
 set -euo pipefail
@@ -189,7 +191,28 @@ LD_DEBUG=files "$prefix/bin/fednode" simulate --dataset fashion-mnist --train-li
   --method fedpft --components 1 --nodes 2 --no-baselines --quiet >"$tmp/torch.log" 2>&1 \
   || fail "fednode simulate --method fedpft (installed)"
 loaded="$(sed -n 's/.*file=\([^ ]*libfednode_torch[.]so\) .*/\1/p' "$tmp/torch.log" | head -n 1)"
-[[ -n "$loaded" && "$loaded" -ef "$(find "$prefix" -name libfednode_torch.so | head -n 1)" ]] \
+[[ -n "$loaded" && "$loaded" -ef "$(find "$prefix" -path '*/fednode/libfednode_torch.so' -not -path '*-packages/*' | head -n 1)" ]] \
   || fail "the installed fednode loaded '${loaded:-nothing}', not the installed libfednode_torch.so"
 echo "  loaded $loaded"
+
+if grep -q '^FEDNODE_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
+  step "the installed Python module imports from the prefix and loads its own LibTorch library"
+  init="$(find "$prefix" -path '*-packages/fednode/__init__.py' | head -n 1)"
+  [[ -f "$init" ]] || fail "no fednode Python package installed"
+  pydir="$(dirname "$init")"
+  site="$(dirname "$pydir")"
+  LD_DEBUG=files PYTHONPATH="$site" /usr/bin/python3 - "$pydir" >"$tmp/python.log" 2>&1 <<'EOF' \
+    || fail "importing and using the installed Python module"
+import os, sys
+import fednode
+assert os.path.dirname(fednode.__file__) == sys.argv[1], fednode.__file__
+X, y, info = fednode.extract("fashion-mnist", limit=8, input_size=32, cache=False)  # runs the backbone
+assert X.shape == (8, 1280), X.shape
+print("extracted", X.shape, info["fingerprint"][:12])
+EOF
+  loaded="$(sed -n 's/.*file=\([^ ]*libfednode_torch[.]so\) .*/\1/p' "$tmp/python.log" | head -n 1)"
+  [[ -n "$loaded" && "$loaded" -ef "$pydir/libfednode_torch.so" ]] \
+    || fail "the installed Python module loaded '${loaded:-nothing}', not $pydir/libfednode_torch.so"
+  echo "  $(grep '^extracted' "$tmp/python.log"); loaded $loaded"
+fi
 step "ok"
