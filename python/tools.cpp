@@ -90,7 +90,7 @@ void bind_tools(py::module_& m) {
   m.def("extract",
         [](const std::string& dataset, const std::string& images, const std::string& split, int64_t limit,
            const std::string& backbone, int input_size, int threads, int batch_size, bool cache, bool progress,
-           bool skip_bad) {
+           bool skip_bad, const std::string& dataset_dir, const std::string& cache_dir, bool optimize) {
           if (dataset.empty() == images.empty()) throw UsageError("extract needs dataset=\"fashion-mnist\" or images=DIR");
           ExtractOptions o;
           o.dataset = dataset;
@@ -104,11 +104,14 @@ void bind_tools(py::module_& m) {
           o.use_cache = cache;
           o.progress = progress;
           o.skip_bad = skip_bad;
+          o.dataset_dir = dataset_dir;
+          o.cache_dir = cache_dir;
+          o.optimize = optimize;
           return extract(o);
         },
         py::arg("dataset"), py::arg("images"), py::arg("split"), py::arg("limit"), py::arg("backbone"),
         py::arg("input_size"), py::arg("threads"), py::arg("batch_size"), py::arg("cache"), py::arg("progress"),
-        py::arg("skip_bad"));
+        py::arg("skip_bad"), py::arg("dataset_dir"), py::arg("cache_dir"), py::arg("optimize"));
 }
 
 }  // namespace fednode::python

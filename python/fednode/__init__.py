@@ -38,13 +38,19 @@ def keygen(dir):
 
 
 def extract(dataset=None, *, images=None, split="train", limit=None, backbone="default", input_size=0,
-            threads=0, batch_size=32, cache=True, progress=False, skip_bad=False):
+            threads=0, batch_size=32, cache=True, progress=False, skip_bad=False, dataset_dir=None,
+            cache_dir=None, optimize=False):
     """Features of Fashion-MNIST (dataset="fashion-mnist", split="train" or "test") or of an image
     folder (images=DIR, one sub-folder per class) through a TorchScript backbone with its sidecar
-    (backbone="default" is the bundled MobileNetV2), as `fednode extract` computes them.
+    (backbone="default" is the bundled MobileNetV2), as `fednode extract` computes them, through
+    the same feature cache (cache=False: neither read nor write it). The keywords are its options.
 
-    Returns (X, y, info): X float32 [n, d], y int32 [n], info a dict with class_names, fingerprint
-    (what backbone_fingerprint= must say), description, skipped and ignored files."""
-    return _fednode.extract(dataset or "", _os.fspath(images) if images else "", split,
-                            -1 if limit is None else int(limit), _os.fspath(backbone), int(input_size),
-                            int(threads), int(batch_size), bool(cache), bool(progress), bool(skip_bad))
+    Returns (X, y, info): X float32 [n, d] (owning the extraction's matrix: no copy), y int32 [n],
+    info a dict with class_names, fingerprint (what backbone_fingerprint= must say), description,
+    skipped and ignored files."""
+    def path(p):
+        return _os.fspath(p) if p else ""
+
+    return _fednode.extract(dataset or "", path(images), split, -1 if limit is None else int(limit),
+                            path(backbone), int(input_size), int(threads), int(batch_size), bool(cache),
+                            bool(progress), bool(skip_bad), path(dataset_dir), path(cache_dir), bool(optimize))

@@ -115,4 +115,7 @@ def extract(
     cache: bool = ...,
     progress: bool = ...,
     skip_bad: bool = ...,
+    dataset_dir: Optional[PathLike] = ...,
+    cache_dir: Optional[PathLike] = ...,
+    optimize: bool = ...,
 ) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.int32], dict[str, Any]]: ...
