@@ -62,17 +62,29 @@ void PyClassifier::export_to(const std::string& out, bool head_only) const {
 void PyClassifier::save(const std::string& path) const { save_head_file(head(), card(), path); }
 
 void bind_classifier(py::module_& m) {
-  py::class_<PyClassifier>(m, "Classifier")
+  py::class_<PyClassifier>(m, "Classifier",
+                           "What a federation learnt, ready to use: a node's head with the recipe its features came\n"
+                           "through (backbone, preprocessing, expansion), as fednode predict and export use it.")
       .def_static("from_file", &PyClassifier::from_file, py::arg("path"), py::arg("backbone") = "",
-                  py::arg("input_size") = 0)
+                  py::arg("input_size") = 0,
+                  "A head file (simulate's save_heads, a node's state directory's head). backbone: a model file\n"
+                  "to read images with instead of the recorded one (its fingerprint must be the head's).")
       .def_static("from_state_dir", &PyClassifier::from_state_dir, py::arg("dir"), py::arg("personal") = false,
-                  py::arg("backbone") = "", py::arg("input_size") = 0)
-      .def("predict", [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).labels); })
+                  py::arg("backbone") = "", py::arg("input_size") = 0,
+                  "A node's state directory: its head, or with personal=True its personal head.")
+      .def("predict", [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).labels); },
+           py::arg("data"),
+           "Labels (int32) for `data`: a features matrix, rows as the node's data came (before any\n"
+           "expansion), or a list of image files read through the recorded backbone. Ctrl-C stops it.")
       .def("predict_proba",
-           [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).probabilities); })
-      .def("logits", [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).logits); })
-      .def("export", &PyClassifier::export_to, py::arg("out"), py::arg("head_only") = false)
-      .def("save", &PyClassifier::save, py::arg("path"))
+           [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).probabilities); },
+           py::arg("data"), "Class probabilities [n, classes] (softmax of the logits) for `data`, as predict reads it.")
+      .def("logits", [](const PyClassifier& c, const py::object& data) { return to_numpy(c.classify(data).logits); },
+           py::arg("data"), "The head's scores [n, classes] for `data`, as an export gives them.")
+      .def("export", &PyClassifier::export_to, py::arg("out"), py::arg("head_only") = false,
+           "One TorchScript module (and OUT.json describing it) as fednode export writes: forward(images)\n"
+           "to logits, or with head_only=True forward(features).")
+      .def("save", &PyClassifier::save, py::arg("path"), "The head and its card as a head file.")
       .def_property_readonly("kind", [](const PyClassifier& c) { return c.head().kind(); })
       .def_property_readonly("num_classes", [](const PyClassifier& c) { return c.head().num_classes(); })
       .def_property_readonly("dim", [](const PyClassifier& c) { return c.head().dim(); })
