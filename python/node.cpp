@@ -31,17 +31,19 @@ struct NodeOptions {
   py::object on_head, on_log, on_knowledge;
 };
 
-NodeConfig config_of(const Topology& topology, const std::string& id, NodeOptions& o, std::atomic<bool>& stop) {
-  if (!o.train_X) {
-    if (!o.backbone_fingerprint.empty() || !o.class_names.empty() || o.test_X)
-      throw UsageError("backbone_fingerprint, class_names and test go with features=(X, y)");
-    NodeSetup setup;
-    setup.quiet = o.quiet;
-    setup.stop = &stop;
-    NodeConfig config = node_config(topology, id, setup);
-    release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
-    return config;
-  }
+// The node's config from the topology file alone, as `fednode run` makes it: its data loaded (and
+// perhaps extracted through a backbone, which Ctrl-C ends).
+NodeConfig config_from_file(const Topology& topology, const std::string& id, bool quiet, std::atomic<bool>& stop) {
+  NodeSetup setup;
+  setup.quiet = quiet;
+  setup.stop = &stop;
+  NodeConfig config = run_interruptibly<NodeConfig>(stop, [&] { return node_config(topology, id, setup); });
+  release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
+  return config;
+}
+
+// The same with the features the program gives (copied: the node keeps them for its run).
+NodeConfig config_from_arrays(const Topology& topology, const std::string& id, const NodeOptions& o) {
   NodeConfig config = node_config_without_data(topology, id);
   config.local = features_of(*o.train_X, *o.train_y, "features");
   if (o.test_X) config.test = features_of(*o.test_X, *o.test_y, "test");
@@ -54,11 +56,19 @@ NodeConfig config_of(const Topology& topology, const std::string& id, NodeOption
   return config;
 }
 
+NodeConfig config_of(const Topology& topology, const std::string& id, const NodeOptions& o, std::atomic<bool>& stop) {
+  if (o.train_X) return config_from_arrays(topology, id, o);
+  if (!o.backbone_fingerprint.empty() || !o.class_names.empty() || o.test_X)
+    throw UsageError("backbone_fingerprint, class_names and test go with features=(X, y)");
+  return config_from_file(topology, id, o.quiet, stop);
+}
+
 class PyNode {
  public:
   PyNode(const std::string& topology_file, const std::string& id, NodeOptions o) {
     const Topology topology = load_topology(topology_file);
     NodeConfig config = config_of(topology, id, o, stop_);
+    stop_ = false;
     config.state_dir = o.state_dir;
     config.metrics_path = o.metrics;
     config.discover = o.discover;
