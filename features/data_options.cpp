@@ -138,7 +138,9 @@ LoadedData load_data(const DataSettings& s, uint32_t max_dim, bool quiet, const 
   } else if (s.lent) {
     d.lent_train = s.lent->train.first(s.train_limit);
     d.test = s.lent->test.first(s.test_limit).copy();
-    if (s.classes > 0) d.lent_train.num_classes = d.test.num_classes = s.classes;
+    // As for .npy labels: --num-classes, or what the labels imply (refused when absurd).
+    d.lent_train.num_classes = s.classes > 0 ? s.classes : infer_num_classes(d.lent_train.y, d.lent_train.n, "train: y", "--num-classes");
+    d.test.num_classes = s.classes > 0 ? s.classes : infer_num_classes(d.test.y.data(), d.test.size(), "test: y", "--num-classes");
     d.description = "arrays (" + std::to_string(d.lent_train.n) + " train, " + std::to_string(d.test.size()) + " test)";
     d.class_names = s.lent->class_names;
     name_extracted_features(s, d.description, d);

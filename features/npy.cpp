@@ -606,6 +606,27 @@ void write_npy_labels(const std::string& path, const Labels& y) {
   write_file(path, make_header("<i4", {static_cast<int64_t>(y.size())}), data);
 }
 
+int infer_num_classes(const int32_t* y, int64_t n, const std::string& where, const std::string& option) {
+  if (n == 0)
+    throw InputError(where + ": holds no labels (no samples), so the number of classes cannot be inferred from it");
+  const int64_t max_label = *std::max_element(y, y + n);
+  if (max_label + 1 > kMaxInferredClasses)
+    throw InputError(where + ": largest label " + std::to_string(max_label) + " implies more than " +
+                     std::to_string(kMaxInferredClasses) + " classes; pass the number of classes explicitly (" +
+                     option + ") if this is intended");
+  // One stray large label would make a million mostly empty classes (and heads that size):
+  // a class count far above the labels that occur has to be asked for.
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(max_label + 1, 0)));
+  int64_t distinct = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (y[i] >= 0 && !seen[static_cast<size_t>(y[i])]) seen[static_cast<size_t>(y[i])] = true, ++distinct;
+  if (max_label + 1 > 1024 && max_label + 1 > 4 * distinct)
+    throw InputError(where + ": the largest label, " + std::to_string(max_label) + ", implies " +
+                     std::to_string(max_label + 1) + " classes, but only " + std::to_string(distinct) +
+                     " distinct labels occur; give the number of classes (" + option + ") if that is intended");
+  return static_cast<int>(max_label + 1);
+}
+
 Features load_npy_dataset(const std::string& x_path, const std::string& y_path, int num_classes) {
   if (num_classes < 0)
     throw InputError("number of classes must be positive, or 0 to infer it (got " +
@@ -617,24 +638,7 @@ Features load_npy_dataset(const std::string& x_path, const std::string& y_path, 
     throw InputError(x_path + " has " + std::to_string(f.size()) + " rows but " + y_path +
                      " has " + std::to_string(f.y.size()) + " labels");
   if (num_classes == 0) {
-    if (f.y.empty())
-      throw InputError(y_path + ": holds no labels (no samples), so the number of classes cannot be inferred from it");
-    const int64_t max_label = *std::max_element(f.y.begin(), f.y.end());
-    if (max_label + 1 > kMaxInferredClasses)
-      throw InputError(y_path + ": largest label " + std::to_string(max_label) +
-                       " implies more than " + std::to_string(kMaxInferredClasses) +
-                       " classes; pass the number of classes explicitly if this is intended");
-    // One stray large label would make a million mostly empty classes (and heads that size):
-    // a class count far above the labels that occur has to be asked for.
-    std::vector<bool> seen(static_cast<size_t>(max_label + 1));
-    int64_t distinct = 0;
-    for (const auto label : f.y)
-      if (!seen[static_cast<size_t>(label)]) seen[static_cast<size_t>(label)] = true, ++distinct;
-    if (max_label + 1 > 1024 && max_label + 1 > 4 * distinct)
-      throw InputError(y_path + ": the largest label, " + std::to_string(max_label) + ", implies " +
-                       std::to_string(max_label + 1) + " classes, but only " + std::to_string(distinct) +
-                       " distinct labels occur; give the number of classes (--num-classes) if that is intended");
-    f.num_classes = static_cast<int>(max_label + 1);
+    f.num_classes = infer_num_classes(f.y.data(), static_cast<int64_t>(f.y.size()), y_path, "--num-classes");
   } else {
     f.num_classes = num_classes;
     for (size_t i = 0; i < f.y.size(); ++i)

@@ -29,6 +29,11 @@ void write_npy_labels(const std::string& path, const Labels& y);
 
 // Reads both files and checks they describe the same samples. num_classes 0 infers
 // max label + 1; otherwise every label must be below it.
+// The class count labels imply (the largest + 1), refused with an InputError naming `where` when it
+// is absurd: more than a million, or far more than the distinct labels that occur (one stray
+// large label); `option` names how to give the count instead.
+int infer_num_classes(const int32_t* y, int64_t n, const std::string& where, const std::string& option);
+
 Features load_npy_dataset(const std::string& x_path, const std::string& y_path,
                           int num_classes = 0);
 

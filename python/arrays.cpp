@@ -1,5 +1,7 @@
 #include "python/arrays.h"
 
+#include "features/npy.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -28,14 +30,13 @@ FeatureRows lend(const RowsArray& X, const LabelsArray& y, const std::string& wh
   rows.y = y.data();
   rows.n = X.shape(0);
   rows.d = static_cast<int>(X.shape(1));
-  int32_t top = -1;
-  for (int64_t i = 0; i < rows.n; ++i) top = std::max(top, rows.y[i]);
-  rows.num_classes = top + 1;
-  return rows;
+  return rows;  // num_classes: the caller's to set (--num-classes, or infer_num_classes)
 }
 
-Features features_of(const RowsArray& X, const LabelsArray& y, const std::string& what) {
-  return lend(X, y, what).copy();
+Features features_of(const RowsArray& X, const LabelsArray& y, const std::string& what, int num_classes) {
+  FeatureRows rows = lend(X, y, what);
+  rows.num_classes = num_classes > 0 ? num_classes : infer_num_classes(rows.y, rows.n, what + ": y", "num_classes=");
+  return rows.copy();
 }
 
 py::array_t<float> to_numpy(const MatrixF& m) {

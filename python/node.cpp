@@ -28,6 +28,7 @@ struct NodeOptions {
   std::optional<LabelsArray> train_y, test_y;
   std::string backbone_fingerprint;
   std::vector<std::string> class_names;
+  int num_classes = 0;
   py::object on_head, on_log, on_knowledge;
 };
 
@@ -45,8 +46,8 @@ NodeConfig config_from_file(const Topology& topology, const std::string& id, boo
 // The same with the features the program gives (copied: the node keeps them for its run).
 NodeConfig config_from_arrays(const Topology& topology, const std::string& id, const NodeOptions& o) {
   NodeConfig config = node_config_without_data(topology, id);
-  config.local = features_of(*o.train_X, *o.train_y, "features");
-  if (o.test_X) config.test = features_of(*o.test_X, *o.test_y, "test");
+  config.local = features_of(*o.train_X, *o.train_y, "features", o.num_classes);
+  if (o.test_X) config.test = features_of(*o.test_X, *o.test_y, "test", o.num_classes);
   const int classes = std::max(config.local.num_classes, config.test ? config.test->num_classes : 0);
   config.local.num_classes = classes;
   if (config.test) config.test->num_classes = classes;
@@ -58,8 +59,8 @@ NodeConfig config_from_arrays(const Topology& topology, const std::string& id, c
 
 NodeConfig config_of(const Topology& topology, const std::string& id, const NodeOptions& o, std::atomic<bool>& stop) {
   if (o.train_X) return config_from_arrays(topology, id, o);
-  if (!o.backbone_fingerprint.empty() || !o.class_names.empty() || o.test_X)
-    throw UsageError("backbone_fingerprint, class_names and test go with features=(X, y)");
+  if (!o.backbone_fingerprint.empty() || !o.class_names.empty() || o.test_X || o.num_classes)
+    throw UsageError("backbone_fingerprint, class_names, num_classes and test go with features=(X, y)");
   return config_from_file(topology, id, o.quiet, stop);
 }
 
@@ -150,17 +151,17 @@ void bind_node(py::module_& m) {
                        const std::vector<std::string>& discover_on, bool quiet, std::optional<RowsArray> train_X,
                        std::optional<LabelsArray> train_y, std::optional<RowsArray> test_X,
                        std::optional<LabelsArray> test_y, const std::string& backbone_fingerprint,
-                       const std::vector<std::string>& class_names, py::object on_head, py::object on_log,
-                       py::object on_knowledge) {
-             NodeOptions o{key_dir,        state_dir, metrics,     discover,   discover_on, quiet,
-                           train_X,        test_X,    train_y,     test_y,     backbone_fingerprint,
-                           class_names,    on_head,   on_log,      on_knowledge};
+                       const std::vector<std::string>& class_names, int num_classes, py::object on_head,
+                       py::object on_log, py::object on_knowledge) {
+             NodeOptions o{key_dir,     state_dir,   metrics, discover, discover_on, quiet,  train_X,
+                           test_X,      train_y,     test_y,  backbone_fingerprint,  class_names,
+                           num_classes, on_head,     on_log,  on_knowledge};
              return std::make_unique<PyNode>(topology, id, std::move(o));
            }),
            py::arg("topology"), py::arg("id"), py::arg("key_dir"), py::arg("state_dir"), py::arg("metrics"),
            py::arg("discover"), py::arg("discover_on"), py::arg("quiet"), py::arg("train_X"), py::arg("train_y"),
            py::arg("test_X"), py::arg("test_y"), py::arg("backbone_fingerprint"), py::arg("class_names"),
-           py::arg("on_head"), py::arg("on_log"), py::arg("on_knowledge"))
+           py::arg("num_classes"), py::arg("on_head"), py::arg("on_log"), py::arg("on_knowledge"))
       .def("step", &PyNode::step, py::arg("seconds"))
       .def("run", &PyNode::run)
       .def("result_json", &PyNode::result_json)

@@ -81,6 +81,7 @@ class Node:
         test: Optional[Data] = ...,
         backbone_fingerprint: Optional[str] = ...,
         class_names: Optional[Sequence[str]] = ...,
+        num_classes: Optional[int] = ...,
         key_dir: Optional[PathLike] = ...,
         state_dir: Optional[PathLike] = ...,
         metrics: Optional[PathLike] = ...,

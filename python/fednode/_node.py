@@ -15,7 +15,8 @@ class Node:
     Its data come from the file ([federation.data]) unless `features=(X, y)` gives them: a matrix
     of this node's features (NumPy, or a torch tensor) and their labels, with `test=(Xt, yt)` to
     score its head, and `backbone_fingerprint=` naming the model they came from, the same at
-    every node (the file's nodes on .npy features say `backbone_fingerprint` in [federation.data]).
+    every node (the file's nodes on .npy features say `backbone_fingerprint` in [federation.data]);
+    `num_classes=` the federation's class count when this node's labels do not reach the last class.
 
     key_dir, state_dir, metrics, discover, discover_on: as `fednode run`'s options.
     on_head(classifier)       each (new) head, as a Classifier with predict() and export().
@@ -28,8 +29,9 @@ class Node:
     """
 
     def __init__(self, topology, id, *, features=None, test=None, backbone_fingerprint=None,
-                 class_names=None, key_dir=None, state_dir=None, metrics=None, discover=False,
-                 discover_on=None, quiet=False, on_head=None, on_log=None, on_knowledge=None):
+                 class_names=None, num_classes=None, key_dir=None, state_dir=None, metrics=None,
+                 discover=False, discover_on=None, quiet=False, on_head=None, on_log=None,
+                 on_knowledge=None):
         if test is not None and features is None:
             raise UsageError("test=(X, y) goes with features=(X, y)")
         train_X = train_y = test_X = test_y = None
@@ -40,7 +42,8 @@ class Node:
         self._node = _fednode.Node(
             str(topology), str(id), str(key_dir or ""), str(state_dir or ""), str(metrics or ""),
             bool(discover), list(discover_on or []), bool(quiet), train_X, train_y, test_X, test_y,
-            backbone_fingerprint or "", list(class_names or []), on_head, on_log, on_knowledge)
+            backbone_fingerprint or "", list(class_names or []), int(num_classes or 0), on_head, on_log,
+            on_knowledge)
 
     def step(self, seconds=0.1):
         """One turn of the node's loop, handling what arrives within `seconds`; True once it is done

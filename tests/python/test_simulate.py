@@ -102,6 +102,17 @@ def test_errors_are_the_documented_classes(data):
         fednode.simulate(train=(bad, y), test=test)
     with pytest.raises(fednode.InputError, match="labels are integers"):
         fednode.simulate(train=(X, y.astype(np.float32)), test=test)
+    stray = y.copy()
+    stray[5] = 2_000_000_000  # one stray label must not make two billion classes
+    with pytest.raises(fednode.InputError, match="largest label 2000000000 implies more than"):
+        fednode.simulate(train=(X, stray), test=test)
+    stray[5] = 5000
+    with pytest.raises(fednode.InputError, match="only 7 distinct labels occur"):
+        fednode.simulate(train=(X, stray), test=test)
+    report = fednode.simulate(train=(X, y), test=test, method="fedcgs", nodes=2, baselines=False, num_classes=8)
+    assert report["data"]["num_classes"] == 8 and report["data"]["absent_classes"] == [6, 7]
+    with pytest.raises(fednode.InputError, match="outside \\[0, 4\\)"):
+        fednode.simulate(train=(X, y), test=test, num_classes=4)
     with pytest.raises(fednode.UsageError, match="exclude each other"):
         fednode.simulate(train=(X, y), test=test, dataset="fashion-mnist")
     with pytest.raises(fednode.InputError, match="training features have dimension 24, test features 23"):
