@@ -9,22 +9,28 @@ namespace py = pybind11;
 
 namespace fednode::python {
 
-MatrixF matrix_of(const RowsArray& X, const std::string& what) {
+namespace {
+
+// A features matrix: 2-dimensional, with a sane number of columns. `what` names it in errors.
+void check_matrix(const RowsArray& X, const std::string& what) {
   if (X.ndim() != 2)
-    throw InputError(what + ": must be 2-dimensional (samples x features), it has " + std::to_string(X.ndim()) +
+    throw InputError(what + " must be 2-dimensional (samples x features), it has " + std::to_string(X.ndim()) +
                      " dimensions");
-  if (X.shape(1) < 1 || X.shape(1) > (1 << 30)) throw InputError(what + ": " + std::to_string(X.shape(1)) + " columns");
+  if (X.shape(1) < 1 || X.shape(1) > (1 << 30)) throw InputError(what + " has " + std::to_string(X.shape(1)) + " columns");
+}
+
+}  // namespace
+
+MatrixF matrix_of(const RowsArray& X, const std::string& what) {
+  check_matrix(X, what);
   return Eigen::Map<const MatrixF>(X.data(), X.shape(0), X.shape(1));
 }
 
 FeatureRows lend(const RowsArray& X, const LabelsArray& y, const std::string& what) {
-  if (X.ndim() != 2)
-    throw InputError(what + ": X must be 2-dimensional (samples x features), it has " + std::to_string(X.ndim()) +
-                     " dimensions");
+  check_matrix(X, what + ": X");
   if (y.ndim() != 1) throw InputError(what + ": y must be 1-dimensional, it has " + std::to_string(y.ndim()) + " dimensions");
   if (X.shape(0) != y.shape(0))
     throw InputError(what + ": X has " + std::to_string(X.shape(0)) + " rows, y " + std::to_string(y.shape(0)) + " labels");
-  if (X.shape(1) < 1 || X.shape(1) > (1 << 30)) throw InputError(what + ": X has " + std::to_string(X.shape(1)) + " columns");
   FeatureRows rows;
   rows.X = X.data();
   rows.y = y.data();
