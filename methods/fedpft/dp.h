@@ -6,6 +6,7 @@
 
 #include "methods/knowledge.h"
 #include "core/secret_rng.h"
+#include "methods/gmm/lapack.h"
 
 #include <cstdint>
 
@@ -24,8 +25,10 @@ int64_t clip_rows_to_unit_norm(MatrixD& X);
 // covariance (divided by n, as EM's single component), noise drawn from `noise` (mean first,
 // then the upper triangle of the covariance row by row, mirrored so the noise is symmetric;
 // secret, core/secret_rng.h),
-// then eigenvalues clamped at `eigen_floor` (> 0) so the covariance is positive definite.
+// then eigenvalues clamped at `eigen_floor` (> 0) so the covariance is positive definite. The
+// eigen-decomposition's arithmetic follows the release's precision (methods/gmm/lapack.h): single
+// for a float16 release, whose rounding is a thousand times coarser than its errors.
 GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, double eigen_floor,
-                            SecretRng& noise);
+                            SecretRng& noise, EigenArithmetic arithmetic = EigenArithmetic::Double);
 
 }  // namespace fednode

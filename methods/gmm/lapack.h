@@ -16,8 +16,16 @@ namespace fednode {
 // numerically positive definite.
 bool lapack_cholesky(const MatrixD& S, MatrixD& L);
 
+// How precisely psd_projection finds the eigenpairs. The result is always formed in double as
+// floor I + B B^T, so it is symmetric and its eigenvalues are at least `floor` either way.
+enum class EigenArithmetic {
+  Double,  // dsyevd: what an exact computation (FedCGS's LDA) or a float32 release needs
+  Single,  // ssyevd, 2x faster at d = 1 280: errors near 1e-6 of the largest entry, far below
+           // the 2^-12 of a float16 release (docs/performance.md, "DP-FedPFT")
+};
+
 // The nearest positive semi-definite matrix to symmetric S with every eigenvalue at least
 // `floor`: V diag(max(lambda, floor)) V^T, exactly symmetric.
-MatrixD psd_projection(const MatrixD& S, double floor);
+MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmetic = EigenArithmetic::Double);
 
 }  // namespace fednode

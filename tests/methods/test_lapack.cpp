@@ -33,6 +33,23 @@ TEST(Lapack, PsdProjectionIsEigens) {
   EXPECT_TRUE(psd_projection(S, 1e9).isApprox(1e9 * MatrixD::Identity(60, 60)));
 }
 
+// Single precision (what DP-FedPFT's float16 releases use): close to the double projection, to
+// float32's precision of the largest eigenvalue, and still every eigenvalue at least the floor,
+// a floor far below that precision included.
+TEST(Lapack, SinglePrecisionProjectionKeepsTheFloor) {
+  const MatrixD S = random_symmetric(200, 4);
+  const MatrixD exact = psd_projection(S, 1e-6);
+  const MatrixD single = psd_projection(S, 1e-6, EigenArithmetic::Single);
+  const double largest = Eigen::SelfAdjointEigenSolver<MatrixD>(S).eigenvalues().cwiseAbs().maxCoeff();
+  const double error = (single - exact).cwiseAbs().maxCoeff();
+  EXPECT_LT(error, 1e-5 * largest);
+  EXPECT_GT(error, 0.0) << "the single-precision path was taken";
+  EXPECT_TRUE(single.isApprox(single.transpose(), 0.0)) << "exactly symmetric";
+  EXPECT_GT(Eigen::SelfAdjointEigenSolver<MatrixD>(single).eigenvalues().minCoeff(), 1e-6 * (1 - 1e-6));
+  MatrixD L;
+  EXPECT_TRUE(lapack_cholesky(single, L));
+}
+
 TEST(Lapack, CholeskyIsLowerAndRefusesAnIndefiniteMatrix) {
   const MatrixD A = random_symmetric(50, 2);
   const MatrixD S = A * A.transpose() + MatrixD::Identity(50, 50);
