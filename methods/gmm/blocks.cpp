@@ -1,5 +1,7 @@
 #include "methods/gmm/blocks.h"
 
+#include "core/parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -48,11 +50,23 @@ void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset
   }
 }
 
-VectorD column_means(const MatrixF& X) {
-  VectorD sum = VectorD::Zero(X.cols());
-  for (Index i = 0; i < X.rows(); ++i) sum += X.row(i).transpose().cast<double>();
-  if (X.rows() > 0) sum /= static_cast<double>(X.rows());
-  return sum;
+VectorD finite_column_means(const MatrixF& X, const std::string& where) {
+  const Index n = X.rows(), d = X.cols();
+  // Fixed row ranges, added in order: the same means whatever the number of threads.
+  const auto ranges = partition_rows(n, 8);
+  std::vector<VectorD> sums(ranges.size());
+  for_each_chunk(ranges.size(), static_cast<double>(n) * static_cast<double>(d) > kParallelFlops, [&](size_t c) {
+    VectorD s = VectorD::Zero(d);
+    for (Index i = ranges[c].begin; i < ranges[c].end; ++i) s += X.row(i).transpose().cast<double>();
+    sums[c] = std::move(s);
+  });
+  VectorD mean = VectorD::Zero(d);
+  for (const VectorD& s : sums) mean += s;
+  // Sums of finite floats cannot overflow a double (n < 2^63 terms of at most 3.4e38), and a
+  // NaN or infinity makes every sum it enters non-finite: only then is there something to name.
+  if (!mean.allFinite()) require_finite(X, where);
+  if (n > 0) mean /= static_cast<double>(n);
+  return mean;
 }
 
 void require_finite(const MatrixF& X, const std::string& where) {

@@ -41,8 +41,10 @@ void load_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset
 // the workers costs more than it saves.
 constexpr double kParallelFlops = 4e6;
 
-// Column means of X in double precision.
-VectorD column_means(const MatrixF& X);
+// Column means of X in double precision, after checking that every entry is finite (throws
+// InputError naming the first one that is not, as require_finite). One pass over the data,
+// on the pool: before an EM of a few iterations, two serial passes took a sixth of its time.
+VectorD finite_column_means(const MatrixF& X, const std::string& where);
 
 // Throws InputError naming the first non-finite entry.
 void require_finite(const MatrixF& X, const std::string& where);

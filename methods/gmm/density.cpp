@@ -94,10 +94,8 @@ void ComponentDensity::evaluate_rows(const MatrixF& X, Index begin, Index rows,
   }
   const int K = K_;
   const bool spherical = type_ == CovarianceType::Spherical;
-  work.pack.resize(static_cast<size_t>(simd_pack_size(rows, d_)));
   if (spherical) work.scratch.resize(static_cast<size_t>(rows));
-  simd_pack_block(X, begin, rows, offset, work.pack.data());
-  simd_estep(work.pack.data(), rows, d_, K, Wm_.data(), spherical ? nullptr : Wp_.data(), out,
+  simd_estep({X.data(), d_, begin, rows, offset.data()}, K, Wm_.data(), spherical ? nullptr : Wp_.data(), out,
              spherical ? work.scratch.data() : nullptr, work.carry);
   for (Index i = 0; i < rows; ++i)
     for (int k = 0; k < K; ++k) {

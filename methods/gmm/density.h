@@ -13,8 +13,8 @@ namespace fednode::gmm_detail {
 struct BlockWork {
   std::vector<double> block;    // rows of the block (load_block layout), BLAS path
   std::vector<double> scratch;  // evaluate()'s scratch; squared row norms for spherical
-  std::vector<double> pack;     // the block packed for the AVX-512 kernels
   std::vector<double> carry;    // their accumulators between column slices
+  std::vector<Index> listed;    // rows with a nonzero responsibility, for the sparse M-step
 };
 
 class ComponentDensity {

@@ -85,8 +85,8 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
         case CovarianceType::Diag:
         case CovarianceType::Spherical:
           if (dens.uses_simd())
-            gmm_detail::simd_mstep(work.pack.data(), rows, d, resp.data(), K,
-                                   type == CovarianceType::Diag, st.S.data());
+            gmm_detail::simd_mstep({X.data(), d, start, rows, offset.data()}, resp.data(), K,
+                                   type == CovarianceType::Diag, st.S.data(), work.listed);
           else
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, static_cast<int>(width),
                         static_cast<int>(rows), 1.0, resp.data(), K, work.block.data(),
@@ -202,9 +202,8 @@ Prepared prepare(const MatrixF& X, const GmmOptions& options, const std::string&
     throw InputError(where + ": no data (" + std::to_string(X.rows()) + " x " +
                      std::to_string(X.cols()) + ")");
   validate_gmm_options(options, where);
-  gmm_detail::require_finite(X, where);
   Prepared p;
-  p.offset = gmm_detail::column_means(X);
+  p.offset = gmm_detail::finite_column_means(X, where);
   p.reg = options.reg_covar;
   if (p.reg == 0) {
     // A positive floor so that duplicate points cannot give zero variances.

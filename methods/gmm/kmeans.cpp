@@ -193,8 +193,7 @@ KMeansResult kmeans(const MatrixF& X, int K, Rng& rng, bool lloyd, int max_iter,
   if (K < 1) throw InputError("k-means: number of clusters must be at least 1, got " +
                               std::to_string(K));
   if (max_iter < 0) throw InputError("k-means: max_iter must be non-negative");
-  gmm_detail::require_finite(X, "k-means input");
-  const VectorD offset = gmm_detail::column_means(X);
+  const VectorD offset = gmm_detail::finite_column_means(X, "k-means input");
 
   const std::vector<Index> seeds = plusplus_seeds(X, static_cast<int>(std::min<Index>(K, n)), rng);
   MatrixD centers(static_cast<Index>(seeds.size()), d);

@@ -42,30 +42,19 @@ inline __mmask8 lanes(Index count) {
   return static_cast<__mmask8>(count >= 8 ? 0xFF : (1u << count) - 1u);
 }
 
-// The block packed as [column chunk][row][8 lanes]: both kernels then read 8 consecutive
-// values of one row from one 64-byte line, and a chunk's rows are contiguous.
-FEDNODE_AVX512 void pack_rows(const float* X, Index d, Index begin, Index rows, const double* offset,
-                              double* pack) {
-  const Index chunks = (d + 7) / 8;
-  // Row by row: each row of X is read sequentially, which the prefetchers follow.
-  for (Index i = 0; i < rows; ++i) {
-    const float* x = X + (begin + i) * d;
-    for (Index c = 0; c < chunks; ++c) {
-      const Index j = c * 8;
-      const __mmask8 m = lanes(d - j);
-      const __m512d o = _mm512_maskz_loadu_pd(m, offset + j);
-      const __m256 xf = _mm256_maskz_loadu_ps(m, x + j);
-      _mm512_storeu_pd(pack + (c * rows + i) * 8, _mm512_maskz_sub_pd(m, _mm512_cvtps_pd(xf), o));
-    }
-  }
+// The 8 values of row `x` from column j on, as doubles minus the offset; lanes past d (masked
+// off in m) are zero, as are the packed weights there.
+FEDNODE_AVX512 inline __m512d centred(const float* x, const double* offset, Index j, __mmask8 m) {
+  return _mm512_maskz_sub_pd(m, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + j)),
+                             _mm512_maskz_loadu_pd(m, offset + j));
 }
 
 // Log-density terms of R rows for a tile of KT components over the column chunks [c0, c1):
 // R x KT vector accumulators, carried between slices in `carry` and reduced across lanes after
 // the last one. wm, wp are packed [chunk][component][8 lanes].
 template <int KT, int R, bool Squares, bool Norms>
-FEDNODE_AVX512 void estep_rows(const double* pack, Index rows, Index c0, Index c1,
-                               Index i0, int K, int k0, const double* wm, const double* wp,
+FEDNODE_AVX512 void estep_rows(const Block& block, Index c0, Index c1, Index i0, int K, int k0,
+                               const double* wm, const double* wp,
                                double* carry, bool first, bool last, double* out, double* norms) {
   __m512d acc[R][KT], nacc[R];
 #pragma GCC unroll 16
@@ -75,11 +64,13 @@ FEDNODE_AVX512 void estep_rows(const double* pack, Index rows, Index c0, Index c
     for (int t = 0; t < KT; ++t)
       acc[r][t] = first ? _mm512_setzero_pd() : _mm512_loadu_pd(carry + (r * KT + t) * 8);
   }
+  const float* x = block.X + (block.begin + i0) * block.d;
   for (Index c = c0; c < c1; ++c) {
+    const __mmask8 m = lanes(block.d - c * 8);
     __m512d v[R], s[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      v[r] = _mm512_loadu_pd(pack + (c * rows + i0 + r) * 8);
+      v[r] = centred(x + r * block.d, block.offset, c * 8, m);
       s[r] = _mm512_mul_pd(v[r], v[r]);
       if (Norms) nacc[r] = _mm512_add_pd(nacc[r], s[r]);
     }
@@ -118,36 +109,36 @@ constexpr Index kSliceChunks = 16;
 constexpr Index kCarryPerPair = (2 * 10 + 2) * 8;
 
 template <int KT, bool Squares, bool Norms>
-void estep_tile(const double* pack, Index rows, Index d, int K, int k0, const double* wm,
-                const double* wp, double* out, double* norms, double* carry) {
-  const Index chunks = (d + 7) / 8;
+void estep_tile(const Block& block, int K, int k0, const double* wm, const double* wp, double* out,
+                double* norms, double* carry) {
+  const Index chunks = (block.d + 7) / 8, rows = block.rows;
   for (Index c0 = 0; c0 < chunks; c0 += kSliceChunks) {
     const Index c1 = std::min(chunks, c0 + kSliceChunks);
     const bool first = c0 == 0, last = c1 == chunks;
     Index i = 0;
     for (; i + 2 <= rows; i += 2)
-      estep_rows<KT, 2, Squares, Norms>(pack, rows, c0, c1, i, K, k0, wm, wp,
+      estep_rows<KT, 2, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp,
                                         carry + (i / 2) * kCarryPerPair, first, last, out, norms);
     if (i < rows)
-      estep_rows<KT, 1, Squares, Norms>(pack, rows, c0, c1, i, K, k0, wm, wp,
+      estep_rows<KT, 1, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp,
                                         carry + (i / 2) * kCarryPerPair, first, last, out, norms);
   }
 }
 
 // One tile of KT components for 8 feature columns at a time, summed over the block's rows.
 template <int KT, bool Squares>
-FEDNODE_AVX512 void mstep_tile(const double* pack, Index rows, Index d, const double* resp, int K,
-                               int k0, double* S) {
-  const Index width = Squares ? 2 * d : d, chunks = (d + 7) / 8;
+FEDNODE_AVX512 void mstep_tile(const Block& block, const double* resp, int K, int k0, double* S) {
+  const Index d = block.d, width = Squares ? 2 * d : d, chunks = (d + 7) / 8;
+  const float* x = block.X + block.begin * d;
   for (Index c = 0; c < chunks; ++c) {
     const Index j = c * 8;
     const __mmask8 m = lanes(d - j);
-    const double* col = pack + c * rows * 8;
+    const __m512d o = _mm512_maskz_loadu_pd(m, block.offset + j);
     __m512d av[KT], as[KT];
 #pragma GCC unroll 16
     for (int t = 0; t < KT; ++t) av[t] = as[t] = _mm512_setzero_pd();
-    for (Index i = 0; i < rows; ++i) {
-      const __m512d v = _mm512_loadu_pd(col + i * 8);
+    for (Index i = 0; i < block.rows; ++i) {
+      const __m512d v = _mm512_maskz_sub_pd(m, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i * d + j)), o);
       const __m512d s = _mm512_mul_pd(v, v);
       const double* r = resp + i * K + k0;
 #pragma GCC unroll 16
@@ -166,6 +157,59 @@ FEDNODE_AVX512 void mstep_tile(const double* pack, Index rows, Index d, const do
         _mm512_mask_storeu_pd(ss, m, _mm512_add_pd(_mm512_maskz_loadu_pd(m, ss), as[t]));
       }
     }
+  }
+}
+
+// The M-step of one component over the rows with a nonzero responsibility (`rows`, ascending),
+// G column chunks at a time from chunk c0: the dense kernel's accumulators, fed the same terms in
+// the same order, less the terms r * v with r exactly zero, which leave an accumulator as it was.
+// G chunks give 2G independent chains, so the FMA latency does not serialise one row's terms.
+template <int G, bool Squares>
+FEDNODE_AVX512 void mstep_listed(const Block& block, const double* resp, int K, int k, const Index* rows,
+                                 Index count, Index c0, double* S) {
+  const Index d = block.d, width = Squares ? 2 * d : d;
+  __mmask8 m[G];
+  __m512d o[G], av[G], as[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    m[g] = lanes(d - (c0 + g) * 8);
+    o[g] = _mm512_maskz_loadu_pd(m[g], block.offset + (c0 + g) * 8);
+    av[g] = as[g] = _mm512_setzero_pd();
+  }
+  const float* x = block.X + block.begin * d + c0 * 8;
+  for (Index t = 0; t < count; ++t) {
+    const Index i = rows[t];
+    const __m512d b = _mm512_set1_pd(resp[i * K + k]);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const __m512d v = _mm512_maskz_sub_pd(m[g], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m[g], x + i * d + g * 8)), o[g]);
+      av[g] = _mm512_fmadd_pd(v, b, av[g]);
+      if (Squares) as[g] = _mm512_fmadd_pd(_mm512_mul_pd(v, v), b, as[g]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    double* sv = S + k * width + (c0 + g) * 8;
+    _mm512_mask_storeu_pd(sv, m[g], _mm512_add_pd(_mm512_maskz_loadu_pd(m[g], sv), av[g]));
+    if (Squares) {
+      double* ss = sv + d;
+      _mm512_mask_storeu_pd(ss, m[g], _mm512_add_pd(_mm512_maskz_loadu_pd(m[g], ss), as[g]));
+    }
+  }
+}
+
+template <bool Squares>
+void mstep_sparse(const Block& block, const double* resp, int K, double* S, std::vector<Index>& rows) {
+  const Index chunks = (block.d + 7) / 8;
+  rows.resize(static_cast<size_t>(block.rows));
+  for (int k = 0; k < K; ++k) {
+    Index count = 0;
+    for (Index i = 0; i < block.rows; ++i)
+      if (resp[i * K + k] != 0) rows[static_cast<size_t>(count++)] = i;
+    if (count == 0) continue;
+    Index c = 0;
+    for (; c + 4 <= chunks; c += 4) mstep_listed<4, Squares>(block, resp, K, k, rows.data(), count, c, S);
+    for (; c < chunks; ++c) mstep_listed<1, Squares>(block, resp, K, k, rows.data(), count, c, S);
   }
 }
 
@@ -194,13 +238,13 @@ template <bool Squares>
 struct EStep {
   template <int KT>
   struct Tile {
-    static void run(int k0, const double* pack, Index rows, Index d, int K, const double* wm,
-                    const double* wp, double* out, double* norms, double* carry) {
+    static void run(int k0, const Block& block, int K, const double* wm, const double* wp, double* out,
+                    double* norms, double* carry) {
       // Row norms are needed once: in the first tile.
       if (norms && k0 == 0)
-        estep_tile<KT, Squares, true>(pack, rows, d, K, k0, wm, wp, out, norms, carry);
+        estep_tile<KT, Squares, true>(block, K, k0, wm, wp, out, norms, carry);
       else
-        estep_tile<KT, Squares, false>(pack, rows, d, K, k0, wm, wp, out, nullptr, carry);
+        estep_tile<KT, Squares, false>(block, K, k0, wm, wp, out, nullptr, carry);
     }
   };
 };
@@ -209,9 +253,8 @@ template <bool Squares>
 struct MStep {
   template <int KT>
   struct Tile {
-    static void run(int k0, const double* pack, Index rows, Index d, const double* resp, int K,
-                    double* S) {
-      mstep_tile<KT, Squares>(pack, rows, d, resp, K, k0, S);
+    static void run(int k0, const Block& block, const double* resp, int K, double* S) {
+      mstep_tile<KT, Squares>(block, resp, K, k0, S);
     }
   };
 };
@@ -226,35 +269,40 @@ std::vector<double> simd_pack_weights(const double* W, Index d, int K) {
   return out;
 }
 
-void simd_pack_block(const MatrixF& X, Index begin, Index rows, const VectorD& offset,
-                     double* pack) {
-  pack_rows(X.data(), X.cols(), begin, rows, offset.data(), pack);
-}
-
-void simd_estep(const double* pack, Index rows, Index d, int K, const double* wm,
-                const double* wp, double* out, double* norms, std::vector<double>& carry) {
-  carry.resize(static_cast<size_t>((rows + 1) / 2 * kCarryPerPair));
+void simd_estep(const Block& block, int K, const double* wm, const double* wp, double* out, double* norms,
+                std::vector<double>& carry) {
+  carry.resize(static_cast<size_t>((block.rows + 1) / 2 * kCarryPerPair));
   if (wp)
-    over_tiles<EStep<true>::Tile>(K, pack, rows, d, K, wm, wp, out, norms, carry.data());
+    over_tiles<EStep<true>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
   else
-    over_tiles<EStep<false>::Tile>(K, pack, rows, d, K, wm, wp, out, norms, carry.data());
+    over_tiles<EStep<false>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
 }
 
-void simd_mstep(const double* pack, Index rows, Index d, const double* resp, int K, bool squares,
-                double* S) {
+void simd_mstep(const Block& block, const double* resp, int K, bool squares, double* S,
+                std::vector<Index>& rows) {
+  // Separated components leave most responsibilities exactly zero (exp underflows): then
+  // visiting only the nonzero ones is cheaper than the dense tile, which loads a row once for
+  // all components, and gives the same bits.
+  Index nonzero = 0;
+  for (Index e = 0; e < block.rows * K; ++e) nonzero += resp[e] != 0;
+  if (nonzero * kSparseRatio <= block.rows * K) {
+    if (squares)
+      mstep_sparse<true>(block, resp, K, S, rows);
+    else
+      mstep_sparse<false>(block, resp, K, S, rows);
+    return;
+  }
   if (squares)
-    over_tiles<MStep<true>::Tile>(K, pack, rows, d, resp, K, S);
+    over_tiles<MStep<true>::Tile>(K, block, resp, K, S);
   else
-    over_tiles<MStep<false>::Tile>(K, pack, rows, d, resp, K, S);
+    over_tiles<MStep<false>::Tile>(K, block, resp, K, S);
 }
 
 #else  // no AVX-512 kernels on this compiler/architecture: simd_kernels_active() is false
 
 std::vector<double> simd_pack_weights(const double*, Index, int) { return {}; }
-void simd_pack_block(const MatrixF&, Index, Index, const VectorD&, double*) {}
-void simd_estep(const double*, Index, Index, int, const double*, const double*, double*, double*,
-                std::vector<double>&) {}
-void simd_mstep(const double*, Index, Index, const double*, int, bool, double*) {}
+void simd_estep(const Block&, int, const double*, const double*, double*, double*, std::vector<double>&) {}
+void simd_mstep(const Block&, const double*, int, bool, double*, std::vector<Index>&) {}
 
 #endif
 
