@@ -99,24 +99,27 @@ Stats em_pass(const MatrixF& X, const VectorD& offset, const gmm_detail::Compone
         case CovarianceType::Full: {
           weighted.resize(static_cast<size_t>(rows * d));
           for (int k = 0; k < K; ++k) {
-            double mass = 0;
-            for (Index i = 0; i < rows; ++i) mass += resp[static_cast<size_t>(i * K + k)];
-            if (mass == 0.0) continue;  // every term below would be an exact zero
             const double* mu = dens.means().data() + k * d;
             double* s = st.S.data() + k * d;
+            // Rows with a responsibility of exactly zero (exp underflowed: separated components)
+            // add exact zeros to both sums: only the others are weighted and multiplied.
+            Index kept = 0;
             for (Index i = 0; i < rows; ++i) {
-              const double r = resp[static_cast<size_t>(i * K + k)], sr = std::sqrt(r);
+              const double r = resp[static_cast<size_t>(i * K + k)];
+              if (r == 0.0) continue;
+              const double sr = std::sqrt(r);
               const double* x = work.block.data() + i * d;
-              double* w = weighted.data() + i * d;
+              double* w = weighted.data() + kept++ * d;
               for (Index j = 0; j < d; ++j) {
                 const double t = x[j] - mu[j];
                 s[j] += r * t;
                 w[j] = sr * t;
               }
             }
-            cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d),
-                        static_cast<int>(rows), 1.0, weighted.data(), static_cast<int>(d), 1.0,
-                        st.second[static_cast<size_t>(k)].data(), static_cast<int>(d));
+            if (kept > 0)
+              cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(d), static_cast<int>(kept), 1.0,
+                          weighted.data(), static_cast<int>(d), 1.0, st.second[static_cast<size_t>(k)].data(),
+                          static_cast<int>(d));
           }
           break;
         }

@@ -102,11 +102,15 @@ FEDNODE_AVX512 void estep_rows(const Block& block, Index c0, Index c1, Index i0,
   }
 }
 
-// Column chunks per slice: a slice of wm and wp for 10 components (20 KiB) stays in L1 while
-// every row of the block passes over it.
+// Column chunks per slice: a slice of wm and wp (at most 20 KiB) stays in L1 while every row
+// of the block passes over it.
 constexpr Index kSliceChunks = 16;
-// Doubles of carried accumulators per pair of rows (2 x 10 components + 2 norms, 8 lanes each).
-constexpr Index kCarryPerPair = (2 * 10 + 2) * 8;
+// The E-step's register tile: 4 rows x 5 components (20 accumulators), so that each weight
+// loaded serves 4 rows; 2 x 10 loaded as many weights as it did FMAs, which bounded the kernel
+// by loads on cores that load one 64-byte vector a cycle (Zen 4).
+constexpr int kEstepRows = 4, kEstepTile = 5;
+// Doubles of carried accumulators per group of rows (rows x components + a norm a row, 8 lanes).
+constexpr Index kCarryPerGroup = (kEstepRows * kEstepTile + kEstepRows) * 8;
 
 template <int KT, bool Squares, bool Norms>
 void estep_tile(const Block& block, int K, int k0, const double* wm, const double* wp, double* out,
@@ -116,12 +120,17 @@ void estep_tile(const Block& block, int K, int k0, const double* wm, const doubl
     const Index c1 = std::min(chunks, c0 + kSliceChunks);
     const bool first = c0 == 0, last = c1 == chunks;
     Index i = 0;
-    for (; i + 2 <= rows; i += 2)
-      estep_rows<KT, 2, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp,
-                                        carry + (i / 2) * kCarryPerPair, first, last, out, norms);
-    if (i < rows)
-      estep_rows<KT, 1, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp,
-                                        carry + (i / 2) * kCarryPerPair, first, last, out, norms);
+    for (; i + kEstepRows <= rows; i += kEstepRows)
+      estep_rows<KT, kEstepRows, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp,
+                                                 carry + (i / kEstepRows) * kCarryPerGroup, first, last, out, norms);
+    // The last group's rows, two and one at a time, in the group's own carry.
+    double* rest = carry + (i / kEstepRows) * kCarryPerGroup;
+    if (i + 2 <= rows) {
+      estep_rows<KT, 2, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp, rest, first, last, out, norms);
+      rest += (2 * KT + 2) * 8;
+      i += 2;
+    }
+    if (i < rows) estep_rows<KT, 1, Squares, Norms>(block, c0, c1, i, K, k0, wm, wp, rest, first, last, out, norms);
   }
 }
 
@@ -213,26 +222,28 @@ void mstep_sparse(const Block& block, const double* resp, int K, double* S, std:
   }
 }
 
-// Tiles of at most kTile components; the last one takes the remainder.
-constexpr int kTile = 10;
-
-template <template <int> class Op, class... Args>
+// Tiles of at most Tile (<= 10) components; the last one takes the remainder.
+template <int Tile, template <int> class Op, class... Args>
 void over_tiles(int K, Args&&... args) {
-  for (int k0 = 0; k0 < K; k0 += kTile) {
-    switch (std::min(kTile, K - k0)) {
+  static_assert(Tile >= 1 && Tile <= 10);
+  for (int k0 = 0; k0 < K; k0 += Tile) {
+    switch (std::min(Tile, K - k0)) {
       case 1: Op<1>::run(k0, args...); break;
-      case 2: Op<2>::run(k0, args...); break;
-      case 3: Op<3>::run(k0, args...); break;
-      case 4: Op<4>::run(k0, args...); break;
-      case 5: Op<5>::run(k0, args...); break;
-      case 6: Op<6>::run(k0, args...); break;
-      case 7: Op<7>::run(k0, args...); break;
-      case 8: Op<8>::run(k0, args...); break;
-      case 9: Op<9>::run(k0, args...); break;
-      default: Op<10>::run(k0, args...); break;
+      case 2: if constexpr (Tile >= 2) Op<2>::run(k0, args...); break;
+      case 3: if constexpr (Tile >= 3) Op<3>::run(k0, args...); break;
+      case 4: if constexpr (Tile >= 4) Op<4>::run(k0, args...); break;
+      case 5: if constexpr (Tile >= 5) Op<5>::run(k0, args...); break;
+      case 6: if constexpr (Tile >= 6) Op<6>::run(k0, args...); break;
+      case 7: if constexpr (Tile >= 7) Op<7>::run(k0, args...); break;
+      case 8: if constexpr (Tile >= 8) Op<8>::run(k0, args...); break;
+      case 9: if constexpr (Tile >= 9) Op<9>::run(k0, args...); break;
+      default: if constexpr (Tile >= 10) Op<10>::run(k0, args...); break;
     }
   }
 }
+
+// The M-step's tile: 10 components share each row loaded.
+constexpr int kMstepTile = 10;
 
 template <bool Squares>
 struct EStep {
@@ -271,11 +282,11 @@ std::vector<double> simd_pack_weights(const double* W, Index d, int K) {
 
 void simd_estep(const Block& block, int K, const double* wm, const double* wp, double* out, double* norms,
                 std::vector<double>& carry) {
-  carry.resize(static_cast<size_t>((block.rows + 1) / 2 * kCarryPerPair));
+  carry.resize(static_cast<size_t>((block.rows + kEstepRows - 1) / kEstepRows * kCarryPerGroup));
   if (wp)
-    over_tiles<EStep<true>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
+    over_tiles<kEstepTile, EStep<true>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
   else
-    over_tiles<EStep<false>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
+    over_tiles<kEstepTile, EStep<false>::Tile>(K, block, K, wm, wp, out, norms, carry.data());
 }
 
 void simd_mstep(const Block& block, const double* resp, int K, bool squares, double* S,
@@ -293,9 +304,9 @@ void simd_mstep(const Block& block, const double* resp, int K, bool squares, dou
     return;
   }
   if (squares)
-    over_tiles<MStep<true>::Tile>(K, block, resp, K, S);
+    over_tiles<kMstepTile, MStep<true>::Tile>(K, block, resp, K, S);
   else
-    over_tiles<MStep<false>::Tile>(K, block, resp, K, S);
+    over_tiles<kMstepTile, MStep<false>::Tile>(K, block, resp, K, S);
 }
 
 #else  // no AVX-512 kernels on this compiler/architecture: simd_kernels_active() is false
