@@ -9,6 +9,7 @@
 #include "core/rng.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -111,6 +112,27 @@ std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const F
   if (o.half_precision) cm.mixture = round_mixture_to_half(cm.mixture, variance_floor(o), where);
   ctx.interruption_point();  // a class's EM at a time
   return cm;
+}
+
+// Runs release(i, context) for every class i in [0, n): side by side for DP-FedPFT (each class a
+// d x d eigen-decomposition and a few factorisations on one LAPACK thread, with its own noise
+// stream, so the result is the same in any order), one after another otherwise (EM runs its
+// passes on the pool already). Progress lines are said afterwards, in class order.
+void for_each_class(size_t n, bool side_by_side, const NodeContext& ctx,
+                    const std::function<void(size_t, const NodeContext&)>& release) {
+  if (!side_by_side) {
+    for (size_t i = 0; i < n; ++i) release(i, ctx);
+    return;
+  }
+  std::vector<std::vector<std::string>> said(n);
+  for_each_chunk_ordered(n, true, [&](size_t i) {
+    NodeContext own = ctx;
+    if (ctx.progress) own.progress = [&said, i](const std::string& line) { said[i].push_back(line); };
+    release(i, own);
+  });
+  if (ctx.progress)
+    for (const auto& lines : said)
+      for (const auto& line : lines) ctx.progress(line);
 }
 
 // A sketch as it travels: what this node keeps and what its receivers decode are the same values.
@@ -277,30 +299,50 @@ Knowledge fedpft_summarize(const Features& local, const FedPftOptions& o, const 
   for (int c = 0; c < ctx.num_classes; ++c)
     if (counts[static_cast<size_t>(c)] > 0) labels.push_back(c);
   std::vector<std::optional<ClassMixture>> classes(labels.size());
-  if (o.dp) {
-    // DP-FedPFT's classes side by side: each is a d x d eigen-decomposition and a few Cholesky
-    // factorisations (LAPACK, one thread each), with its own noise stream, so the result is the
-    // same in any order. Progress lines are said afterwards, in class order.
-    std::vector<std::vector<std::string>> said(labels.size());
-    for_each_chunk_ordered(labels.size(), true, [&](size_t i) {
-      NodeContext own = ctx;
-      own.progress = [&said, i](const std::string& line) { said[i].push_back(line); };
-      classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, own);
-    });
-    if (ctx.progress)
-      for (const auto& lines : said)
-        for (const auto& line : lines) ctx.progress(line);
-  } else {
-    // EM runs its passes on the pool already.
-    for (size_t i = 0; i < labels.size(); ++i)
-      classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, ctx);
-  }
+  for_each_class(labels.size(), o.dp, ctx, [&](size_t i, const NodeContext& own) {
+    classes[i] = summarize_class(local.rows_of_class(labels[i]), labels[i], o, own);
+  });
   for (auto& cm : classes)
     if (cm) g.classes.push_back(std::move(*cm));
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
     g.within_class = for_transfer(sketch_within_class(local, o.correlation_rank), o);
   return k;
 }
+
+namespace {
+
+// Class c of a merge: the one source's mixture forwarded (rounded as it travels), or the union of
+// every source's synthetic features and the local rows summarised again; empty if the class is
+// nowhere, or DP-FedPFT does not release it.
+std::optional<ClassMixture> merge_class(int c, const Selection& sel, const Features* local, const FedPftOptions& o,
+                                        const NodeContext& ctx) {
+  std::vector<std::pair<const Knowledge*, const ClassMixture*>> sources;
+  for (const Knowledge* piece : sel.pieces)
+    if (const ClassMixture* cm = find_class(*piece, c)) sources.emplace_back(piece, cm);
+  MatrixF local_rows = sel.use_local ? local->rows_of_class(c) : MatrixF(0, ctx.dim);
+  if (sources.empty() && local_rows.rows() == 0) return std::nullopt;
+  if (sources.size() == 1 && local_rows.rows() == 0) {
+    ClassMixture forwarded = *sources[0].second;
+    if (o.half_precision)
+      forwarded.mixture = round_mixture_to_half(forwarded.mixture, variance_floor(o), "fedpft class " + std::to_string(c));
+    return forwarded;
+  }
+  double total = static_cast<double>(local_rows.rows());
+  for (const auto& s : sources) total += static_cast<double>(s.second->count);
+  check_synthetic_size(total, ctx.dim, "fedpft merge, class " + std::to_string(c));
+  MatrixF X(static_cast<Eigen::Index>(total), ctx.dim);
+  Eigen::Index row = 0;
+  for (const auto& s : sources) {
+    Rng rng(fedpft_sampling_seed(ctx, s.first->contributors, c));
+    const MatrixF samples = sample_gmm(s.second->mixture, s.second->count, rng, o.component_draws);
+    X.middleRows(row, samples.rows()) = samples;
+    row += samples.rows();
+  }
+  X.bottomRows(local_rows.rows()) = local_rows;
+  return summarize_class(X, c, o, ctx);
+}
+
+}  // namespace
 
 Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
                        const FedPftOptions& o, const NodeContext& ctx) {
@@ -312,34 +354,12 @@ Knowledge fedpft_merge(const KnowledgeList& received, const Features* local,
   Knowledge out = empty_knowledge(ctx);
   out.contributors = sel.contributors;
   auto& g = std::get<GmmKnowledge>(out.payload);
-  for (int c = 0; c < ctx.num_classes; ++c) {
-    std::vector<std::pair<const Knowledge*, const ClassMixture*>> sources;
-    for (const Knowledge* piece : sel.pieces)
-      if (const ClassMixture* cm = find_class(*piece, c)) sources.emplace_back(piece, cm);
-    MatrixF local_rows = sel.use_local ? local->rows_of_class(c) : MatrixF(0, ctx.dim);
-    if (sources.empty() && local_rows.rows() == 0) continue;
-    if (sources.size() == 1 && local_rows.rows() == 0) {
-      ClassMixture forwarded = *sources[0].second;
-      if (o.half_precision)
-        forwarded.mixture = round_mixture_to_half(forwarded.mixture, variance_floor(o),
-                                                  "fedpft class " + std::to_string(c));
-      g.classes.push_back(std::move(forwarded));
-      continue;
-    }
-    double total = static_cast<double>(local_rows.rows());
-    for (const auto& s : sources) total += static_cast<double>(s.second->count);
-    check_synthetic_size(total, ctx.dim, "fedpft merge, class " + std::to_string(c));
-    MatrixF X(static_cast<Eigen::Index>(total), ctx.dim);
-    Eigen::Index row = 0;
-    for (const auto& s : sources) {
-      Rng rng(fedpft_sampling_seed(ctx, s.first->contributors, c));
-      const MatrixF samples = sample_gmm(s.second->mixture, s.second->count, rng, o.component_draws);
-      X.middleRows(row, samples.rows()) = samples;
-      row += samples.rows();
-    }
-    X.bottomRows(local_rows.rows()) = local_rows;
-    if (auto cm = summarize_class(X, c, o, ctx)) g.classes.push_back(std::move(*cm));
-  }
+  std::vector<std::optional<ClassMixture>> classes(static_cast<size_t>(ctx.num_classes));
+  for_each_class(classes.size(), o.dp, ctx, [&](size_t i, const NodeContext& own) {
+    classes[i] = merge_class(static_cast<int>(i), sel, local, o, own);
+  });
+  for (auto& cm : classes)
+    if (cm) g.classes.push_back(std::move(*cm));
   if (o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
     if (auto sketch = shared_sketch(sel, local, o, o.correlation_rank)) g.within_class = for_transfer(*sketch, o);
   return out;
