@@ -134,9 +134,15 @@ void ComponentDensity::evaluate(const double* block, Index rows, double* out,
       const Index Kd = static_cast<Index>(K) * d;
       scratch.resize(static_cast<size_t>(rows * Kd));
       double* y = scratch.data();
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                  static_cast<int>(Kd), static_cast<int>(d), 1.0, block, static_cast<int>(d),
-                  P_.data(), static_cast<int>(Kd), 0.0, y, static_cast<int>(Kd));
+      // Each block of P is upper triangular: one triangular product per component does half
+      // the arithmetic of one product with all of P.
+      for (int k = 0; k < K; ++k) {
+        for (Index i = 0; i < rows; ++i)
+          std::copy(block + i * d, block + (i + 1) * d, y + i * Kd + k * d);
+        cblas_dtrmm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, static_cast<int>(rows),
+                    static_cast<int>(d), 1.0, P_.data() + k * d, static_cast<int>(Kd), y + k * d,
+                    static_cast<int>(Kd));
+      }
       for (Index i = 0; i < rows; ++i)
         for (int k = 0; k < K; ++k) {
           const double maha = (Eigen::Map<const VectorD>(y + i * Kd + k * d, d) -
