@@ -49,7 +49,7 @@ void GaussianMixture::validate(const std::string& what) const {
     throw InputError(what + ": " + to_string(type) + " covariances are " +
                      std::to_string(covariances.rows()) + "x" + std::to_string(covariances.cols()) +
                      ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
-  if (!weights.allFinite() || !means.allFinite() || !covariances.allFinite())
+  if (!all_finite(weights) || !all_finite(means) || !all_finite(covariances))
     throw InputError(what + ": mixture holds NaN or Inf");
   if ((weights.array() < 0).any() || std::abs(weights.sum() - 1.0) > 1e-2)
     throw InputError(what + ": mixture weights must be non-negative and sum to 1");

@@ -163,7 +163,7 @@ void expect_dims(const M& m, Eigen::Index rows, Eigen::Index cols, const std::st
 }
 template <typename M>
 void expect_finite(const M& m, const std::string& where) {
-  if (!m.allFinite()) wire_fail(ProtocolErrorCode::NonFinite, where + ": holds NaN or Inf");
+  if (!all_finite(m)) wire_fail(ProtocolErrorCode::NonFinite, where + ": holds NaN or Inf");
 }
 // Adds one count to the samples a piece claims to summarise, which bound what merging it may
 // allocate (FedPFT samples every count; counts also add up across pieces).

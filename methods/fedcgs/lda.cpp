@@ -206,7 +206,7 @@ std::unique_ptr<LinearHead> fit_lda_head(const StatsKnowledge& noisy, const FedC
     b(j) = static_cast<float>(std::log(static_cast<double>(nj) / N) - 0.5 * W.row(j).dot(mu + m));
   }
   MatrixF Wf = W.cast<float>();
-  if (!Wf.allFinite() || !b.allFinite())
+  if (!all_finite(Wf) || !all_finite(b))
     throw InputError("FedCGS: the LDA head overflows float32 (features of extreme scale)");
   if (diagnostics) *diagnostics = std::move(diag);
   return std::make_unique<LinearHead>("lda", std::move(Wf), std::move(b));

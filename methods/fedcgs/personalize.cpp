@@ -58,7 +58,7 @@ int train_personal(const MatrixD& X, const MatrixD& mu, const Labels& y, const P
       U -= lr * mU;
       V -= lr * mV;
     }
-    if (!W.allFinite() || !U.allFinite() || !V.allFinite()) return epoch + 1;
+    if (!all_finite(W) || !all_finite(U) || !all_finite(V)) return epoch + 1;
   }
   return 0;
 }

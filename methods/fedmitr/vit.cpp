@@ -344,7 +344,7 @@ void check_distillation(const VitModel& student, const MatrixF& images, const Di
     throw InputError("ViT distillation: the teacher's scores are " + std::to_string(t.teacher_logits.rows()) + " x " +
                      std::to_string(t.teacher_logits.cols()) + ", expected " + std::to_string(B) + " x " +
                      std::to_string(s.classes));
-  if (!t.teacher_logits.allFinite()) throw InputError("ViT distillation: the teacher's scores hold NaN or Inf");
+  if (!all_finite(t.teacher_logits)) throw InputError("ViT distillation: the teacher's scores hold NaN or Inf");
   if (static_cast<Eigen::Index>(t.pseudo.size()) != B)
     throw InputError("ViT distillation: " + std::to_string(t.pseudo.size()) + " pseudo-labels for " + std::to_string(B) +
                      " images");

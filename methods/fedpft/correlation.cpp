@@ -255,7 +255,7 @@ void validate_sketch(const CovarianceSketch& s, int dim, int64_t samples, const 
   if (s.factor.cols() != dim || s.factor.rows() > dim)
     throw InputError(at + ": factor is " + std::to_string(s.factor.rows()) + "x" + std::to_string(s.factor.cols()) +
                      ", expected at most " + std::to_string(dim) + " rows of " + std::to_string(dim));
-  if (!s.variances.allFinite() || !s.factor.allFinite()) throw InputError(at + ": holds NaN or Inf");
+  if (!all_finite(s.variances) || !all_finite(s.factor)) throw InputError(at + ": holds NaN or Inf");
   if ((s.variances.array() < 0).any()) throw InputError(at + ": a variance is negative");
   if (s.residuals == 0 && (s.factor.rows() > 0 || (s.variances.array() != 0).any()))
     throw InputError(at + ": summarises no residuals but is not empty");

@@ -32,7 +32,7 @@ GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, doub
   validate_dp_parameters(epsilon, delta, "DP-FedPFT");
   const Eigen::Index n = X.rows(), d = X.cols();
   if (n <= 0 || d <= 0) throw InputError("DP-FedPFT: no data to summarise");
-  if (!X.allFinite()) throw InputError("DP-FedPFT: features hold NaN or Inf");
+  if (!all_finite(X)) throw InputError("DP-FedPFT: features hold NaN or Inf");
   if (!(eigen_floor > 0)) throw InputError("DP-FedPFT: eigenvalue floor must be positive");
 
   MatrixD F = X.cast<double>();

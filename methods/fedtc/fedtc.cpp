@@ -44,7 +44,7 @@ void check_prototypes(const Knowledge& k, const std::string& where) {
     if (c.count < c.prototypes.rows())
       throw InputError(cls + ": " + std::to_string(c.prototypes.rows()) + " prototypes claim only " +
                        std::to_string(c.count) + " samples");
-    if (!c.prototypes.allFinite()) throw InputError(cls + ": prototypes hold NaN or Inf");
+    if (!all_finite(c.prototypes)) throw InputError(cls + ": prototypes hold NaN or Inf");
   }
 }
 

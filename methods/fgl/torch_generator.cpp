@@ -187,7 +187,7 @@ TrainedGenerator train_generator(const MatrixF& images, const Labels& labels, in
     if (y < 0 || y >= static_cast<int32_t>(vocabulary.size()))
       throw InputError(where + ": label " + std::to_string(y) + " outside the " + std::to_string(vocabulary.size()) +
                        " classes named");
-  if (!images.allFinite() || images.minCoeff() < 0.0f || images.maxCoeff() > 1.0f)
+  if (!all_finite(images) || images.minCoeff() < 0.0f || images.maxCoeff() > 1.0f)
     throw InputError(where + ": pixel values must be in [0, 1]");
   if (o.latent < 1 || o.width < 1 || o.epochs < 1 || o.batch_size < 2 || !(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1))
     throw InputError(where + ": latent, width and epochs must be >= 1, the batch >= 2, lr > 0, beta1 in [0, 1)");

@@ -79,7 +79,7 @@ bool lapack_cholesky(const MatrixD& S, MatrixD& L) {
   dpotrf_("U", &n, L.data(), &n, &info, 1);
   if (info != 0) return false;
   L.triangularView<Eigen::StrictlyUpper>().setZero();
-  return L.allFinite() && (L.diagonal().array() > 0).all();
+  return all_finite(L) && (L.diagonal().array() > 0).all();
 }
 
 MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmetic) {

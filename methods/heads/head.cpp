@@ -64,7 +64,7 @@ MatrixF read_matrix(std::istream& in, const std::string& where) {
   }
   MatrixF m = Eigen::Map<const MatrixF>(data.data(), static_cast<Eigen::Index>(rows),
                                         static_cast<Eigen::Index>(cols));
-  if (!m.allFinite()) throw InputError(where + ": head holds NaN or Inf");
+  if (!all_finite(m)) throw InputError(where + ": head holds NaN or Inf");
   return m;
 }
 
