@@ -15,6 +15,7 @@ namespace fednode::gmm_detail {
 
 namespace {
 std::atomic<bool> enabled{true};
+std::atomic<MstepKernel> mstep_kernel{MstepKernel::Auto};
 
 bool cpu_has_avx512() {
 #ifdef FEDNODE_HAVE_AVX512_KERNELS
@@ -32,6 +33,7 @@ bool cpu_has_avx512() {
 
 bool simd_kernels_active() { return enabled.load(std::memory_order_relaxed) && cpu_has_avx512(); }
 void set_simd_kernels_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
+void set_mstep_kernel(MstepKernel kernel) { mstep_kernel.store(kernel, std::memory_order_relaxed); }
 
 #ifdef FEDNODE_HAVE_AVX512_KERNELS
 
@@ -294,9 +296,14 @@ void simd_mstep(const Block& block, const double* resp, int K, bool squares, dou
   // Separated components leave most responsibilities exactly zero (exp underflows): then
   // visiting only the nonzero ones is cheaper than the dense tile, which loads a row once for
   // all components, and gives the same bits.
-  Index nonzero = 0;
-  for (Index e = 0; e < block.rows * K; ++e) nonzero += resp[e] != 0;
-  if (nonzero * kSparseRatio <= block.rows * K) {
+  const MstepKernel kernel = mstep_kernel.load(std::memory_order_relaxed);
+  bool sparse = kernel == MstepKernel::Sparse;
+  if (kernel == MstepKernel::Auto) {
+    Index nonzero = 0;
+    for (Index e = 0; e < block.rows * K; ++e) nonzero += resp[e] != 0;
+    sparse = nonzero * kSparseRatio <= block.rows * K;
+  }
+  if (sparse) {
     if (squares)
       mstep_sparse<true>(block, resp, K, S, rows);
     else

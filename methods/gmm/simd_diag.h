@@ -22,6 +22,11 @@ bool simd_kernels_active();
 // For tests: force the BLAS path (false) or allow the kernels again (true).
 void set_simd_kernels_enabled(bool enabled);
 
+// For tests: which M-step kernel runs, chosen by how many responsibilities are nonzero (Auto,
+// the default) or always the one named; both give the same bits.
+enum class MstepKernel { Auto, Dense, Sparse };
+void set_mstep_kernel(MstepKernel kernel);
+
 // Rows [begin, begin + rows) of the row-major float32 matrix X (d columns), minus offset.
 struct Block {
   const float* X;
