@@ -261,17 +261,35 @@ TEST_P(GmmTypes, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(s1, s3);
 }
 
+// n rows drawn from a known mixture (seed, seed + 1), options that run exactly `iterations` EM
+// iterations, and a start from one iteration of fit_gmm (seed + 2): two runs that should agree
+// begin from the same place.
+struct FixedFit {
+  MatrixF X;
+  GmmOptions options;
+  GaussianMixture init;
+};
+FixedFit fixed_fit(CovarianceType type, int K, int d, double spread, int64_t n, int iterations, uint64_t seed) {
+  FixedFit f;
+  Rng rng(seed + 1);
+  f.X = sample_gmm(known_mixture(type, K, d, spread, seed), n, rng, ComponentDraws::Multinomial);
+  f.options = options_for(type, K);
+  f.options.tol = 0;
+  f.options.max_iter = iterations;
+  GmmOptions start = f.options;
+  start.max_iter = 1;
+  f.init = fit_gmm(f.X, start, seed + 2);
+  return f;
+}
+
 TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   // Odd sizes on purpose: d not a multiple of 8, K above one tile of 10, rows not a multiple
   // of anything. Without AVX-512 both runs take the BLAS path and agree trivially.
   const CovarianceType type = GetParam();
-  const GaussianMixture truth = known_mixture(type, 13, 13, 0.4, 131);
-  Rng rng(132);
-  const MatrixF X = sample_gmm(truth, 1301, rng, ComponentDraws::Multinomial);
-  GmmOptions o = options_for(type, 13);
-  o.tol = 0;
-  o.max_iter = 6;
-  const GaussianMixture init = fit_gmm(X, [&] { GmmOptions q = o; q.max_iter = 1; return q; }(), 133);
+  const FixedFit fit = fixed_fit(type, 13, 13, 0.4, 1301, 6, 131);
+  const MatrixF& X = fit.X;
+  const GmmOptions& o = fit.options;
+  const GaussianMixture& init = fit.init;
   ASSERT_EQ(init.components(), 13);
   gmm_detail::set_simd_kernels_enabled(false);
   FitInfo blas_info;
@@ -307,13 +325,10 @@ TEST_P(GmmTypes, SparseMstepGivesTheDenseBits) {
   const CovarianceType type = GetParam();
   if (type == CovarianceType::Full || !gmm_detail::simd_kernels_active()) GTEST_SKIP();
   for (const double spread : {1.0, 0.05}) {  // exact zeros everywhere / hardly any
-    const GaussianMixture truth = known_mixture(type, 12, 37, spread, 141);
-    Rng rng(142);
-    const MatrixF X = sample_gmm(truth, 1501, rng, ComponentDraws::Multinomial);
-    GmmOptions o = options_for(type, 12);
-    o.tol = 0;
-    o.max_iter = 5;
-    const GaussianMixture init = fit_gmm(X, [&] { GmmOptions q = o; q.max_iter = 1; return q; }(), 143);
+    const FixedFit fit = fixed_fit(type, 12, 37, spread, 1501, 5, 141);
+    const MatrixF& X = fit.X;
+    const GmmOptions& o = fit.options;
+    const GaussianMixture& init = fit.init;
     gmm_detail::set_mstep_kernel(gmm_detail::MstepKernel::Dense);
     FitInfo dense_info;
     const GaussianMixture dense = fit_gmm_from(X, init, o, &dense_info);
