@@ -140,6 +140,23 @@ class Reader {
     fail(r.line, what + ": '" + key + "' must be a node id (integer) or a node name (string), got " + type_name(*n));
   }
 
+  // A name, or an array of names.
+  std::vector<std::string> names(const toml::table& t, const char* key, const std::string& what) const {
+    const toml::node* n = t.get(key);
+    if (!n) return {};
+    if (const auto* s = n->as_string()) return {s->get()};
+    const auto* arr = n->as_array();
+    if (!arr) fail(line_of(*n), what + ": '" + key + "' must be a name or an array of names, got " + type_name(*n));
+    if (arr->size() > kMaxRelays) fail(line_of(*n), what + ": '" + key + "' lists more than " + std::to_string(kMaxRelays));
+    std::vector<std::string> out;
+    for (const auto& item : *arr) {
+      const auto* s = item.as_string();
+      if (!s) fail(line_of(item), what + ": '" + key + "' must hold names (strings), got " + type_name(item));
+      out.push_back(s->get());
+    }
+    return out;
+  }
+
   // Option values stay text; tables of tables or arrays have no command-line equivalent.
   OptionMap options(const toml::table& t, const char* key, const std::string& what) const {
     OptionMap m;
@@ -189,7 +206,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
     throw InputError(source + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
                      ": not valid TOML: " + std::string(e.description()));
   }
-  r.only_keys(root, "the file", {"federation", "node", "edge"});
+  r.only_keys(root, "the file", {"federation", "node", "edge", "relay"});
 
   // [federation]
   const toml::node* fed_node = root.get("federation");
@@ -248,7 +265,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
       for (auto&& [key, value] : t) node.key_lines[std::string(key.str())] = line_of(value);
       const std::string w = "[[node]]";
       r.only_keys(t, w, {"id", "name", "address", "bind", "public_key", "key_dir", "state_dir", "partition_index",
-                         "options", "data"});
+                         "reachable", "options", "data"});
       const auto id = r.integer(t, "id", w, 0, 0xFFFFFFFFLL);
       if (!id) r.fail(node.line, "[[node]] needs id = <integer from 0 to 4294967295>");
       node.id = static_cast<NodeId>(*id);
@@ -262,6 +279,7 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
       node.key_dir = r.string(t, "key_dir", wn).value_or("");
       node.state_dir = r.string(t, "state_dir", wn).value_or("");
       node.partition_index = r.integer(t, "partition_index", wn, 0, INT64_MAX);
+      node.reachable = r.boolean(t, "reachable", wn).value_or(true);
       node.options = r.options(t, "options", wn);
       node.data = r.options(t, "data", wn);
       if (!node.name.empty() && !names.emplace(node.name, node.id).second)
@@ -286,14 +304,43 @@ Topology parse_toml(const std::string& text, const std::string& source, const st
       TopologyEdge edge;
       edge.line = line_of(t);
       const std::string w = "[[edge]]";
-      r.only_keys(t, w, {"from", "to", "feedback"});
+      r.only_keys(t, w, {"from", "to", "feedback", "via"});
       const auto from = r.ref(t, "from", w);
       const auto to = r.ref(t, "to", w);
       if (!from || !to) r.fail(edge.line, "[[edge]] needs both from = <node> and to = <node>");
       edge.from = resolve(r, *from, names, "[[edge]] from");
       edge.to = resolve(r, *to, names, "[[edge]] to");
       edge.feedback = r.boolean(t, "feedback", w).value_or(false);
+      edge.via = r.names(t, "via", w);
       topology.edges.push_back(edge);
+    }
+  }
+
+  // [[relay]]
+  if (const toml::node* n = root.get("relay")) {
+    const auto* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      r.fail(line_of(*n), "'relay' must be an array of tables: write each relay as a [[relay]] section");
+    if (arr->size() > kMaxRelays)
+      r.fail(line_of(*n), "at most " + std::to_string(kMaxRelays) + " relays, the file lists " + std::to_string(arr->size()));
+    for (const auto& item : *arr) {
+      const auto& t = *item.as_table();
+      TopologyRelay relay;
+      relay.line = line_of(t);
+      for (auto&& [key, value] : t) relay.key_lines[std::string(key.str())] = line_of(value);
+      const std::string w = "[[relay]]";
+      r.only_keys(t, w, {"name", "address", "bind", "public_key", "key_dir"});
+      const auto name = r.string(t, "name", w);
+      if (!name) r.fail(relay.line, "[[relay]] needs name = \"<letters, digits, _ - .>\"");
+      relay.name = *name;
+      const std::string wr = "relay '" + relay.name + "'";
+      const auto address = r.string(t, "address", wr);
+      if (!address) r.fail(relay.line, wr + " needs address = \"tcp://HOST:PORT\", where every node reaches it");
+      relay.address = *address;
+      relay.bind = r.string(t, "bind", wr).value_or("");
+      relay.public_key_text = r.string(t, "public_key", wr).value_or("");
+      relay.key_dir = r.string(t, "key_dir", wr).value_or("");
+      topology.relays.push_back(std::move(relay));
     }
   }
   return topology;
@@ -409,6 +456,7 @@ std::string to_toml(const Topology& t) {
     if (!n.key_dir.empty()) out << "key_dir = " << quoted(n.key_dir) << "\n";
     if (!n.state_dir.empty()) out << "state_dir = " << quoted(n.state_dir) << "\n";
     if (n.partition_index) out << "partition_index = " << *n.partition_index << "\n";
+    if (!n.reachable) out << "reachable = false\n";
     write_options(out, "node.options", n.options);
     write_options(out, "node.data", n.data);
   }
@@ -417,6 +465,20 @@ std::string to_toml(const Topology& t) {
     out << "from = " << e.from << "\n";
     out << "to = " << e.to << "\n";
     if (e.feedback) out << "feedback = true\n";
+    if (e.via.size() == 1) out << "via = " << quoted(e.via[0]) << "\n";
+    if (e.via.size() > 1) {
+      out << "via = [";
+      for (size_t i = 0; i < e.via.size(); ++i) out << (i ? ", " : "") << quoted(e.via[i]);
+      out << "]\n";
+    }
+  }
+  for (const auto& r : t.relays) {
+    out << "\n[[relay]]\n";
+    out << "name = " << quoted(r.name) << "\n";
+    out << "address = " << quoted(r.address) << "\n";
+    if (!r.bind.empty()) out << "bind = " << quoted(r.bind) << "\n";
+    if (!r.public_key_text.empty()) out << "public_key = " << quoted(r.public_key_text) << "\n";
+    if (!r.key_dir.empty()) out << "key_dir = " << quoted(r.key_dir) << "\n";
   }
   return out.str();
 }

@@ -50,14 +50,18 @@ HopEncryption parse_hop_encryption(const std::string& s) {
 }
 
 bool Topology::beyond_loopback() const {
+  const auto beyond = [](const std::string& address) {
+    if (address.empty()) return false;
+    const auto endpoint = topo::parse_endpoint(address, true, nullptr);
+    return !endpoint || !topo::loopback_host(endpoint->host);
+  };
   for (const auto& n : nodes) {
-    if (n.address.empty()) return true;  // to be found by discovery: on a network
-    for (const std::string* address : {&n.address, &n.bind}) {
-      if (address->empty()) continue;
-      const auto endpoint = topo::parse_endpoint(*address, true, nullptr);
-      if (!endpoint || !topo::loopback_host(endpoint->host)) return true;
-    }
+    // To be found by discovery: on a network. An unreachable node has no address by design.
+    if (n.address.empty() && n.reachable) return true;
+    if (beyond(n.address) || beyond(n.bind)) return true;
   }
+  for (const auto& r : relays)
+    if (beyond(r.address) || beyond(r.bind)) return true;
   return false;
 }
 
@@ -146,6 +150,16 @@ OptionMap Topology::data_for(NodeId id) const {
   return m;
 }
 
+const TopologyRelay& Topology::relay(const std::string& name) const {
+  std::string known;
+  for (const auto& r : relays) {
+    if (r.name == name) return r;
+    known += (known.empty() ? "" : ", ") + r.name;
+  }
+  throw InputError(source + ": no relay is named '" + name + "' (" +
+                   (known.empty() ? "the file lists no [[relay]]" : "relays: " + known) + ")");
+}
+
 std::vector<NodeId> Topology::ids() const {
   std::vector<NodeId> v;
   v.reserve(nodes.size());
@@ -169,27 +183,39 @@ std::optional<std::string> read_public_key_file(const std::string& key_dir) {
   return text.str();
 }
 
-void derive_public_keys(Topology& topology, const LoadOptions& options) {
-  for (auto& n : topology.nodes) {
-    const std::string who = topology.where(n.line) + ": " + topology.describe(n.id);
-    if (!n.public_key_text.empty()) {
-      std::string why;
-      n.public_key = decode_public_key(n.public_key_text, &why);
-      if (!n.public_key) throw InputError(who + ": public_key is malformed: " + why);
-    }
-    if (!options.derive_keys || n.key_dir.empty() || !options.read_public_key) continue;
-    const std::string dir = topology.resolve(n.key_dir);
-    const auto text = options.read_public_key(dir);
-    if (!text) continue;  // the keys live on the node's own machine; the inline key must do
+namespace {
+
+// A node's or relay's effective key: decoded from its inline text, and read from its key_dir
+// where that holds node.pub (the two must agree).
+void derive_key(const Topology& topology, const LoadOptions& options, const std::string& who, const std::string& text,
+                const std::string& key_dir, std::optional<PublicKeyBytes>& key) {
+  if (!text.empty()) {
     std::string why;
-    const auto key = decode_public_key(*text, &why);
-    const std::string file = (fs::path(dir) / kNodePublicKeyFile).string();
-    if (!key) throw InputError(who + ": " + file + " does not hold a public key: " + why);
-    if (n.public_key && *n.public_key != *key)
-      throw InputError(who + ": public_key differs from the key in " + file +
-                       " (remove one, or regenerate the file's keys)");
-    n.public_key = key;
+    key = decode_public_key(text, &why);
+    if (!key) throw InputError(who + ": public_key is malformed: " + why);
   }
+  if (!options.derive_keys || key_dir.empty() || !options.read_public_key) return;
+  const std::string dir = topology.resolve(key_dir);
+  const auto file_text = options.read_public_key(dir);
+  if (!file_text) return;  // the keys live on the node's own machine; the inline key must do
+  std::string why;
+  const auto read = decode_public_key(*file_text, &why);
+  const std::string file = (fs::path(dir) / kNodePublicKeyFile).string();
+  if (!read) throw InputError(who + ": " + file + " does not hold a public key: " + why);
+  if (key && *key != *read)
+    throw InputError(who + ": public_key differs from the key in " + file + " (remove one, or regenerate the file's keys)");
+  key = read;
+}
+
+}  // namespace
+
+void derive_public_keys(Topology& topology, const LoadOptions& options) {
+  for (auto& n : topology.nodes)
+    derive_key(topology, options, topology.where(n.line) + ": " + topology.describe(n.id), n.public_key_text, n.key_dir,
+               n.public_key);
+  for (auto& r : topology.relays)
+    derive_key(topology, options, topology.where(r.line) + ": relay '" + r.name + "'", r.public_key_text, r.key_dir,
+               r.public_key);
 }
 
 Topology parse_topology(const std::string& text, const std::string& source_name, const std::string& base_dir,

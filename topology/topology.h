@@ -57,6 +57,8 @@ constexpr double kDefaultSilenceSeconds = 30.0;
 constexpr int64_t kDefaultReceiveWindow = 8;
 // The UDP port of LAN discovery's beacons (docs/lan.md, "Discovery"), the same at every node.
 constexpr int64_t kDefaultDiscoveryPort = 7399;
+// Relays a file may list, and an edge may name.
+constexpr size_t kMaxRelays = 64;
 // A run name is hashed into the run id; the bound only keeps names readable in logs.
 constexpr size_t kMaxRunNameBytes = 128;
 
@@ -73,6 +75,11 @@ struct TopologyNode {
   std::optional<int64_t> partition_index;  // as written; see Topology::partition_index
   OptionMap options;           // per-node overrides of [federation.options]
   OptionMap data;              // per-node overrides of [federation.data]
+  // false: the node accepts no connections (behind NAT or a firewall that lets only outgoing
+  // ones through). It never listens; it dials each of its neighbours, which answer on that
+  // connection, and a neighbour that cannot be reached either is joined through a relay
+  // (docs/deployment.md).
+  bool reachable = true;
   int line = 0;                // where the entry starts in its file; 0 when built in memory
   std::map<std::string, int> key_lines;  // where each key was written (empty when built in memory)
   // The line of `key`, else of the entry: where a message about that setting points.
@@ -87,6 +94,27 @@ struct TopologyEdge {
   NodeId to = 0;
   bool feedback = false;       // graph mode only: closes a cycle without being waited for
   int line = 0;
+  // Relays (by name) that carry this edge's frames when both ends are unreachable, in order of
+  // preference; empty: every relay of the file.
+  std::vector<std::string> via;
+};
+
+// A relay ([[relay]], `fednode relay`): a process every node can reach that carries sealed frames
+// between two nodes that cannot reach each other. It holds no key that opens them
+// (docs/deployment.md, "Relays"); its own key pair only protects its hops (CurveZMQ).
+struct TopologyRelay {
+  std::string name;            // required, unique among relays; the charset of node names
+  std::string address;         // required: tcp://HOST:PORT, where nodes reach it
+  std::string bind;            // optional: what it listens on; default its address
+  std::string public_key_text; // as written; may be empty
+  std::optional<PublicKeyBytes> public_key;  // effective: decoded from the text or read from key_dir
+  std::string key_dir;         // as written; holds node.pub and the relay's secret node.key
+  int line = 0;
+  std::map<std::string, int> key_lines;
+  int line_of(const std::string& key) const {
+    const auto it = key_lines.find(key);
+    return it != key_lines.end() ? it->second : line;
+  }
 };
 
 struct FederationSettings {
@@ -121,6 +149,7 @@ struct Topology {
   FederationSettings federation;
   std::vector<TopologyNode> nodes;
   std::vector<TopologyEdge> edges;
+  std::vector<TopologyRelay> relays;
   std::string source = "<topology>";  // the file, for messages
   std::string base_dir = ".";         // relative paths in the file resolve against it
 
@@ -153,6 +182,8 @@ struct Topology {
 
   // Ids in ascending order.
   std::vector<NodeId> ids() const;
+  // Throws InputError naming the relays there are when none has this name.
+  const TopologyRelay& relay(const std::string& name) const;
 };
 
 // Reads DIR/node.pub (kNodePublicKeyFile); returns nothing when the file does not exist.

@@ -57,6 +57,7 @@ class Checker {
   void run(bool require_keys) {
     federation();
     nodes(require_keys);
+    relays(require_keys);
     edges();
     g_ = topo::make_digraph(t_);
     switch (t_.federation.mode) {
@@ -149,17 +150,19 @@ class Checker {
         if (value->empty() && n.key_lines.count(key))
           fail(n.line_of(key), who + ": " + key + " is empty; leave it out for the default");
       if (!n.name.empty()) {
-        const bool charset = std::all_of(n.name.begin(), n.name.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-        });
-        const bool digits = std::all_of(n.name.begin(), n.name.end(), [](char c) { return c >= '0' && c <= '9'; });
-        if (!charset || n.name.size() > 32 || digits)
+        if (!name_ok(n.name))
           fail(n.line_of("name"), who + ": name '" + n.name +
                            "' must be 1 to 32 letters, digits, '_', '-' or '.', and not only digits (those are ids)");
         if (!names.emplace(n.name, &n).second)
           fail(n.line_of("name"),
                who + ": the name '" + n.name + "' is already used by " + t_.describe(names[n.name]->id));
       }
+      if (!n.reachable)
+        for (const auto& [key, value] :
+             {std::pair<const char*, const std::string*>{"address", &n.address}, {"bind", &n.bind}})
+          if (!value->empty())
+            fail(n.line_of(key), who + " has reachable = false, so it never listens: leave out its " + key +
+                                     " (it dials its neighbours; docs/deployment.md)");
       std::string why;
       const auto ep = n.address.empty() ? std::nullopt : topo::parse_endpoint(n.address, false, &why);
       if (!n.address.empty() && !ep) fail(n.line_of("address"), who + ": address '" + n.address + "' " + why);
@@ -216,6 +219,40 @@ class Checker {
       fail(f.line_of("start"), "[federation] start = " + std::to_string(*f.start) + ": no node has that id");
   }
 
+  static bool name_ok(const std::string& name) {
+    const bool charset = std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    const bool digits = std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return charset && !name.empty() && name.size() <= 32 && !digits;
+  }
+
+  void relays(bool require_keys) const {
+    std::set<std::string> names, keys;
+    for (const auto& n : t_.nodes)
+      if (n.public_key) keys.insert(public_key_hex(*n.public_key));
+    std::map<std::string, const TopologyRelay*> addresses;
+    for (const auto& r : t_.relays) {
+      const std::string who = "relay '" + r.name + "'";
+      if (!name_ok(r.name))
+        fail(r.line_of("name"), who + ": a relay's name must be 1 to 32 letters, digits, '_', '-' or '.', and not only digits");
+      if (!names.insert(r.name).second) fail(r.line_of("name"), who + " is listed twice");
+      std::string why;
+      const auto ep = topo::parse_endpoint(r.address, false, &why);
+      if (!ep) fail(r.line_of("address"), who + ": address '" + r.address + "' " + why);
+      if (!addresses.emplace(ep->key(), &r).second)
+        fail(r.line_of("address"), who + ": address '" + r.address + "' is also relay '" + addresses[ep->key()]->name + "'s");
+      if (!r.bind.empty() && !topo::parse_endpoint(r.bind, true, &why))
+        fail(r.line_of("bind"), who + ": bind '" + r.bind + "' " + why);
+      if (require_keys && !r.public_key)
+        fail(r.line_of("public_key"), who + " has no public key: give public_key = \"<64 hex digits>\", or key_dir = "
+                                          "\"DIR\" with DIR/" + std::string(kNodePublicKeyFile) +
+                                          " present (fednode keygen --out DIR)");
+      if (r.public_key && !keys.insert(public_key_hex(*r.public_key)).second)
+        fail(r.line_of("public_key"), who + " has the public key of a node or of another relay: a relay needs its own");
+    }
+  }
+
   void edges() const {
     std::map<std::pair<NodeId, NodeId>, int> seen;
     for (const auto& e : t_.edges) {
@@ -228,6 +265,9 @@ class Checker {
         fail(e.line, what + " is listed twice (also at " + t_.where(seen[{e.from, e.to}]) + ")");
       if (e.feedback && t_.federation.mode != TopologyMode::Graph)
         fail(e.line, what + ": feedback edges exist only in graph mode");
+      for (const auto& via : e.via)
+        if (std::none_of(t_.relays.begin(), t_.relays.end(), [&](const TopologyRelay& r) { return r.name == via; }))
+          fail(e.line, what + ": via names relay '" + via + "', which no [[relay]] section lists");
     }
   }
 

@@ -165,7 +165,8 @@ TEST(TopologyExamples, LoadAndMeanWhatTheySay) {
     size_t nodes;
   };
   for (const Case& c : {Case{"chain5.toml", TopologyMode::Linear, 5}, Case{"ring4.toml", TopologyMode::Ring, 4},
-                        Case{"star8.toml", TopologyMode::Star, 9}, Case{"diamond.toml", TopologyMode::Graph, 4}}) {
+                        Case{"star8.toml", TopologyMode::Star, 9}, Case{"diamond.toml", TopologyMode::Graph, 4},
+                        Case{"sites5.toml", TopologyMode::Linear, 5}}) {
     SCOPED_TRACE(c.file);
     const Topology t = load_topology(root + c.file, no_keys);
     EXPECT_EQ(t.federation.mode, c.mode);
@@ -180,8 +181,14 @@ TEST(TopologyExamples, LoadAndMeanWhatTheySay) {
       std::filesystem::create_directories(kd);
       std::ofstream(kd + "/node.pub") << key_hex(n.id) << "\n";
     }
+    for (const auto& r : t.relays) {
+      const std::string kd = dir / r.key_dir;
+      std::filesystem::create_directories(kd);
+      std::ofstream(kd + "/node.pub") << key_hex(900) << "\n";
+    }
     const Topology keyed = load_topology(dir / c.file);
     for (const auto& n : keyed.nodes) EXPECT_TRUE(n.public_key) << n.id;
+    for (const auto& r : keyed.relays) EXPECT_TRUE(r.public_key) << r.name;
   }
   const Topology diamond = load_topology(root + "diamond.toml", no_keys);
   const auto sink = diamond.lookup("sink");
