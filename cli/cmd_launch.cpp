@@ -39,7 +39,8 @@ const char* kHelp =
     "  Starts every node of the topology FILE as a separate 'fednode run' process on this\n"
     "  machine, shows their progress, and prints one table (node, status, contributors,\n"
     "  accuracy, bytes) from their result.json files. Each node's output goes to node.log in\n"
-    "  its state directory.\n"
+    "  its state directory. The file's relays ([[relay]]) run too, as 'fednode relay', from\n"
+    "  before the first node starts until the last one ends (logs: relay-NAME.log beside FILE).\n"
     "  --threads N        compute threads per node (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS; default 1)\n"
     "  --timeout SECONDS  stop every node still running after this long (default: none)\n"
     "  --metrics-dir DIR  each node keeps Prometheus metrics in DIR/fednode-NAME.prom (fednode run\n"
@@ -77,22 +78,19 @@ std::string self_executable() {
   return p.string();
 }
 
-pid_t spawn(const std::string& exe, const std::string& topology_file, const Child& c, int threads,
-            const std::string& metrics_dir, bool discover) {
-  const std::string log = c.state_dir + "/node.log";
+// Starts `args` (args[0] the executable) with its output appended to `log`.
+pid_t spawn_process(const std::vector<std::string>& args, const std::string& log, int threads) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError("cannot open '" + log + "': " + std::strerror(errno));
-  const std::string id = std::to_string(c.id), t = std::to_string(threads);
-  const std::string metrics = metrics_dir.empty() ? "" : metrics_dir + "/fednode-" + c.label + ".prom";
+  const std::string t = std::to_string(threads);
   // Made before fork: the child only calls what is safe there.
-  std::vector<const char*> args = {exe.c_str(), "run", "--topology", topology_file.c_str(), "--id", id.c_str()};
-  if (!metrics.empty()) args.insert(args.end(), {"--metrics", metrics.c_str()});
-  if (discover) args.insert(args.end(), {"--discover", "--discover-on", "lo"});
-  args.push_back(nullptr);
+  std::vector<const char*> argv;
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
-    throw InputError(std::string("cannot start a node process: ") + std::strerror(errno));
+    throw InputError(std::string("cannot start a process: ") + std::strerror(errno));
   }
   if (pid == 0) {
     ::dup2(fd, 1);
@@ -100,12 +98,40 @@ pid_t spawn(const std::string& exe, const std::string& topology_file, const Chil
     ::setenv("OMP_NUM_THREADS", t.c_str(), 1);
     ::setenv("OPENBLAS_NUM_THREADS", t.c_str(), 1);
     std::signal(SIGINT, SIG_IGN);  // the launcher decides when its nodes stop
-    ::execv(exe.c_str(), const_cast<char* const*>(args.data()));
-    std::fprintf(stderr, "cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+    ::execv(argv[0], const_cast<char* const*>(argv.data()));
+    std::fprintf(stderr, "cannot run %s: %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }
   ::close(fd);
   return pid;
+}
+
+pid_t spawn(const std::string& exe, const std::string& topology_file, const Child& c, int threads,
+            const std::string& metrics_dir, bool discover) {
+  std::vector<std::string> args = {exe, "run", "--topology", topology_file, "--id", std::to_string(c.id)};
+  if (!metrics_dir.empty()) args.insert(args.end(), {"--metrics", metrics_dir + "/fednode-" + c.label + ".prom"});
+  if (discover) args.insert(args.end(), {"--discover", "--discover-on", "lo"});
+  return spawn_process(args, c.state_dir + "/node.log", threads);
+}
+
+// The file's relays, each as `fednode relay`, logging to relay-NAME.log beside the file: started
+// before the nodes, stopped (SIGTERM) once they are done.
+std::vector<pid_t> spawn_relays(const std::string& exe, const Topology& topology, const std::string& topology_file,
+                                const std::string& metrics_dir, bool quiet) {
+  std::vector<pid_t> pids;
+  for (const auto& r : topology.relays) {
+    std::vector<std::string> args = {exe, "relay", "--topology", topology_file, "--name", r.name};
+    if (!metrics_dir.empty()) args.insert(args.end(), {"--metrics", metrics_dir + "/fednode-relay-" + r.name + ".prom"});
+    const std::string log = (fs::path(topology_file).parent_path() / ("relay-" + r.name + ".log")).string();
+    pids.push_back(spawn_process(args, log, 1));
+    if (!quiet) std::cerr << "relay " << r.name << " started; its log: " << log << "\n";
+  }
+  return pids;
+}
+
+void stop_relays(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) ::kill(pid, SIGTERM);
+  for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
 }
 
 // The row of the result table for a node's result.json: its fields as written, "" for one that
@@ -213,6 +239,14 @@ void create_missing_key_pairs(const std::string& file, bool quiet) {
     write_new_identity(dir);
     if (!quiet) std::cerr << "created a key pair for " << topology.describe(id) << " in " << dir << "\n";
   }
+  for (const auto& r : topology.relays) {
+    if (r.key_dir.empty() || r.public_key) continue;
+    const std::string dir = topology.resolve(r.key_dir);
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / kSecretKeyFile, ec) || fs::exists(fs::path(dir) / kPublicKeyFile, ec)) continue;
+    write_new_identity(dir);
+    if (!quiet) std::cerr << "created a key pair for relay '" << r.name << "' in " << dir << "\n";
+  }
 }
 
 }  // namespace
@@ -238,11 +272,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
     fs::create_directories(metrics_dir, ec);
     if (ec || !fs::is_directory(metrics_dir)) throw InputError("--metrics-dir: cannot create the folder '" + metrics_dir + "'");
   }
-  const std::string report = a.str("report", "");
-  if (a.has("report")) {
-    if (report.empty()) throw UsageError("--report needs a file name, got an empty path");
-    check_output_path("--report", report);
-  }
+  const std::string report = output_path_option(a, "report");
   create_missing_key_pairs(file, quiet);
   const Topology topology = load_topology(file);
   const std::string exe = self_executable();
@@ -264,6 +294,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  const std::vector<pid_t> relays = spawn_relays(exe, topology, topology_path, metrics_dir, quiet);
   for (auto& c : children) {
     c.pid = spawn(exe, topology_path, c, threads, metrics_dir, a.flag("discover"));
     c.running = true;
@@ -280,6 +311,11 @@ int cmd_launch(const std::vector<std::string>& argv) {
   while (running > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && std::count(relays.begin(), relays.end(), pid)) {
+      if (!quiet) std::cerr << "a relay exited early (" << (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
+                            << "): see its log\n";
+      continue;
+    }
     if (pid > 0) {
       for (auto& c : children)
         if (c.pid == pid && c.running) {
@@ -307,6 +343,7 @@ int cmd_launch(const std::vector<std::string>& argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
+  stop_relays(relays);
   // A result.json is this launch's (the old ones were removed at the start). It is the node's
   // own word, and a node whose process was stopped and then run again by hand finished all the
   // same, though the process launched here exited otherwise.

@@ -96,11 +96,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
   release_freed_memory();  // what loading the data left on the heap (features/allocator.h)
   config.state_dir = a.str("state-dir", "");
-  config.metrics_path = a.str("metrics", "");
-  if (a.has("metrics")) {
-    if (config.metrics_path.empty()) throw UsageError("--metrics needs a file name, got an empty path");
-    check_output_path("--metrics", config.metrics_path);
-  }
+  config.metrics_path = output_path_option(a, "metrics");
   config.discover = a.flag("discover");
   if (a.has("discover-on")) {
     if (!config.discover) throw UsageError("--discover-on is for --discover");

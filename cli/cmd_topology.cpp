@@ -38,6 +38,10 @@ const char* kHelp =
     "  --host H               (default 127.0.0.1)\n"
     "  --no-addresses         no address for any node: they find each other by LAN discovery\n"
     "                         (fednode run --discover; launch --discover), any free port each\n"
+    "  --nat IDS              these nodes accept no connections (NAT, firewall): reachable = false,\n"
+    "                         no address; they dial out (docs/deployment.md). IDS: 0,3,4 or all\n"
+    "  --relay tcp://H:P      a relay, r1, with a key pair in the keys directory (r1/), where two\n"
+    "                         --nat nodes meet (fednode relay; launch starts it)\n"
     "  --seed S               the federation's seed (default 0)\n"
     "  --deadline SECONDS     how long a node waits for each phase's inputs (default 300)\n"
     "  --ack-deadline SECONDS how long a node that has done its work waits for its last\n"
@@ -161,6 +165,54 @@ std::string ensure_key_pair(const std::string& dir, int& generated, int& reused)
   return "";
 }
 
+// --nat and --relay: the nodes that accept no connections, and where they meet. Without
+// `generated` (the first, keyless build), checks everything and makes no key.
+void behind_nat(Topology& t, const Args& a, const std::string& key_root, int* generated = nullptr,
+                int* reused = nullptr) {
+  if (a.has("relay") && !a.has("nat")) throw UsageError("--relay is where --nat nodes meet: give --nat too");
+  if (!a.has("nat")) return;
+  const std::string list = a.required("nat");
+  std::set<NodeId> hidden;
+  if (list == "all") {
+    for (const auto& n : t.nodes) hidden.insert(n.id);
+  } else {
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 10 ||
+          !t.find(static_cast<NodeId>(std::stoull(item))))
+        throw UsageError("--nat: '" + item + "' is not a node id of this topology (give ids such as 0,3,4, or all)");
+      hidden.insert(static_cast<NodeId>(std::stoull(item)));
+      at = comma + 1;
+    }
+  }
+  for (auto& n : t.nodes)
+    if (hidden.count(n.id)) {
+      n.reachable = false;
+      n.address.clear();
+      n.bind.clear();
+    }
+  if (a.has("relay")) {
+    TopologyRelay r;
+    r.name = "r1";
+    r.address = a.required("relay");
+    r.key_dir = (fs::path(key_root) / "r1").string();
+    if (generated) ensure_key_pair(t.resolve(r.key_dir), *generated, *reused);
+    t.relays.push_back(r);
+    if (generated) derive_public_keys(t, LoadOptions{});
+  }
+  for (const auto& e : t.edges)
+    if (hidden.count(e.from) && hidden.count(e.to) && t.relays.empty())
+      throw UsageError("--nat: nodes " + std::to_string(e.from) + " and " + std::to_string(e.to) +
+                       " exchange messages and neither accepts connections: give --relay tcp://HOST:PORT, where "
+                       "they meet");
+  try {
+    validate_topology(t, /*require_keys=*/generated != nullptr);
+  } catch (const InputError& e) {
+    throw UsageError(std::string("--nat/--relay: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int cmd_topology(const std::vector<std::string>& argv) {
@@ -176,7 +228,7 @@ int cmd_topology(const std::vector<std::string>& argv) {
     return cmd_topology_draw(argv);
   const Args a(has_mode ? std::vector<std::string>(argv.begin() + 1, argv.end()) : argv,
                {"nodes", "out", "method", "base-port", "host", "seed", "deadline", "ack-deadline", "silence", "receive-window", "run", "keys", "state",
-                "hop-encryption"}, {"no-addresses"},
+                "hop-encryption", "nat", "relay"}, {"no-addresses"},
                {"option", "data"});
   if (a.help()) {
     std::cout << kHelp << "methods: " << method_names() << "\n";
@@ -242,14 +294,16 @@ int cmd_topology(const std::vector<std::string>& argv) {
   // A first build without keys checks every argument (host, option names, ...) before any key
   // is written, so a mistake leaves no stray key directories behind.
   try {
-    build_topology(o);
+    Topology keyless = build_topology(o);
+    behind_nat(keyless, a, o.key_root);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }
 
   int generated = 0, reused = 0;
   o.public_key = [&](const TopologyNode&, const std::string& dir) { return ensure_key_pair(dir, generated, reused); };
-  const Topology t = build_topology(o);
+  Topology t = build_topology(o);
+  behind_nat(t, a, o.key_root, &generated, &reused);
   if (out.empty()) {
     std::cout << to_toml(t);
   } else {

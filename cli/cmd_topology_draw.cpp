@@ -42,11 +42,7 @@ int cmd_topology_draw(const std::vector<std::string>& argv) {
   }
   if (file.empty()) throw UsageError("give the topology file to draw: fednode topology FILE --dot");
   if (a.flag("dot") == a.flag("svg")) throw UsageError("give one of --dot or --svg");
-  const std::string out = a.str("out", "");
-  if (a.has("out")) {
-    if (out.empty()) throw UsageError("--out needs a file name, got an empty path");
-    check_output_path("--out", out);
-  }
+  const std::string out = output_path_option(a, "out");
   LoadOptions o;
   o.require_keys = false;  // a drawing needs the nodes and edges, not the keys
   const Topology t = load_topology(file, o);

@@ -18,6 +18,7 @@ const std::vector<Command>& commands() {
       {"train-generator", "train FGL's built-in image generator on a public image set (TorchScript + sidecar)", cmd_train_generator},
       {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
+      {"relay", "carry sealed frames between nodes that cannot reach each other (NAT, firewalls)", cmd_relay},
       {"keygen", "write a node's key pair (node.key, node.pub) and print its public key", cmd_keygen},
       {"topology", "write a linear, ring, star or graph topology file with a key pair per node; draw one (--dot, --svg)", cmd_topology},
       {"status", "show every node of a topology file: phase, whom it waits for, its result", cmd_status},

@@ -41,6 +41,7 @@ int cmd_train_generator(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
 int cmd_keygen(const std::vector<std::string>& args);
+int cmd_relay(const std::vector<std::string>& args);
 int cmd_topology(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);

@@ -1,5 +1,6 @@
 #include "cli/output_path.h"
 
+#include "core/options.h"
 #include "core/types.h"
 
 #include <filesystem>
@@ -10,6 +11,14 @@
 namespace fednode::cli {
 
 namespace fs = std::filesystem;
+
+std::string output_path_option(const Args& a, const std::string& name) {
+  if (!a.has(name)) return "";
+  const std::string path = a.str(name, "");
+  if (path.empty()) throw UsageError("--" + name + " needs a file name, got an empty path");
+  check_output_path("--" + name, path);
+  return path;
+}
 
 bool is_stream_output(const std::string& path) {
   std::error_code ec;

@@ -4,7 +4,15 @@
 
 #include <string>
 
+namespace fednode {
+class Args;
+}
+
 namespace fednode::cli {
+
+// The file option `name` (without "--") names, checked as check_output_path does; "" when it is
+// not given. UsageError when it is given empty.
+std::string output_path_option(const Args& a, const std::string& name);
 
 // InputError naming `option` and `path` if `path` is a directory, if the file's directory does not
 // exist or is not writable, or if `path` is a device or pipe that cannot be written.

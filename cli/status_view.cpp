@@ -1,5 +1,7 @@
 #include "cli/status_view.h"
 
+#include "topology/reach.h"
+
 #include "core/json_writer.h"
 
 #include <nlohmann/json.hpp>
@@ -173,6 +175,20 @@ std::string status_table(const std::vector<NodeView>& views) {
   return out.str();
 }
 
+// How the link's first node reaches its peer (topology/reach.h): dialled, answered on the
+// connection the peer dialled, or through a relay.
+std::string route_of(const Topology& topology, NodeId self, NodeId peer) {
+  if (!topology.find(self) || !topology.find(peer)) return "-";
+  try {
+    const PeerReach way = reach(topology, self, peer);
+    if (way.way == PeerReach::Way::Dial) return "dials";
+    if (way.way == PeerReach::Way::Answer) return "answers";
+    return "relay " + way.relays.front()->name;
+  } catch (const InputError&) {
+    return "no relay";
+  }
+}
+
 std::string links_table(const Topology& topology, const std::vector<NodeView>& views) {
   std::ostringstream out;
   char line[256];
@@ -183,11 +199,13 @@ std::string links_table(const Topology& topology, const std::vector<NodeView>& v
   for (const auto& v : views)
     for (const auto& l : v.links) {
       if (out.tellp() == 0) {
-        std::snprintf(line, sizeof line, "%-34s %12s %12s\n", "link (as its first node counts)", "bytes sent", "bytes recv");
+        std::snprintf(line, sizeof line, "%-34s %-12s %12s %12s\n", "link (as its first node counts)", "route",
+                      "bytes sent", "bytes recv");
         out << line;
       }
       const std::string name = v.label + " -> " + label(l.peer);
-      std::snprintf(line, sizeof line, "%-34s %12lld %12lld\n", name.c_str(), l.sent, l.received);
+      const std::string route = route_of(topology, v.id, static_cast<NodeId>(l.peer));
+      std::snprintf(line, sizeof line, "%-34s %-12s %12lld %12lld\n", name.c_str(), route.c_str(), l.sent, l.received);
       out << line;
     }
   return out.str();

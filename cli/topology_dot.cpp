@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -90,12 +92,24 @@ std::string to_dot(const TopologyPicture& p) {
   for (const PictureEdge& e : p.edges) {
     out << "  " << id(e.from) << " -> " << id(e.to);
     std::string attrs;
-    if (e.implied || e.feedback) attrs += "style=dashed";
+    if (e.implied || e.feedback || !e.via.empty()) attrs += "style=dashed";
     if (e.implied) attrs += ", constraint=false, color=\"#777777\"";
+    else if (!e.via.empty()) attrs += ", color=\"#3b6fb6\"";
     if (!e.label.empty()) attrs += std::string(attrs.empty() ? "" : ", ") + "label=" + quoted(e.label);
     if (!attrs.empty()) out << " [" << attrs << "]";
     out << ";\n";
   }
+  // Relays stand apart, joined by dotted lines to the nodes whose edges they carry.
+  for (const auto& [name, address] : p.relays)
+    out << "  " << quoted("relay:" + name) << " [shape=diamond, style=filled, fillcolor=\"#dbe6f5\", label="
+        << label({"relay " + name, address}) << "];\n";
+  std::set<std::pair<NodeId, std::string>> joined;
+  for (const PictureEdge& e : p.edges)
+    if (!e.via.empty())
+      for (NodeId end : {e.from, e.to})
+        if (joined.emplace(end, e.via).second)
+          out << "  " << id(end) << " -> " << quoted("relay:" + e.via)
+              << " [style=dotted, dir=none, color=\"#3b6fb6\", constraint=false];\n";
   if (p.has_state)
     out << "  // node colours: done " << state_colour("done") << ", running " << state_colour("running")
         << ", failed " << state_colour("failed") << ", not started " << state_colour("not started") << "\n";

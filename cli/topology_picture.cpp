@@ -1,5 +1,7 @@
 #include "cli/topology_picture.h"
 
+#include "topology/reach.h"
+
 #include <cstdio>
 #include <filesystem>
 
@@ -21,6 +23,23 @@ std::string state_colour(const std::string& c) {
   return "#ffffff";
 }
 
+namespace {
+
+// Names the relay an edge between two unreachable nodes goes through (topology/reach.h).
+void relayed(const Topology& t, PictureEdge& e) {
+  const TopologyNode* from = t.find(e.from);
+  const TopologyNode* to = t.find(e.to);
+  if (!from || !to || from->reachable || to->reachable) return;
+  try {
+    e.via = reach(t, e.from, e.to).relays.front()->name;
+    e.label += (e.label.empty() ? "via " : ", via ") + e.via;
+  } catch (const InputError&) {
+    e.label += e.label.empty() ? "no relay" : ", no relay";
+  }
+}
+
+}  // namespace
+
 TopologyPicture picture_of(const Topology& t, const std::string& title) {
   TopologyPicture p;
   p.title = title;
@@ -33,14 +52,17 @@ TopologyPicture picture_of(const Topology& t, const std::string& title) {
     pn.id = id;
     pn.lines.push_back(n.name.empty() ? "node " + std::to_string(id) : n.name + " (" + std::to_string(id) + ")");
     if (!n.address.empty()) pn.lines.push_back(n.address);
+    if (!n.reachable) pn.lines.push_back("accepts no connections");
     p.nodes.push_back(std::move(pn));
   }
+  for (const TopologyRelay& r : t.relays) p.relays.emplace_back(r.name, r.address);
   for (const TopologyEdge& e : t.edges) {
     PictureEdge pe;
     pe.from = e.from;
     pe.to = e.to;
     pe.feedback = e.feedback;
     if (e.feedback) pe.label = "feedback";
+    relayed(t, pe);
     p.edges.push_back(pe);
   }
   if (p.mode == TopologyMode::Star && p.hub) {
@@ -51,6 +73,7 @@ TopologyPicture picture_of(const Topology& t, const std::string& title) {
       head.to = e.from;
       head.implied = true;
       head.label = "head";
+      relayed(t, head);
       p.edges.push_back(head);
     }
   }

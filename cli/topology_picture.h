@@ -30,7 +30,8 @@ struct PictureEdge {
   NodeId from = 0, to = 0;
   bool implied = false;  // not listed in the file: a star hub's head back to a leaf
   bool feedback = false; // graph mode: closes a cycle, merged in phase 2
-  std::string label;     // "head", "feedback", or "", then the bytes sent along it when known
+  std::string label;     // "head", "feedback", "via r1", or "", then the bytes sent along it when known
+  std::string via;       // the relay that carries it (both ends have reachable = false), or ""
   long long bytes_sent = -1;  // by `from` to `to`, from its state directory; -1 unknown
 };
 
@@ -40,11 +41,13 @@ struct TopologyPicture {
   std::optional<NodeId> hub, start;
   std::vector<PictureNode> nodes;  // ascending ids
   std::vector<PictureEdge> edges;  // the file's order, then the implied ones
+  std::vector<std::pair<std::string, std::string>> relays;  // name, address: the file's [[relay]]s
   bool has_state = false;          // whether any node's state directory exists
 };
 
-// Nodes labelled with name, id and address; the file's edges, and in a star the hub's head
-// going back to every leaf (implied by the mode, so the file does not list it).
+// Nodes labelled with name, id and address (or "accepts no connections"); the file's edges, and
+// in a star the hub's head going back to every leaf (implied by the mode, so the file does not
+// list it); an edge between two unreachable nodes names the relay that carries it.
 TopologyPicture picture_of(const Topology& topology, const std::string& title);
 // "376 B", "32.7 kB", "2.53 MB": an edge's label.
 std::string bytes_text(long long bytes);

@@ -74,32 +74,6 @@ Args node_arguments(const Topology& topology, NodeId id, const OptionMap& data) 
   });
 }
 
-// [federation.limits] over the protocol's defaults. Every node of the federation reads the same
-// table, so what a sender may send and what its receivers accept agree.
-Limits limits_of(const Topology& topology) {
-  Limits limits;
-  const std::string where = topology.source + ":" + std::to_string(topology.federation.line_of("limits")) +
-                            ": [federation.limits]";
-  for (const auto& [name, text] : topology.federation.limits) {
-    uint64_t value = 0;
-    const char* end = text.data() + text.size();
-    const auto parsed = std::from_chars(text.data(), end, value);
-    if (text.empty() || parsed.ec != std::errc() || parsed.ptr != end)
-      throw InputError(where + " " + name + " must be a whole number, got '" + text + "'");
-    try {
-      set_limit(limits, name, value);
-    } catch (const InputError& e) {
-      throw InputError(where + ": " + e.what());
-    }
-  }
-  try {
-    limits.validate();
-  } catch (const InputError& e) {
-    throw InputError(where + ": " + e.what());
-  }
-  return limits;
-}
-
 }  // namespace
 
 NodeConfig node_config(const Topology& topology, const std::string& id_or_name, const NodeSetup& setup) {
@@ -183,7 +157,7 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
   for (const auto& n : topo.nodes) {
     const auto peers = plan.peers();
     const bool concerned = n.id == config.id || std::count(peers.begin(), peers.end(), n.id) > 0;
-    if (concerned && n.address.empty() && !config.discover)
+    if (concerned && n.reachable && n.address.empty() && !config.discover)
       throw InputError(topo.describe(n.id) + " has no address in " + topo.source +
                        ": give it address = \"tcp://HOST:PORT\", or run with --discover to find it on the local network");
   }
@@ -201,6 +175,32 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
     throw InputError(self + "'s test features have " + std::to_string(config.test->dim()) + " dimensions and " +
                      std::to_string(config.test->num_classes) + " classes, its training features " +
                      std::to_string(config.local.dim()) + " and " + std::to_string(config.local.num_classes));
+}
+
+// [federation.limits] over the protocol's defaults. Every node of the federation reads the same
+// table, so what a sender may send and what its receivers accept agree.
+Limits limits_of(const Topology& topology) {
+  Limits limits;
+  const std::string where = topology.source + ":" + std::to_string(topology.federation.line_of("limits")) +
+                            ": [federation.limits]";
+  for (const auto& [name, text] : topology.federation.limits) {
+    uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    const auto parsed = std::from_chars(text.data(), end, value);
+    if (text.empty() || parsed.ec != std::errc() || parsed.ptr != end)
+      throw InputError(where + " " + name + " must be a whole number, got '" + text + "'");
+    try {
+      set_limit(limits, name, value);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+  }
+  try {
+    limits.validate();
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  return limits;
 }
 
 PeerKeys peer_keys(const Topology& topology) {
@@ -237,6 +237,7 @@ TransportOptions transport_options(const NodeConfig& config, std::shared_ptr<con
   TransportOptions t = config.transport;
   t.max_message_bytes = config.limits.max_message_bytes;
   t.silence_ms = static_cast<int>(config.topology.federation.silence_seconds * 1000);
+  t.dial_only = !config.topology.node(config.id).reachable;
   t.curve = CurveSettings{};
   if (curve_keys) {
     t.curve.keys = std::move(curve_keys);

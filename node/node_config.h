@@ -45,6 +45,9 @@ MethodOptions method_options_for(const Topology& topology, NodeId id);
 // method than the topology's, bad timing, inconsistent features, nothing to send or fit on.
 void check_node_config(const NodeConfig& config, const NodePlan& plan);
 
+// [federation.limits] over the protocol's defaults; InputError naming the file's line.
+Limits limits_of(const Topology& topology);
+
 // Every node of the topology and its public key; throws InputError for a node without one.
 PeerKeys peer_keys(const Topology& topology);
 

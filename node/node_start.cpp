@@ -7,6 +7,7 @@
 #include "node/configuration_record.h"
 #include "node/node_config.h"
 #include "node/secure_stream.h"
+#include "topology/reach.h"
 
 #include <set>
 
@@ -96,10 +97,49 @@ void Node::Impl::open_outbox() {
       });
 }
 
+namespace {
+
+PeerRoute peer_route(const PeerReach& way) {
+  PeerRoute route;
+  if (way.way == PeerReach::Way::Answer) {
+    route.kind = PeerRoute::Kind::Answer;
+    return route;
+  }
+  route.kind = PeerRoute::Kind::Relay;
+  for (const TopologyRelay* relay : way.relays) {
+    RelayPoint point;
+    point.name = relay->name;
+    point.address = relay->address;
+    if (relay->public_key) {
+      PublicKey key;
+      key.bytes = *relay->public_key;
+      point.key = key;
+    }
+    route.relays.push_back(point);
+  }
+  return route;
+}
+
+std::string describe_reach(const PeerReach& way, const std::string& peer) {
+  if (way.way == PeerReach::Way::Answer) return peer + " accepts no connections: it dials this node, which answers on that connection";
+  std::string others;
+  for (size_t i = 1; i < way.relays.size(); ++i) others += (i > 1 ? ", '" : "'") + way.relays[i]->name + "'";
+  return "reaching " + peer + " through relay '" + way.relays.front()->name + "' at " + way.relays.front()->address +
+         (others.empty() ? "" : " (then " + others + ")");
+}
+
+}  // namespace
+
 void Node::Impl::add_peers() {
   const auto& topo = config.topology;
   std::set<NodeId> sought;
   for (NodeId peer : plan.peers()) {
+    const PeerReach way = reach(topo, config.id, peer);
+    if (way.way != PeerReach::Way::Dial) {
+      transport->add_peer(peer, peer_route(way));
+      say(describe_reach(way, who(peer)));
+      continue;
+    }
     transport->add_peer(peer, topo.node(peer).address);
     if (topo.node(peer).address.empty()) {
       sought.insert(peer);

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zmq {
 class message_t;
@@ -62,6 +63,35 @@ struct TransportOptions {
   CurveSettings curve;
   // Connection events worth a log line (CURVE clients refused); never a key's secret half.
   std::function<void(const std::string&)> log;
+  // This node accepts no connections (reachable = false, docs/deployment.md): the ROUTER binds
+  // nothing, and every peer it dials is dialled at once, on a connection named by its circuit
+  // (node/circuit.h), on which that peer sends to it as well as answering.
+  bool dial_only = false;
+  // A relay whose connection has not been up for this long is given up for the peer's next one.
+  int relay_failover_ms = 10000;
+};
+
+// A relay a peer can be met at.
+struct RelayPoint {
+  std::string name;                    // for messages
+  std::string address;                 // tcp://HOST:PORT
+  std::optional<PublicKey> key;        // under CurveZMQ: the key the relay must prove
+  bool operator==(const RelayPoint& o) const { return name == o.name && address == o.address && key == o.key; }
+};
+
+// How a peer is reached (topology/reach.h decides from the file).
+struct PeerRoute {
+  enum class Kind {
+    Dial,    // a DEALER to `address` (empty: not known yet, discovery)
+    Answer,  // the peer dials this node: frames go out on the ROUTER's connection of its circuit
+    Relay,   // a DEALER to a relay of `relays`, on the circuit (this node, peer)
+  };
+  Kind kind = Kind::Dial;
+  std::string address;
+  // In order of preference: the first, and the next once the one in use has been unreachable for
+  // TransportOptions::relay_failover_ms (the far end, finding it unreachable too, moves the same way).
+  std::vector<RelayPoint> relays;
+  bool operator==(const PeerRoute& o) const { return kind == o.kind && address == o.address && relays == o.relays; }
 };
 
 // A frame as ZeroMQ received it, left in ZeroMQ's buffer: a multi-megabyte message is not
@@ -114,9 +144,9 @@ struct Incoming : ReplyPath {
 
 class Transport {
  public:
-  // Binds the ROUTER to `bind_address` (tcp://HOST:PORT, HOST may be *). Throws InputError
-  // naming the address when it cannot be bound (in use, bad host), or when CURVE is asked for
-  // and cannot be set up.
+  // Binds the ROUTER to `bind_address` (tcp://HOST:PORT, HOST may be *; nothing when
+  // options.dial_only). Throws InputError naming the address when it cannot be bound (in use, bad
+  // host), or when CURVE is asked for and cannot be set up.
   Transport(NodeId self, const std::string& bind_address, TransportOptions options = {});
   ~Transport();
   Transport(const Transport&) = delete;
@@ -126,6 +156,8 @@ class Transport {
   // (discovery, node/peer_finder.h) — sends to it are not taken until it is. A new address closes
   // the connection to the old one, which counts as a break (breaks()).
   void add_peer(NodeId peer, const std::string& address);
+  // The same for any way of reaching it; a new way counts as a break, as a new address does.
+  void add_peer(NodeId peer, const PeerRoute& route);
   // Why the host of a tcp:// address does not resolve now (empty if it does, or is an IP
   // address): libzmq keeps retrying such a peer in silence, so the node says it once.
   static std::string resolution_problem(const std::string& address);

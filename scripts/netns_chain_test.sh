@@ -44,41 +44,16 @@ if [ ! -x "$fednode" ]; then
   exit 1
 fi
 
-skipping=0
-skip() {
-  echo "SKIPPED: $*"
-  skipping=1
-  exit 77
-}
-
+# shellcheck source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
 prefix=fnchain$$
 forger_pid=""
 sw_ns=$prefix-sw
 node_ns() { echo "$prefix-n$1"; }
-work=""
-pids=()
-created_ns=()
-
-cleanup() {
-  local rc=$?
-  set +e
-  # Only skip() may report a skip; a command that failed with 77 is a failure.
-  [ "$rc" -eq 77 ] && [ "$skipping" -eq 0 ] && rc=1
+netns_before_exit() {
   [ -n "$forger_pid" ] && kill -TERM "$forger_pid" 2>/dev/null && wait "$forger_pid" 2>/dev/null
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  for ns in "${created_ns[@]}"; do ip netns delete "$ns" 2>/dev/null; done
-  [ -n "$work" ] && rm -rf "$work"
-  exit "$rc"
+  return 0
 }
-trap cleanup EXIT
-trap 'echo "FAILED: line $LINENO: \"$BASH_COMMAND\" exited with status $?" >&2' ERR
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- can namespaces be made here? -----------------------------------------------------------
 command -v ip >/dev/null 2>&1 ||

@@ -17,7 +17,8 @@ packages=(
   nlohmann-json3-dev      # reading result files in cli/ and tests (header-only JSON parser)
   libpng-dev libjpeg62-turbo-dev  # image folders
   dataset-fashion-mnist   # the built-in dataset
-  iproute2                # the network-namespace test (ip netns, veth)
+  iproute2                # the network-namespace tests (ip netns, veth, tc)
+  nftables                # the NAT test: routers that masquerade their sites (scripts/netns_nat_test.sh)
   help2man                # fednode's man page, made at build time from its --help and --version
   graphviz                # fednode topology --svg and the report's topology layout (dot)
   clang libclang-rt-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes; OpenMP under clang

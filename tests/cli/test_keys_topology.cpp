@@ -196,6 +196,25 @@ TEST_F(KeysAndTopology, NoAddressesForDiscovery) {
   EXPECT_EQ(t.hop_encryption(), HopEncryption::Curve);
 }
 
+// Sites behind NAT: the named nodes accept no connections, and a relay with a key pair of its own
+// joins those that must talk.
+TEST_F(KeysAndTopology, NodesBehindNatAndTheirRelay) {
+  const std::string file = at("sites.toml");
+  const Result r = run_command("topology", {"linear", "--nodes", "4", "--nat", "0,1,3", "--relay",
+                                            "tcp://127.0.0.1:7310", "--out", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Topology t = load_topology(file);
+  for (const auto& n : t.nodes) {
+    EXPECT_EQ(n.reachable, n.id == 2) << n.id;
+    EXPECT_EQ(n.address.empty(), n.id != 2) << n.id;
+  }
+  ASSERT_EQ(t.relays.size(), 1u);
+  EXPECT_EQ(t.relays[0].name, "r1");
+  EXPECT_EQ(t.relays[0].address, "tcp://127.0.0.1:7310");
+  EXPECT_TRUE(t.relays[0].public_key);
+  EXPECT_TRUE(fs::exists(at("keys/r1/node.key")));
+}
+
 TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
   const std::string out = at("t.toml");
   struct Case {
@@ -215,6 +234,10 @@ TEST_F(KeysAndTopology, BadArgumentsAreUsageErrorsNamingTheOption) {
       {{"linear", "--nodes", "3", "--deadline", "0"}, "--deadline must be in [0.001, 604800], got 0"},
       {{"linear", "--nodes", "3", "--run", ""}, "--run is empty"},
       {{"linear", "--nodes", "3", "--no-addresses", "--host", "10.0.0.1"}, "--no-addresses leaves --host and --base-port"},
+      {{"linear", "--nodes", "3", "--nat", "all"}, "--nat: nodes 0 and 1 exchange messages and neither accepts connections"},
+      {{"linear", "--nodes", "3", "--nat", "0,7"}, "--nat: '7' is not a node id of this topology"},
+      {{"linear", "--nodes", "3", "--relay", "tcp://10.0.0.1:7310"}, "--relay is where --nat nodes meet"},
+      {{"linear", "--nodes", "3", "--nat", "all", "--relay", "tcp://10.0.0.1"}, "--nat/--relay: "},
       {{"linear", "--nodes", "3", "--run", std::string(129, 'r')}, "--run is 129 characters long"},
       {{"linear", "--nodes", "3", "--run", "tab\there"}, "--run has character 4 (byte 0x09)"},
       {{"linear", "--nodes", "3", "--option", "components"}, "--option expects KEY=VALUE, got 'components'"},

@@ -205,13 +205,11 @@ inline fs::path test_dir(const std::string& suite) {
 
 namespace fednode::testing_network {
 
-// `fednode run` for one node in the background, its output appended to node.log in its state
-// directory (as `fednode launch` does).
-inline pid_t spawn_node(const Federation& f, NodeId id) {
-  const fs::path state = f.state_dir(id);
-  fs::create_directories(state);
-  const std::string log = (state / "node.log").string();
-  const std::string file = f.file.string(), node = std::to_string(id);
+// `fednode ARGS...` in the background, with one compute thread, its output appended to `log`.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<const char*> argv = {FEDNODE_CLI};
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     FILE* out = std::fopen(log.c_str(), "a");
@@ -221,10 +219,18 @@ inline pid_t spawn_node(const Federation& f, NodeId id) {
     }
     ::setenv("OMP_NUM_THREADS", "1", 1);
     ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    ::execl(FEDNODE_CLI, FEDNODE_CLI, "run", "--topology", file.c_str(), "--id", node.c_str(), (char*)nullptr);
+    ::execv(FEDNODE_CLI, const_cast<char* const*>(argv.data()));
     ::_exit(127);
   }
   return pid;
+}
+
+// `fednode run` for one node in the background, its output appended to node.log in its state
+// directory (as `fednode launch` does).
+inline pid_t spawn_node(const Federation& f, NodeId id) {
+  const fs::path state = f.state_dir(id);
+  fs::create_directories(state);
+  return spawn_cli({"run", "--topology", f.file.string(), "--id", std::to_string(id)}, (state / "node.log").string());
 }
 
 // The exit code of `pid`, waiting at most `seconds` (then -1, and the process is killed).

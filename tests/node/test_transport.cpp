@@ -4,6 +4,8 @@
 
 #include "../common/expect_error.h"
 
+#include "deliver.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -13,14 +15,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Sends until `to` receives something (a DEALER's first sends fail until it is connected).
-std::optional<Incoming> deliver(Transport& from, NodeId peer, Transport& to, const std::string& frame) {
-  for (int i = 0; i < 100; ++i) {
-    from.send(peer, frame);
-    if (auto in = to.receive(milliseconds(50))) return in;
-  }
-  return std::nullopt;
-}
+using test::deliver;
 
 TEST(Transport, FramesAndRepliesTravel) {
   Transport a(0, "tcp://127.0.0.1:23611"), b(1, "tcp://127.0.0.1:23612");
