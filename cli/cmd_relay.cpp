@@ -56,6 +56,7 @@ int cmd_relay(const std::vector<std::string>& argv) {
   options.max_message_bytes = limits_of(topology).max_message_bytes;
   options.silence_ms = static_cast<int>(topology.federation.silence_seconds * 1000);
   options.log = say;
+  for (NodeId id : topology.ids()) options.nodes.insert(id);
   if (topology.hop_encryption() == HopEncryption::Curve) {
     const std::string key_dir = a.has("key-dir") ? a.required("key-dir") : topology.resolve(self.key_dir);
     if (key_dir.empty()) throw InputError(topology.source + ": relay '" + self.name + "' has no key_dir; give --key-dir");

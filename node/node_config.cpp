@@ -161,6 +161,9 @@ void check_node_config(const NodeConfig& config, const NodePlan& plan) {
       throw InputError(topo.describe(n.id) + " has no address in " + topo.source +
                        ": give it address = \"tcp://HOST:PORT\", or run with --discover to find it on the local network");
   }
+  if (config.discover && !topo.node(config.id).reachable)
+    throw InputError(self + " has reachable = false in " + topo.source + ": discovery's beacons announce a port " +
+                     "to dial, and this node listens on none; give its peers' addresses in the file instead");
   if (config.discover && topo.hop_encryption() != HopEncryption::Curve)
     throw InputError("discovery needs CurveZMQ hops, and " + topo.source + " sets hop_encryption = \"none\": a " +
                      "beacon is only believed once the CurveZMQ handshake proves the peer's key");

@@ -96,7 +96,9 @@ struct Relay::Impl {
 
   void take(std::vector<zmq::message_t>& parts) {
     const auto route = parts.empty() ? std::nullopt : parse_circuit_id(parts[0].to_string_view());
-    if (!route || parts.size() != 2) {
+    const auto member = [&](NodeId id) { return options.nodes.empty() || options.nodes.count(id) > 0; };
+    if (!route || parts.size() != 2 || route->first == route->second || !member(route->first) ||
+        !member(route->second)) {
       ++counters.refused;
       return;
     }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace fednode {
@@ -29,6 +30,9 @@ struct RelayOptions {
   std::string bind;                            // tcp://HOST:PORT (HOST may be *)
   std::shared_ptr<const CurveKeyPair> keys;    // null: plain TCP
   std::map<NodeId, PublicKey> allowed;         // under CURVE: who may connect, by node
+  // The federation's nodes: a circuit naming any other is refused, so that nobody can make the
+  // relay keep state for made-up circuits. Empty: any.
+  std::set<NodeId> nodes;
   uint64_t max_message_bytes = uint64_t{256} << 20;
   uint64_t max_circuit_bytes = uint64_t{64} << 20;
   uint64_t max_held_bytes = uint64_t{1} << 30;
@@ -39,7 +43,8 @@ struct RelayOptions {
 struct RelayCounters {
   uint64_t frames = 0;           // carried to their recipient's connection
   uint64_t bytes = 0;
-  uint64_t refused = 0;          // not carried: no circuit name, a name that is not its key's, multi-part
+  uint64_t refused = 0;          // not carried: no circuit name, one of a node not in the federation or not
+                                 // the sender's key's, multi-part
   uint64_t dropped = 0;          // held for an absent recipient past the circuit's bound
   uint64_t peer_left_notes = 0;  // senders told that frames may be lost
   uint64_t held_bytes = 0;       // now

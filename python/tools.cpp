@@ -15,16 +15,22 @@ namespace py = pybind11;
 namespace fednode::python {
 namespace {
 
+// Hex, as `fednode keygen` prints it; None without a key.
+py::object key_text(const std::optional<PublicKeyBytes>& key) {
+  if (!key) return py::none();
+  std::string hex;
+  for (const uint8_t b : *key) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+  return py::str(hex);
+}
+
 py::dict node_dict(const Topology& t, const TopologyNode& n) {
   py::dict d;
   d["id"] = n.id;
   d["name"] = n.name;
   d["address"] = n.address;
   d["bind"] = n.bind;
-  std::string hex;
-  if (n.public_key)
-    for (const uint8_t b : *n.public_key) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
-  d["public_key"] = n.public_key ? py::object(py::str(hex)) : py::none();  // hex, as `fednode keygen` prints it
+  d["reachable"] = n.reachable;  // false: behind NAT, it dials out (docs/deployment.md)
+  d["public_key"] = key_text(n.public_key);
   d["key_dir"] = t.key_dir_of(n.id);
   d["state_dir"] = t.state_dir_of(n.id);
   d["partition_index"] = t.partition_index(n.id);
@@ -47,11 +53,21 @@ py::dict topology_dict(const std::string& path) {
   d["hop_encryption"] = to_string(t.hop_encryption());
   d["deadline_seconds"] = f.deadline_seconds;
   d["ack_deadline_seconds"] = f.ack_deadline_seconds;
-  py::list nodes, edges;
+  py::list nodes, edges, relays;
   for (const TopologyNode& n : t.nodes) nodes.append(node_dict(t, n));
   for (const TopologyEdge& e : t.edges) edges.append(py::make_tuple(e.from, e.to, e.feedback));
+  for (const TopologyRelay& r : t.relays) {
+    py::dict relay;
+    relay["name"] = r.name;
+    relay["address"] = r.address;
+    relay["bind"] = r.bind.empty() ? r.address : r.bind;
+    relay["public_key"] = key_text(r.public_key);
+    relay["key_dir"] = r.key_dir.empty() ? "" : t.resolve(r.key_dir);
+    relays.append(relay);
+  }
   d["nodes"] = nodes;
   d["edges"] = edges;
+  d["relays"] = relays;
   return d;
 }
 

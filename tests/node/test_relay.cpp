@@ -154,6 +154,25 @@ TEST(Relay, PeersMoveOnToTheNextRelayWhenTheFirstIsDown) {
   EXPECT_GE(a.breaks(2), 1u);  // what went towards r1 counts as lost
 }
 
+TEST(Relay, ACircuitOfANodeOutsideTheFederationIsRefused) {
+  RelayOptions o;
+  o.bind = "tcp://127.0.0.1:23768";
+  o.nodes = {0, 2};
+  RunningRelay r(o);
+  zmq::context_t context;
+  for (const auto& [from, to] : {std::pair<NodeId, NodeId>{0, 9}, {9, 2}, {2, 2}}) {
+    zmq::socket_t s(context, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::routing_id, circuit_id(from, to));
+    s.set(zmq::sockopt::linger, 500);
+    s.connect("tcp://127.0.0.1:23768");
+    s.send(zmq::buffer(std::string("made up")), zmq::send_flags::none);
+  }
+  std::this_thread::sleep_for(milliseconds(700));
+  const RelayCounters c = r.finish();
+  EXPECT_EQ(c.refused, 3u);
+  EXPECT_EQ(c.circuits, 0u) << "no state is kept for a circuit it refused";
+}
+
 TEST(Relay, ACircuitNamedForAnotherKeyIsRefused) {
   std::array<uint8_t, 32> seed{};
   std::map<NodeId, PublicKey> keys;

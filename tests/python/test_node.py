@@ -142,9 +142,23 @@ def test_load_topology_and_keygen(tmp_path, npy_files):
     assert t["mode"] == "linear" and t["method"] == "fedpft" and t["seed"] == 7
     assert [n["name"] for n in t["nodes"]] == ["n0", "n1", "n2"]
     assert t["edges"] == [(0, 1, False), (1, 2, False)]
+    assert all(n["reachable"] for n in t["nodes"]) and t["relays"] == []
     public = (tmp_path / "keys" / "n1" / "node.pub").read_text().strip()
     assert t["nodes"][1]["public_key"] == public or public.endswith(t["nodes"][1]["public_key"])
     assert len(fednode.keygen(tmp_path / "new")) == 64
+    # Behind NAT: nodes that accept no connections, and the relay where two of them meet.
+    keys = [fednode.keygen(tmp_path / "sites" / k) for k in ("a", "b", "c", "r1")]
+    text = '[federation]\nmode = "linear"\nmethod = "fedcgs"\n'
+    for i, key in enumerate(keys[:3]):
+        where = 'address = "tcp://127.0.0.1:24449"' if i == 2 else "reachable = false"
+        text += f'\n[[node]]\nid = {i}\n{where}\npublic_key = "{key}"\n'
+    text += "".join(f"\n[[edge]]\nfrom = {i}\nto = {i + 1}\n" for i in range(2))
+    text += f'\n[[relay]]\nname = "r1"\naddress = "tcp://127.0.0.1:24448"\npublic_key = "{keys[3]}"\n'
+    (tmp_path / "sites.toml").write_text(text)
+    sites = fednode.load_topology(tmp_path / "sites.toml")
+    assert [n["reachable"] for n in sites["nodes"]] == [False, False, True]
+    assert [(r["name"], r["address"], r["public_key"]) for r in sites["relays"]] == [
+        ("r1", "tcp://127.0.0.1:24448", keys[3])]
     bad = tmp_path / "bad.toml"
     bad.write_text('[federation]\nmode = "spiral"\n')
     with pytest.raises(fednode.InputError, match="bad.toml"):
