@@ -26,26 +26,13 @@ readonly SUBNET=10.231.0        # /24, only ever configured inside the namespace
 readonly PORT=7300              # the same for every node: each has its own IP
 readonly TIME_LIMIT=240         # below the CTest TIMEOUT so that we still get to clean up
 
-discover=0
-if [ "${1:-}" = "--discover" ]; then
-  discover=1
-  shift
-fi
-if [ $# -ne 1 ]; then
-  echo "usage: $0 [--discover] FEDNODE_BINARY" >&2
-  exit 2
-fi
-fednode=$1
 readonly INTRUDER=100           # its host number on the subnet, in --discover mode
 readonly DISCOVERY_PORT=7399    # the default [federation] discovery_port
-case $fednode in /*) ;; *) fednode=$PWD/$fednode ;; esac
-if [ ! -x "$fednode" ]; then
-  echo "FAILED: $fednode is not an executable" >&2
-  exit 1
-fi
 
 # shellcheck source=netns_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+netns_arguments --discover "$@"
+readonly discover=$option_given
 prefix=fnchain$$
 forger_pid=""
 sw_ns=$prefix-sw

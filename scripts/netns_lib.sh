@@ -4,8 +4,32 @@
 # defines netns_before_exit.
 skipping=0
 work=""
+option_given=0
+fednode=""
 pids=()
 created_ns=()
+
+# netns_arguments OPTION "$@": the test's command line, [OPTION] FEDNODE_BINARY. Sets option_given
+# (0 or 1) and fednode (an absolute path); exits 2 on a wrong command line, 1 when the binary is
+# not an executable.
+netns_arguments() {
+  local option=$1
+  shift
+  if [ "${1:-}" = "$option" ]; then
+    option_given=1
+    shift
+  fi
+  if [ $# -ne 1 ]; then
+    echo "usage: $0 [$option] FEDNODE_BINARY" >&2
+    exit 2
+  fi
+  fednode=$1
+  case $fednode in /*) ;; *) fednode=$PWD/$fednode ;; esac
+  if [ ! -x "$fednode" ]; then
+    echo "FAILED: $fednode is not an executable" >&2
+    exit 1
+  fi
+}
 
 skip() {
   echo "SKIPPED: $*"

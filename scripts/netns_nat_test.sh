@@ -29,21 +29,10 @@ readonly RELAY_PORT=7310
 readonly PROBE_PORT=7399    # the direct-connection probes' listener
 readonly TIME_LIMIT=240
 
-kill_relay=0
-if [ "${1:-}" = "--kill-relay" ]; then
-  kill_relay=1
-  shift
-fi
-if [ $# -ne 1 ]; then
-  echo "usage: $0 [--kill-relay] FEDNODE_BINARY" >&2
-  exit 2
-fi
-fednode=$1
-case $fednode in /*) ;; *) fednode=$PWD/$fednode ;; esac
-[ -x "$fednode" ] || { echo "FAILED: $fednode is not an executable" >&2; exit 1; }
-
 # shellcheck source=netns_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+netns_arguments --kill-relay "$@"
+readonly kill_relay=$option_given
 prefix=fnnat$$
 relay_pid=""
 probe_pid=""

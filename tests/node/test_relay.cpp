@@ -34,6 +34,12 @@ struct RunningRelay {
   std::thread thread;
 };
 
+RelayOptions listening_on(const std::string& bind) {
+  RelayOptions o;
+  o.bind = bind;
+  return o;
+}
+
 TransportOptions dial_only() {
   TransportOptions o;
   o.dial_only = true;
@@ -83,9 +89,7 @@ TEST(DialOnly, AReachablePeerSendsAndAnswersOnTheConnectionItWasDialledOn) {
 }
 
 TEST(Relay, TwoDialOnlyPeersMeetAndHearWhenTheOtherLeaves) {
-  RelayOptions o;
-  o.bind = "tcp://127.0.0.1:23763";
-  RunningRelay r(o);
+  RunningRelay r(listening_on("tcp://127.0.0.1:23763"));
   TransportOptions hidden = dial_only();
   Transport a(0, "", hidden);
   auto c = std::make_unique<Transport>(2, "", hidden);
@@ -113,9 +117,7 @@ TEST(Relay, TwoDialOnlyPeersMeetAndHearWhenTheOtherLeaves) {
 }
 
 TEST(Relay, FramesForAnAbsentPeerWaitForIt) {
-  RelayOptions o;
-  o.bind = "tcp://127.0.0.1:23764";
-  RunningRelay r(o);
+  RunningRelay r(listening_on("tcp://127.0.0.1:23764"));
   TransportOptions hidden = dial_only();
   Transport a(0, "", hidden);
   a.add_peer(2, through("tcp://127.0.0.1:23764"));
@@ -130,9 +132,7 @@ TEST(Relay, FramesForAnAbsentPeerWaitForIt) {
 }
 
 TEST(Relay, PeersMoveOnToTheNextRelayWhenTheFirstIsDown) {
-  RelayOptions o;
-  o.bind = "tcp://127.0.0.1:23766";
-  RunningRelay r(o);
+  RunningRelay r(listening_on("tcp://127.0.0.1:23766"));
   TransportOptions hidden = dial_only();
   hidden.relay_failover_ms = 300;
   PeerRoute route = through("tcp://127.0.0.1:23767");  // nobody listens there
