@@ -161,28 +161,7 @@ for i in $(seq 0 $((NODES - 1))); do
   pids+=($!)
 done
 
-declare -a status
-remaining=$NODES
-while [ "$remaining" -gt 0 ]; do
-  remaining=0
-  for i in $(seq 0 $((NODES - 1))); do
-    [ -n "${status[$i]:-}" ] && continue
-    if kill -0 "${pids[$i]}" 2>/dev/null; then
-      remaining=$((remaining + 1))
-    else
-      rc=0
-      wait "${pids[$i]}" || rc=$?
-      status[$i]=$rc
-    fi
-  done
-  if [ "$remaining" -gt 0 ] && [ $(($(date +%s) - start)) -ge "$TIME_LIMIT" ]; then
-    echo "FAILED: $remaining node(s) still running after ${TIME_LIMIT} s" >&2
-    for i in $(seq 0 $((NODES - 1))); do echo "--- n$i.log"; tail -n 20 "$work/n$i.log"; done >&2
-    exit 1
-  fi
-  [ "$remaining" -gt 0 ] && sleep 0.5
-done
-elapsed=$(($(date +%s) - start))
+netns_wait_nodes "$start" "$TIME_LIMIT"
 
 # --- check -------------------------------------------------------------------------------------
 failed=0

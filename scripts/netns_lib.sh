@@ -31,6 +31,34 @@ netns_arguments() {
   fi
 }
 
+# netns_wait_nodes START LIMIT: waits for every process in `pids` (node i's at index i), filling
+# status[i] with its exit code; after LIMIT seconds from START (date +%s), prints the end of each
+# $work/n<i>.log and fails. Sets elapsed.
+declare -a status
+netns_wait_nodes() {
+  local start=$1 limit=$2 remaining=${#pids[@]} i rc
+  while [ "$remaining" -gt 0 ]; do
+    remaining=0
+    for i in "${!pids[@]}"; do
+      [ -n "${status[$i]:-}" ] && continue
+      if kill -0 "${pids[$i]}" 2>/dev/null; then
+        remaining=$((remaining + 1))
+      else
+        rc=0
+        wait "${pids[$i]}" || rc=$?
+        status[$i]=$rc
+      fi
+    done
+    if [ "$remaining" -gt 0 ] && [ $(($(date +%s) - start)) -ge "$limit" ]; then
+      echo "FAILED: $remaining node(s) still running after $limit s" >&2
+      for i in "${!pids[@]}"; do echo "--- n$i.log"; tail -n 20 "$work/n$i.log"; done >&2
+      exit 1
+    fi
+    [ "$remaining" -gt 0 ] && sleep 0.5
+  done
+  elapsed=$(($(date +%s) - start))
+}
+
 skip() {
   echo "SKIPPED: $*"
   skipping=1

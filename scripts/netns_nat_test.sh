@@ -198,28 +198,7 @@ if [ "$kill_relay" -eq 1 ]; then
   start_relay
 fi
 
-declare -a status
-remaining=5
-while [ "$remaining" -gt 0 ]; do
-  remaining=0
-  for i in 0 1 2 3 4; do
-    [ -n "${status[$i]:-}" ] && continue
-    if kill -0 "${pids[$i]}" 2>/dev/null; then
-      remaining=$((remaining + 1))
-    else
-      rc=0
-      wait "${pids[$i]}" || rc=$?
-      status[$i]=$rc
-    fi
-  done
-  if [ "$remaining" -gt 0 ] && [ $(($(date +%s) - start)) -ge "$TIME_LIMIT" ]; then
-    for i in 0 1 2 3 4; do echo "--- n$i.log"; tail -n 20 "$work/n$i.log"; done >&2
-    fail "$remaining node(s) still running after $TIME_LIMIT s"
-    exit 1
-  fi
-  [ "$remaining" -gt 0 ] && sleep 0.5
-done
-elapsed=$(($(date +%s) - start))
+netns_wait_nodes "$start" "$TIME_LIMIT"
 kill -TERM "$relay_pid" 2>/dev/null || fail "the relay was no longer running at the end"
 wait "$relay_pid" 2>/dev/null || true
 relay_pid=""
