@@ -150,8 +150,12 @@ std::chrono::steady_clock::time_point Transport::last_progress(NodeId peer) {
   const auto it = impl_->peers.find(peer);
   if (it == impl_->peers.end()) return {};
   Impl::Peer& p = it->second;
-  // The ROUTER's connections are not told apart by node: any of them moving counts.
+  // The ROUTER's connections are not told apart by node: any of them moving counts. Sampled at
+  // most every 100 ms, for all such peers at once: a hub asks for each of hundreds of them.
   if (p.route.kind == PeerRoute::Kind::Answer) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - impl_->answer_sampled < std::chrono::milliseconds(100)) return impl_->last_answer_progress;
+    impl_->answer_sampled = now;
     for (auto& c : impl_->inbound) {
       const std::optional<uint64_t> acked = c.connection.bytes_acked();
       if (acked && *acked != c.acked_seen) {

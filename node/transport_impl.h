@@ -51,7 +51,7 @@ struct Transport::Impl {
     uint64_t acked_seen = 0;
   };
   std::vector<Inbound> inbound;
-  std::chrono::steady_clock::time_point last_inbound{}, last_answer_progress{};
+  std::chrono::steady_clock::time_point last_inbound{}, last_answer_progress{}, answer_sampled{};
   uint64_t monitors_made = 0;  // names each monitor's inproc endpoint
   // A stream to a peer reached by answering could not be handed over whole: the ROUTER has no
   // POLLOUT per connection, so receive() polls briefly until it is.
