@@ -125,7 +125,8 @@ class Inbox {
   // sent again on this node's own connection to each peer.
   void receipts_again(const std::vector<std::pair<NodeId, uint64_t>>& acks);
   // Some receipt of this node's is still to be sent: a closing node waits for it.
-  bool receipts_unsent() const { return !unsent_receipts_.empty(); }
+  // Also answers the transport holds until a queue has room (Transport::answers_waiting).
+  bool receipts_unsent() const { return !unsent_receipts_.empty() || transport_.answers_waiting(); }
 
   // Acknowledges the hellos whose turn came: a cleared sender delivered, was given up on, or
   // outlived its clearance. The node calls it every step; handle() does after each frame.

@@ -64,6 +64,7 @@ void Transport::add_peer(NodeId peer, const PeerRoute& route) {
     p.monitor.reset();
     p.stream.reset();
     p.stream_ready.reset();
+    p.answers.clear();
   }
   if (impl_->eager(p)) impl_->dealer(peer);
 }
@@ -109,7 +110,7 @@ bool Transport::sending(NodeId peer) const {
 
 void Transport::pump() {
   for (auto& [id, p] : impl_->peers)
-    if (p.stream) impl_->pump(id, p);
+    if (p.stream || !p.answers.empty()) impl_->pump(id, p);
 }
 
 void Transport::drop_queued(NodeId peer) {
@@ -120,6 +121,7 @@ void Transport::drop_queued(NodeId peer) {
   it->second.handshaken = false;
   it->second.stream.reset();
   it->second.stream_ready.reset();
+  it->second.answers.clear();
   // Dropping what waits for a peer that answers on the ROUTER is not possible (the ROUTER keeps
   // its queue per connection); a resend goes after what is queued there.
   if (impl_->eager(it->second)) impl_->dealer(peer);  // the far end must keep finding this node
@@ -198,9 +200,16 @@ bool Transport::reply(const ReplyPath& in, const std::string& frame) {
     if (in.via_dealer) {
       // An answer may go between a stream's chunks (a receipt for an ack that came meanwhile):
       // the receiver keeps its stream across it; only send() holds frames back behind a stream.
+      // One the one-frame queue has no room for waits for it, ahead of the next chunk: acks of a
+      // node that dials travel here, and its own stream keeps that queue full.
       zmq::message_t m(frame.data(), frame.size());
       zmq::socket_t* s = impl_->dealer(*in.via_dealer);
-      return s && s->send(m, zmq::send_flags::dontwait).has_value();
+      if (!s) return false;
+      Impl::Peer& p = impl_->peers[*in.via_dealer];
+      if (p.answers.empty() && s->send(m, zmq::send_flags::dontwait)) return true;
+      if (p.answers.size() >= kMaxWaitingAnswers) return false;
+      p.answers.push_back(std::move(m));
+      return true;
     }
     zmq::message_t id(in.route.data(), in.route.size());
     zmq::message_t m(frame.data(), frame.size());
@@ -232,16 +241,16 @@ std::optional<Incoming> Transport::receive(std::chrono::milliseconds timeout) {
     bool broke = false;
     for (size_t k = 0; k < set.monitored.size(); ++k)
       if (items[set.data_items + k].revents & ZMQ_POLLIN) broke |= Impl::take_monitor_events(*set.monitored[k]);
-    if ((items[set.router_monitor].revents & ZMQ_POLLIN) && impl_->note_router_events()) {
-      impl_->count_answer_breaks();
-      broke |= std::any_of(impl_->peers.begin(), impl_->peers.end(),
-                           [](const auto& p) { return p.second.route.kind == PeerRoute::Kind::Answer; });
-    }
+    if (items[set.router_monitor].revents & ZMQ_POLLIN) broke |= impl_->note_router_events();
     if (broke) return std::nullopt;
     if (auto in = impl_->take_frame(set, broke)) return in;
     if (broke) return std::nullopt;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
   }
+}
+
+bool Transport::answers_waiting() const {
+  return std::any_of(impl_->peers.begin(), impl_->peers.end(), [](const auto& p) { return !p.second.answers.empty(); });
 }
 
 int64_t Transport::curve_refusals() const { return impl_->zap ? impl_->zap->refusals() : 0; }

@@ -36,6 +36,9 @@ class message_t;
 
 namespace fednode {
 
+// Answers (acks, receipts, errors) that may wait per peer for its DEALER's queue (Transport::reply).
+constexpr size_t kMaxWaitingAnswers = 64;
+
 struct CurveSettings {
   // This node's key pair; null: connections are plain TCP (the end-to-end sealing still applies).
   std::shared_ptr<const CurveKeyPair> keys;
@@ -201,8 +204,12 @@ class Transport {
   // any peer. Sampled when asked, as last_progress.
   std::chrono::steady_clock::time_point last_inbound_progress();
   // Answers on the connection `in` arrived on, also between the chunks of a stream being sent
-  // there. False when that connection is gone, or its queue has no room now (nothing waits).
+  // there. False when that connection is gone, or its queue has no room now (nothing waits). On
+  // a DEALER an answer the one-frame queue has no room for waits in the transport (up to
+  // kMaxWaitingAnswers a peer) and goes first when there is: true.
   bool reply(const ReplyPath& in, const std::string& frame);
+  // Whether answers still wait for room in a DEALER's queue (a node closes only once they left).
+  bool answers_waiting() const;
 
   // Waits up to `timeout` for one frame from any socket, answering CURVE admission (ZAP)
   // requests meanwhile; returns early, with nothing, when a connection to a peer broke.

@@ -27,6 +27,11 @@ bool Transport::Impl::pump(NodeId id, Peer& p) {
   if (!p.dealer && p.route.kind != PeerRoute::Kind::Answer) {  // its socket was closed: a new address, or dropped
     p.stream.reset();
     p.stream_ready.reset();
+    p.answers.clear();
+  }
+  while (!p.answers.empty()) {
+    if (!offer(id, p, p.answers.front())) return true;
+    p.answers.pop_front();
   }
   while (p.stream) {
     if (!p.stream_ready) {
@@ -120,7 +125,7 @@ std::unique_ptr<zmq::socket_t> Transport::Impl::open_dealer(NodeId peer, Peer& p
 }
 
 bool Transport::Impl::note_router_events() {
-  bool closed = false;
+  bool broke = false;
   while (const auto e = next_monitor_event(*router_monitor)) {
     if (!e->complete) continue;
     const uint16_t event = e->event;
@@ -134,15 +139,34 @@ bool Transport::Impl::note_router_events() {
       inbound.push_back(std::move(c));
       last_inbound = last_answer_progress = std::chrono::steady_clock::now();
     } else {
-      closed = true;
+      broke |= count_answer_break(fd);
     }
   }
-  return closed;
+  return broke;
 }
 
-void Transport::Impl::count_answer_breaks() {
-  for (auto& [id, p] : peers)
-    if (p.route.kind == PeerRoute::Kind::Answer) ++p.breaks;
+bool Transport::Impl::count_answer_break(int fd) {
+  bool broke = false;
+  for (auto& [id, p] : peers) {
+    if (p.route.kind != PeerRoute::Kind::Answer) continue;
+    // Its own connection, or one it may have had: it has sent nothing on its newest yet.
+    if (p.answer_fd != fd && p.answer_fd != -1) continue;
+    ++p.breaks;
+    p.answer_fd = -1;
+    broke = true;
+  }
+  return broke;
+}
+
+void Transport::Impl::note_answer_connection(const std::string& route, const zmq::message_t& frame) {
+  const auto circuit = parse_circuit_id(route);
+  if (!circuit || circuit->second != self) return;
+  const auto it = peers.find(circuit->first);
+  if (it == peers.end() || it->second.route.kind != PeerRoute::Kind::Answer) return;
+  // ZMQ_SRCFD: deprecated in libzmq's header for its reuse of descriptors, harmless here, where
+  // a closed descriptor's events come before a new connection's frames.
+  const int fd = zmq_msg_get(const_cast<zmq_msg_t*>(frame.handle()), ZMQ_SRCFD);
+  if (fd >= 0) it->second.answer_fd = fd;
 }
 
 void Transport::Impl::fail_over(NodeId id, Peer& p, std::chrono::steady_clock::time_point now) {
@@ -164,6 +188,7 @@ void Transport::Impl::fail_over(NodeId id, Peer& p, std::chrono::steady_clock::t
   p.monitor.reset();
   p.stream.reset();
   p.stream_ready.reset();
+  p.answers.clear();
   p.dealer = open_dealer(id, p);
   p.relay_down_since = now;
 }
@@ -179,8 +204,9 @@ Transport::Impl::PollSet Transport::Impl::poll_set() {
       if (p.stream && pump(id, p)) answer_backlog = true;
       continue;
     }
-    // A stream the queue has not taken all of wakes the poll when the queue has room again.
-    const short events = p.stream && pump(id, p) ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN;
+    // A stream or answers the queue has not taken all of wake the poll when it has room again.
+    const bool backlog = (p.stream || !p.answers.empty()) && pump(id, p);
+    const short events = backlog ? ZMQ_POLLIN | ZMQ_POLLOUT : ZMQ_POLLIN;
     set.items.push_back({p.dealer->handle(), 0, events, 0});
     set.owners.push_back(id);
   }
@@ -243,6 +269,7 @@ std::optional<Incoming> Transport::Impl::take_frame(const PollSet& set, bool& br
     // Frames are single-part (docs/protocol.md, section 2); anything else is dropped here, as
     // the opening checks would drop a malformed frame.
     if (parts.size() != envelope + 1) continue;
+    if (i == 0) note_answer_connection(parts[0].to_string(), parts.back());
     Incoming in;
     in.frame = ReceivedFrame(std::move(parts.back()));
     last_inbound = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,7 +35,11 @@ struct Transport::Impl {
     std::unique_ptr<OutgoingMessages> stream;
     size_t stream_next = 0;
     std::optional<zmq::message_t> stream_ready;
+    // Answers (acks, receipts, errors) its DEALER's one-frame queue had no room for: they go out
+    // ahead of the stream's next chunk. A node that dials carries its acks on that DEALER.
+    std::deque<zmq::message_t> answers;
     size_t relay_at = 0;  // Relay: which of route.relays is in use
+    int answer_fd = -1;   // Answer: the descriptor of its connection, once a frame came on it
     std::chrono::steady_clock::time_point relay_down_since{};  // since when its connection is not up
   };
   std::map<NodeId, Peer> peers;
@@ -67,14 +72,16 @@ struct Transport::Impl {
   // that dialled this node, the ROUTER's connection of its circuit. False when there is no room
   // now or no connection; the message is then left as it was.
   bool offer(NodeId id, Peer& p, zmq::message_t& m);
-  // Hands `p`'s queue what it takes now of the stream being sent; true while some is left.
+  // Hands `p`'s queue what it takes now of its waiting answers and of the stream being sent; true
+  // while some is left.
   bool pump(NodeId id, Peer& p);
   // `peer`'s DEALER, connected on first use; null while its address is not known yet (discovery
   // has not found it) or for a peer reached by answering.
   zmq::socket_t* dealer(NodeId peer);
   std::unique_ptr<zmq::socket_t> open_dealer(NodeId peer, Peer& p);
   // The ROUTER's monitor events: a connection a peer made (its descriptor, to watch the bytes
-  // that arrive on it) or one that closed. True when one closed.
+  // that arrive on it) or one that closed. True when that was a break for a peer reached by
+  // answering.
   bool note_router_events();
 
   // The sockets one receive() polls, in this order: the ROUTER and every DEALER (the data
@@ -98,9 +105,12 @@ struct Transport::Impl {
   void fail_over(NodeId id, Peer& p, std::chrono::steady_clock::time_point now);
   // A relay's note on `p`'s circuit (node/circuit.h); true when the far end left.
   bool take_relay_note(Peer& p, const std::vector<zmq::message_t>& parts);
-  // Every peer that dialled this node: a connection of the ROUTER closed, and it may have been
-  // theirs (the monitor names descriptors, not circuits).
-  void count_answer_breaks();
+  // A connection of the ROUTER closed: a break for the peer reached by answering whose connection
+  // it was, and for each whose connection is not known yet (the monitor names descriptors, not
+  // circuits; a frame from the peer names its descriptor). True when any was counted.
+  bool count_answer_break(int fd);
+  // A frame came on the ROUTER's connection `route`: where that peer is answered, if it is one.
+  void note_answer_connection(const std::string& route, const zmq::message_t& frame);
 };
 
 }  // namespace fednode
