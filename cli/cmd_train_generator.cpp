@@ -3,13 +3,11 @@
 // sidecar (vocabulary, geometry, and what it has seen).
 #include "cli/commands.h"
 #include "cli/output_path.h"
+#include "cli/public_images.h"
 #include "core/digest.h"
 #include "core/options.h"
 #include "core/torch_library.h"
 #include "core/version.h"
-#include "features/extract.h"
-#include "features/idx.h"
-#include "features/images.h"
 #include "methods/fgl/torch_generator.h"
 
 #include <fstream>
@@ -30,78 +28,13 @@ const char* kHelp =
     "forward(z, text_embedding), giving images in [0, 1]) and MODEL.pt.generator (its sidecar: kind,\n"
     "classes, geometry, provenance). It is a stand-in for a foundation generator: it can draw only\n"
     "what it was trained on, so train it on images no node of the federation holds.\n"
-    "input:\n"
-    "  --dataset fashion-mnist   the training split's images [A, B) (default 50000 to 60000: the part\n"
-    "                            `simulate --train-limit 50000` leaves out of the federation)\n"
-    "  --images DIR              DIR/<class>/<image>.png|jpg, every image square and of one size\n"
-    "                            (a multiple of 4) and channel count; class names are the folders'\n"
+    "input (images of a side that is a multiple of 4):\n"
+    "%s"
     "training:\n"
     "  --conditioning label      draw by class name (label), or by prompt (text: a learnt bag of words\n"
     "                            over a few phrasings of each class name, FGL's prompt among them)\n"
     "  --epochs, --latent (z's width), --width (hidden planes), --batch-size, --lr, --seed\n"
     "  --threads T               LibTorch threads (default: one per core)\n";
-
-struct PublicImages {
-  MatrixF pixels;
-  Labels labels;
-  int channels = 1, size = 0;
-  std::vector<std::string> names;
-  std::string description;
-};
-
-PublicImages fashion_mnist_range(int64_t from, int64_t to) {
-  Features all = load_fashion_mnist(default_fashion_mnist_dir(), "train", to);
-  if (all.size() < to)
-    throw UsageError("--to " + std::to_string(to) + ": the training split has " + std::to_string(all.size()) + " images");
-  std::vector<int64_t> rows;
-  for (int64_t i = from; i < to; ++i) rows.push_back(i);
-  Features part = all.subset(rows);
-  PublicImages p;
-  p.pixels = std::move(part.X);
-  p.labels = std::move(part.y);
-  p.size = 28;
-  p.names = fashion_mnist_class_names();
-  p.description = "fashion-mnist training images " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
-                  std::to_string(to - from) + " images, " + default_fashion_mnist_dir() + ")";
-  return p;
-}
-
-PublicImages image_folder(const std::string& root) {
-  const ImageFolder folder = scan_image_folder(root);
-  PublicImages p;
-  p.names = folder.class_names;
-  for (size_t i = 0; i < folder.files.size(); ++i) {
-    const std::string path = folder.root + "/" + folder.files[i];
-    const Image image = read_image(path);
-    if (i == 0) {
-      p.size = image.width;
-      p.channels = image.channels;
-      if (image.width != image.height || image.width % 4 != 0)
-        throw InputError(path + ": " + std::to_string(image.width) + "x" + std::to_string(image.height) +
-                         ": the generator's images must be square with a side that is a multiple of 4");
-      p.pixels.resize(static_cast<int64_t>(folder.files.size()), int64_t{p.channels} * p.size * p.size);
-    } else if (image.width != p.size || image.height != p.size || image.channels != p.channels) {
-      throw InputError(path + ": " + std::to_string(image.width) + "x" + std::to_string(image.height) + " with " +
-                       std::to_string(image.channels) + " channels; the first image has " + std::to_string(p.size) +
-                       "x" + std::to_string(p.size) + " with " + std::to_string(p.channels));
-    }
-    const int S = p.size, C = p.channels;
-    for (int c = 0; c < C; ++c)
-      for (int q = 0; q < S * S; ++q)
-        p.pixels(static_cast<int64_t>(i), c * S * S + q) =
-            static_cast<float>(image.pixels[static_cast<size_t>(q * C + c)]) / 255.0f;
-    p.labels.push_back(folder.labels[i]);
-  }
-  p.description = root + " (" + std::to_string(folder.files.size()) + " images in " + std::to_string(p.names.size()) +
-                  " classes)";
-  return p;
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out.flush()) throw InputError(path + ": cannot write");
-}
 
 }  // namespace
 
@@ -111,13 +44,9 @@ int cmd_train_generator(const std::vector<std::string>& argv) {
                 "seed", "threads"},
                {"quiet"});
   if (a.help()) {
-    std::cout << kHelp;
+    std::cout << with_public_images_help(kHelp);
     return 0;
   }
-  if (a.has("dataset") == a.has("images")) throw UsageError("give exactly one of --dataset and --images");
-  if (a.has("dataset") && a.str("dataset", "") != "fashion-mnist")
-    throw UsageError("--dataset must be fashion-mnist, got '" + a.str("dataset", "") + "'");
-  if (a.has("images") && (a.has("from") || a.has("to"))) throw UsageError("--from and --to apply to --dataset");
   const std::string out = a.required("out");
   check_output_path("--out", out);
   check_output_path("--out", generator_sidecar_path(out));
@@ -134,13 +63,10 @@ int cmd_train_generator(const std::vector<std::string>& argv) {
   const int threads = static_cast<int>(a.integer("threads", 0, 0, 1024));
   const bool quiet = a.flag("quiet");
   if (!quiet) o.progress = [](const std::string& line) { std::cerr << line << std::endl; };
-  int64_t from = 50000, to = 60000;
-  if (a.has("dataset")) {
-    from = a.integer("from", from, 0, 60000);
-    to = a.integer("to", to, 1, 60000);
-    if (from >= to) throw UsageError("--from " + std::to_string(from) + " must be below --to " + std::to_string(to));
-  }
-  const PublicImages data = a.has("dataset") ? fashion_mnist_range(from, to) : image_folder(a.str("images", ""));
+  const PublicImages data = read_public_images(a);
+  if (data.size % 4 != 0)
+    throw InputError(data.description + ": " + std::to_string(data.size) + "x" + std::to_string(data.size) +
+                     " images: the generator's side must be a multiple of 4");
   set_torch_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   TrainedGenerator g = train_generator(data.pixels, data.labels, data.channels, data.size, data.names, o);
   const std::string images_digest =
@@ -155,8 +81,8 @@ int cmd_train_generator(const std::vector<std::string>& argv) {
     g.info.provenance.push_back(texts);
   }
   g.info.provenance.push_back("fednode " + std::string(fednode_version()) + " train-generator");
-  write_file(out, g.module);
-  write_file(generator_sidecar_path(out), g.info.to_text());
+  write_output_file(out, g.module);
+  write_output_file(generator_sidecar_path(out), g.info.to_text());
   std::cout << "wrote " << out << " (" << g.module.size() << " bytes, SHA-256 " << sha256_hex(g.module).substr(0, 16)
             << "...) and " << generator_sidecar_path(out) << "\n"
             << "  trained on: " << data.description << "\n"

@@ -16,6 +16,7 @@ const std::vector<Command>& commands() {
       {"simulate", "run a whole federation in one process and write a JSON report", cmd_simulate},
       {"extract", "turn a dataset into features with a TorchScript backbone (.npy)", cmd_extract},
       {"train-generator", "train FGL's built-in image generator on a public image set (TorchScript + sidecar)", cmd_train_generator},
+      {"train-vit", "pretrain FedMITR's ViT on a public image set (TorchScript for --vit-script)", cmd_train_vit},
       {"run", "run one node of a topology file (one process; the LAN case)", cmd_run},
       {"launch", "start every node of a topology file on this machine and print their results", cmd_launch},
       {"relay", "carry sealed frames between nodes that cannot reach each other (NAT, firewalls)", cmd_relay},

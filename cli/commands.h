@@ -38,6 +38,7 @@ int run_guarded(const Command& c, const std::vector<std::string>& args);
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_extract(const std::vector<std::string>& args);
 int cmd_train_generator(const std::vector<std::string>& args);
+int cmd_train_vit(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
 int cmd_keygen(const std::vector<std::string>& args);

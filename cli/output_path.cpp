@@ -4,6 +4,7 @@
 #include "core/types.h"
 
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include <unistd.h>
@@ -39,6 +40,12 @@ void check_output_path(const std::string& option, const std::string& path) {
   if (!fs::is_directory(dir, ec)) throw InputError(who + ": the directory '" + dir.string() + "' does not exist");
   if (::access(dir.c_str(), W_OK) != 0)
     throw InputError(who + ": the directory '" + dir.string() + "' is not writable");
+}
+
+void write_output_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out.flush()) throw InputError(path + ": cannot write");
 }
 
 }  // namespace fednode::cli

@@ -22,4 +22,8 @@ void check_output_path(const std::string& option, const std::string& path);
 // or a named pipe: such a target is written in place, never replaced by a rename.
 bool is_stream_output(const std::string& path);
 
+// `bytes` into the file at `path` (created or truncated); InputError naming it when it cannot be
+// written whole.
+void write_output_file(const std::string& path, const std::string& bytes);
+
 }  // namespace fednode::cli

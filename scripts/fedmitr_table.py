@@ -12,8 +12,9 @@ report is already in OUT_DIR is not run again, so that an interrupted table resu
 of record are kept in docs/methods/fedmitr-table/, so that the table grows across sessions);
 --have prints what the reports there give and runs nothing.
 
-Prints one markdown row per alpha: the mean and sd over the seeds of each accuracy (FedMITR's is
-the hub's, whose head every leaf of a star uses); then the seconds per receiver stage (each
+Prints one markdown row per alpha: the mean and sd over the seeds of each accuracy (the node's head
+is the hub's, which every leaf of a star uses; FedMITR's student is the hub's head under
+--receiver-head student, and a baseline of the same receiver otherwise); then the seconds per receiver stage (each
 receiver's seconds over its stages) and of the one-off steps, means over the runs; then one row per
 run.
 """
@@ -25,8 +26,9 @@ import subprocess
 import sys
 import time
 
-COLUMNS = ["local-only", "fedavg", "ensemble", "dense-kd", "sparse-pseudo-label", "fedmitr", "centralized"]
-HEADERS = ["local-only (mean)", "FedAvg", "ensemble", "dense + KD", "sparse + PL", "FedMITR", "centralised ViT"]
+COLUMNS = ["local-only", "fedavg", "ensemble", "dense-kd", "sparse-pseudo-label", "fedmitr", "head", "centralized"]
+HEADERS = ["local-only (mean)", "FedAvg", "ensemble", "dense + KD", "sparse + PL", "FedMITR (student)",
+           "the node's head", "centralised ViT"]
 RECEIVERS = ["fedmitr", "dense-kd", "sparse-pseudo-label"]
 
 
@@ -51,14 +53,19 @@ def run(fednode, out_dir, alpha, seed, extra):
 def row(report):
     acc = {b["name"]: b["accuracy"] for b in report["method_baselines"]}
     acc["local-only"] = report["local_only"]["mean"]
-    acc["fedmitr"] = report["nodes"][0]["accuracy"]
-    stages = report["parameters"]["fedmitr"]["receiver"]["stages"]
+    receiver = report["parameters"]["fedmitr"]["receiver"]
+    head = receiver.get("head", "student")  # reports from before --receiver-head: the student
+    acc["head"] = report["nodes"][0]["accuracy"]
+    # The student is the hub's head, or (any other head) a baseline of the same receiver and seed.
+    acc["fedmitr"] = acc["head"] if head == "student" else acc["student"]
+    stages = receiver["stages"]
     seconds = {b["name"]: b["seconds"] for b in report["method_baselines"]}
     seconds.update(report["method_baseline_shared_seconds"])
-    seconds["fedmitr"] = report["nodes"][0]["seconds"]  # the hub's client model, then its receiver
+    # the hub's client model, then its receiver
+    seconds["fedmitr"] = report["nodes"][0]["seconds"] if head == "student" else seconds["student"]
     per_stage = {k: seconds[k] / max(stages, 1) for k in RECEIVERS}
-    once = {k: v for k, v in seconds.items() if k not in RECEIVERS and k != "fedavg"}
-    return acc, per_stage, once
+    once = {k: v for k, v in seconds.items() if k not in RECEIVERS and k not in ("fedavg", "student")}
+    return acc, per_stage, once, head
 
 
 def cell(values):
@@ -105,6 +112,12 @@ def main():
     print("|---|---|" + "---:|" * len(HEADERS))
     for (alpha, s), r in runs.items():
         print(f"| {alpha} | {s} | " + " | ".join(f"{r[0][c]:.3f}" for c in COLUMNS) + " |")
+    print()
+    # The issue's bar: the head at least the best of local-only (mean), FedAvg and the student.
+    for (alpha, s), r in runs.items():
+        bar = max(r[0]["local-only"], r[0]["fedavg"], r[0]["fedmitr"])
+        print(f"alpha {alpha} seed {s}: head ({r[3]}) {r[0]['head']:.3f} against the best of local-only, FedAvg and "
+              f"the student {bar:.3f}: {'held' if r[0]['head'] >= bar else 'NOT held'}")
 
 
 if __name__ == "__main__":

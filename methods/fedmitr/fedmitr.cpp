@@ -12,7 +12,9 @@
 #include "core/rng.h"
 #include "methods/fedmitr/baselines.h"
 #include "methods/fedmitr/options.h"
+#include "methods/fedmitr/ensemble_head.h"
 #include "methods/fedmitr/vit_head.h"
+#include "methods/heads/train_common.h"
 #include "methods/method_options.h"
 #include "methods/registry.h"
 #include "methods/fedmitr/model_knowledge.h"
@@ -127,24 +129,63 @@ class FedMitr final : public Method {
     if (models.empty())
       throw InputError("fedmitr: node " + std::to_string(ctx.node) + " has no model to build its head from (no local images, "
                        "nothing received)");
-    if (models.size() == 1) return std::make_unique<VitHead>(models[0]->model);  // nothing to distil
+    if (models.size() == 1) return std::make_unique<VitHead>(models[0]->model);  // nothing to distil or to mix
     std::vector<VitModel> ensemble;
     std::vector<double> weights;
     for (const ClientModel* m : models) {
       ensemble.push_back(m->model);
       weights.push_back(static_cast<double>(m->count));
     }
-    const VitModel student = average_models(ensemble, weights);
     const auto say = [&ctx](const std::string& line) {
       if (ctx.progress) ctx.progress(line);
     };
+    auto teacher = std::make_unique<EnsembleHead>(ensemble, EnsembleMix{options_.receiver.ensemble, weights});
+    if (options_.receiver_head == ReceiverHead::Ensemble) {
+      say("fedmitr: the head is the ensemble of " + std::to_string(ensemble.size()) + " models");
+      return teacher;
+    }
+    Features validation;
+    if (options_.receiver_head == ReceiverHead::Best && local) {
+      Features all = *local;
+      all.num_classes = ctx.num_classes;
+      client_training_images(options_, all, ctx.seed, ctx.node, &validation);
+    }
+    if (options_.receiver_head == ReceiverHead::Best && validation.size() == 0) {
+      say("fedmitr: no images of its own to choose the head on: the head is the ensemble");
+      return teacher;
+    }
+    const VitModel fedavg = average_models(ensemble, weights);
     say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
-    return std::make_unique<VitHead>(distil_ensemble(ensemble, weights, student, options_.receiver, ReceiverVariant::FedMitr,
-                                                     fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop,
-                                                     nullptr, ctx.progress ? ctx.watch : nullptr));
+    auto student = std::make_unique<VitHead>(distil_ensemble(ensemble, weights, fedavg, options_.receiver,
+                                                             ReceiverVariant::FedMitr,
+                                                             fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop,
+                                                             nullptr, ctx.progress ? ctx.watch : nullptr));
+    if (options_.receiver_head == ReceiverHead::Student) return student;
+    return best_of(std::move(teacher), std::move(student), std::make_unique<VitHead>(fedavg), validation, say);
   }
 
  private:
+  // The candidate of highest accuracy on `validation`; a tie goes to the one named first (the
+  // ensemble, then the student): a small split's tie is no evidence that the cheaper one is as good.
+  static std::unique_ptr<Head> best_of(std::unique_ptr<Head> ensemble, std::unique_ptr<Head> student,
+                                       std::unique_ptr<Head> fedavg, const Features& validation,
+                                       const std::function<void(const std::string&)>& say) {
+    std::unique_ptr<Head> candidates[] = {std::move(ensemble), std::move(student), std::move(fedavg)};
+    const char* names[] = {"ensemble", "student", "fedavg"};
+    double scores[3];
+    size_t best = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      scores[i] = candidates[i]->accuracy(validation);
+      if (scores[i] > scores[best]) best = i;
+    }
+    char line[200];
+    std::snprintf(line, sizeof line, "fedmitr: the head is the %s (validation, %lld of its own images: ensemble %.4f, "
+                  "student %.4f, fedavg %.4f)", names[best], static_cast<long long>(validation.size()), scores[0],
+                  scores[1], scores[2]);
+    say(line);
+    return std::move(candidates[best]);
+  }
+
   void check_received(const KnowledgeList& received, const NodeContext& ctx) const {
     for (size_t i = 0; i < received.size(); ++i)
       validate(received[i], ctx, "fedmitr: received knowledge #" + std::to_string(i));
@@ -159,14 +200,15 @@ class FedMitr final : public Method {
   ClientModel own_model(const Features& local, const NodeContext& ctx) const {
     ClientModel m;
     m.owner = ctx.node;
-    m.count = local.size();
-    Features f = local;
-    f.num_classes = ctx.num_classes;
+    Features all = local;
+    all.num_classes = ctx.num_classes;
+    Features f = client_training_images(options_, all, ctx.seed, ctx.node);
+    m.count = f.size();
     const auto t0 = std::chrono::steady_clock::now();
     bool trained = false;
     m.model = train_client_model(options_, f, ctx.seed, ctx.node, &trained);
     if (trained && ctx.progress)
-      ctx.progress("fedmitr: node " + std::to_string(ctx.node) + "'s ViT trained on " + std::to_string(local.size()) +
+      ctx.progress("fedmitr: node " + std::to_string(ctx.node) + "'s ViT trained on " + std::to_string(f.size()) +
                    " images in " + std::to_string(seconds_since(t0)) + " s");
     return m;
   }
@@ -199,6 +241,25 @@ VitSpec fedmitr_spec(const FedMitrOptions& options, int dim, int num_classes) {
   s.image_size = side;
   s.validate("fedmitr: the ViT for " + std::to_string(side) + "x" + std::to_string(side) + " images");
   return s;
+}
+
+const char* to_string(ReceiverHead h) {
+  switch (h) {
+    case ReceiverHead::Ensemble: return "ensemble";
+    case ReceiverHead::Student: return "student";
+    case ReceiverHead::Best: return "best";
+  }
+  return "?";
+}
+
+Features client_training_images(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node,
+                                 Features* validation) {
+  if (validation) *validation = Features{};
+  if (options.receiver_head != ReceiverHead::Best || local.size() < 2) return local;
+  ValidationSplit split = split_for_validation(
+      local, options.validation_fraction, derive_seed(run_seed, {static_cast<uint64_t>(Purpose::HeadValidation), node, 0xF3D}));
+  if (validation) *validation = std::move(split.validation);
+  return std::move(split.fit);
 }
 
 VitModel train_client_model(const FedMitrOptions& options, const Features& local, uint64_t run_seed, NodeId node,
@@ -254,7 +315,7 @@ MethodDescriptor fedmitr_descriptor() {
                "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
-               "high-token-weight", "low-token-weight"};
+               "high-token-weight", "low-token-weight", "receiver-head", "head-validation"};
   d.path_options = {"vit-script"};
   d.parse_options = parse_fedmitr_options;
   d.help = fedmitr_options_help;

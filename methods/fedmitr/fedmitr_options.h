@@ -11,6 +11,17 @@
 
 namespace fednode {
 
+// What a receiver keeps as its head (`--receiver-head`). The ensemble of the models it holds is
+// the teacher the student learns from, and scored above every student, FedAvg and the nodes' own
+// models in all nine runs of the kept table (docs/methods/fedmitr.md); the student is one ViT,
+// M times cheaper to run, after hours of distillation.
+enum class ReceiverHead {
+  Ensemble,  // the models themselves, weighted as the teacher; no distillation
+  Student,   // the paper's: the ensemble distilled into one ViT
+  Best,      // of ensemble, student and FedAvg, the best on a validation split of the node's own images
+};
+const char* to_string(ReceiverHead h);  // "ensemble" | "student" | "best"
+
 // FedMITR (methods/fedmitr/, docs/methods/fedmitr.md): clients train a ViT from the federation's
 // shared initialisation and send it; receivers distil the ensemble of what they hold.
 struct FedMitrOptions final : OwnOptions {
@@ -28,6 +39,10 @@ struct FedMitrOptions final : OwnOptions {
   }();
   bool half_precision = false;     // send the parameters as float16 (rounded where they are made)
   ReceiverOptions receiver;        // seeds: per node, from the run's seed
+  ReceiverHead receiver_head = ReceiverHead::Ensemble;
+  // With ReceiverHead::Best: the share of each class of a node's images held out of its client's
+  // training to choose the head on (methods/heads/train_common.h, split_for_validation).
+  double validation_fraction = 0.1;
 
   std::unique_ptr<OwnOptions> clone() const override { return std::make_unique<FedMitrOptions>(*this); }
 };

@@ -1,5 +1,6 @@
 #include "methods/fedmitr/model_codec.h"
 
+#include "methods/fedmitr/ensemble_head.h"
 #include "methods/fedmitr/vit_head.h"
 
 #include <array>
@@ -150,7 +151,55 @@ void ModelCodec::bound(const Knowledge& k, const Limits& limits, const std::stri
   add_entry_samples(samples, body_of<ModelKnowledge>(k.payload).models, where + ".body.models.count", limits);
 }
 
+namespace {
+
+// A head's ViT must describe the message's images (its classes are the message's already).
+void check_head_spec(const VitSpec& spec, uint64_t dim, const std::string& at) {
+  if (static_cast<uint64_t>(spec.pixels()) != dim)
+    wire_fail(ProtocolErrorCode::DimensionMismatch, at + ": a ViT of " + std::to_string(spec.pixels()) +
+                                                        " pixels per image in a head of dimension " + std::to_string(dim));
+}
+
+std::vector<float> read_head_parameters(BodyValue& map, const VitSpec& spec, BodyReader& r) {
+  const BodyTensor t = map.at("parameters")->tensor();
+  r.expect_shape(t, {static_cast<uint64_t>(spec.parameter_count())}, WireLayout::Dense);
+  std::vector<float> out(static_cast<size_t>(spec.parameter_count()));
+  r.unpack(t, out.data());
+  return out;
+}
+
+template <typename Make>
+std::shared_ptr<const Head> made_head(Make make) {
+  try {
+    return make();
+  } catch (const ProtocolError&) {
+    throw;
+  } catch (const std::exception& e) {
+    wire_fail(ProtocolErrorCode::InvalidValue, std::string("head: ") + e.what());
+  }
+}
+
+}  // namespace
+
 void VitHeadCodec::write(const Head& head, BodyWriter& w) const {
+  if (const auto* ensemble = dynamic_cast<const EnsembleHead*>(&head)) {
+    w.text("rule");
+    w.text(to_string(ensemble->mix().rule));
+    w.text("models");
+    w.array(static_cast<uint32_t>(ensemble->models().size()));
+    for (size_t i = 0; i < ensemble->models().size(); ++i) {
+      const VitModel& m = ensemble->models()[i];
+      w.map(3);
+      w.text("count");
+      w.uint(static_cast<uint64_t>(std::llround(ensemble->mix().samples[i])));
+      w.text("spec");
+      write_vit_spec(w, m.spec);
+      w.text("parameters");
+      w.tensor(WireFloat::F32, WireLayout::Dense, WireShape{m.parameters.size()}, m.parameters.data(),
+               "head.models[" + std::to_string(i) + "].parameters");
+    }
+    return;
+  }
   const VitModel& m = dynamic_cast<const VitHead&>(head).model();
   w.text("spec");
   write_vit_spec(w, m.spec);
@@ -158,30 +207,57 @@ void VitHeadCodec::write(const Head& head, BodyWriter& w) const {
   w.tensor(WireFloat::F32, WireLayout::Dense, WireShape{m.parameters.size()}, m.parameters.data(), "head.parameters");
 }
 
-// The spec is checked against the message's dim and classes before the parameters are sized.
-std::shared_ptr<const Head> VitHeadCodec::read(const std::string& /*kind*/, BodyValue& map, uint64_t dim,
-                                               uint64_t classes, BodyReader& r, const std::function<void()>& rest) const {
+// Each spec is checked against the message's dim and classes before its parameters are sized;
+// an ensemble's count of models is bounded before any is read.
+std::shared_ptr<const Head> VitHeadCodec::read(const std::string& kind, BodyValue& map, uint64_t dim, uint64_t classes,
+                                               BodyReader& r, const std::function<void()>& rest) const {
+  if (kind == "vit-ensemble") {
+    EnsembleMix mix;
+    const std::string rule = map.at("rule")->text();
+    if (rule == to_string(EnsembleRule::WeightedProbabilities))
+      mix.rule = EnsembleRule::WeightedProbabilities;
+    else if (rule == to_string(EnsembleRule::MeanLogits))
+      mix.rule = EnsembleRule::MeanLogits;
+    else
+      wire_fail(ProtocolErrorCode::InvalidValue, map.path("rule") + ": '" + printable_text(rule) +
+                                                     "' (weighted-probabilities or mean-logits)");
+    const auto list = map.at("models");
+    const uint32_t n = list->items();
+    if (n < 1 || n > kMaxEnsembleModels)
+      wire_fail(n ? ProtocolErrorCode::TooLarge : ProtocolErrorCode::InvalidValue,
+                list->path() + ": " + std::to_string(n) + " models (1 to " + std::to_string(kMaxEnsembleModels) + ")");
+    std::vector<VitModel> models;
+    uint64_t samples = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto e = list->item(i);
+      const uint64_t count = e->at("count")->uint();
+      if (count < 1) wire_fail(ProtocolErrorCode::InvalidValue, e->path("count") + ": must be at least 1");
+      add_samples(samples, count, e->path("count"), r.limits());
+      VitModel m;
+      m.spec = read_vit_spec(*e->at("spec"), static_cast<int>(classes));
+      check_head_spec(m.spec, dim, e->path("spec"));
+      if (i > 0 && !(m.spec == models[0].spec))
+        wire_fail(ProtocolErrorCode::InvalidValue, e->path("spec") + ": not the spec of models[0]");
+      m.parameters = read_head_parameters(*e, m.spec, r);
+      e->finish();
+      mix.samples.push_back(static_cast<double>(count));
+      models.push_back(std::move(m));
+    }
+    const auto head = made_head([&] { return std::make_shared<EnsembleHead>(std::move(models), std::move(mix)); });
+    rest();
+    return head;
+  }
   VitModel m;
   m.spec = read_vit_spec(*map.at("spec"), static_cast<int>(classes));
-  if (static_cast<uint64_t>(m.spec.pixels()) != dim)
-    wire_fail(ProtocolErrorCode::DimensionMismatch, map.path("spec") + ": a ViT of " + std::to_string(m.spec.pixels()) +
-                                                        " pixels per image in a head of dimension " + std::to_string(dim));
-  const BodyTensor t = map.at("parameters")->tensor();
-  r.expect_shape(t, {static_cast<uint64_t>(m.spec.parameter_count())}, WireLayout::Dense);
-  m.parameters.resize(static_cast<size_t>(m.spec.parameter_count()));
-  r.unpack(t, m.parameters.data());
-  std::shared_ptr<const Head> head;
-  try {
-    head = std::make_shared<VitHead>(std::move(m));
-  } catch (const std::exception& e) {
-    wire_fail(ProtocolErrorCode::InvalidValue, std::string("head: ") + e.what());
-  }
+  check_head_spec(m.spec, dim, map.path("spec"));
+  m.parameters = read_head_parameters(map, m.spec, r);
+  const auto head = made_head([&] { return std::make_shared<VitHead>(std::move(m)); });
   rest();
   return head;
 }
 
-std::unique_ptr<Head> VitHeadCodec::load(const std::string& /*kind*/, std::istream& in, const std::string& where) const {
-  return load_vit_head(in, where);
+std::unique_ptr<Head> VitHeadCodec::load(const std::string& kind, std::istream& in, const std::string& where) const {
+  return kind == "vit-ensemble" ? load_ensemble_head(in, where) : load_vit_head(in, where);
 }
 
 size_t ModelCodec::entries(const Knowledge& k) const { return body_of<ModelKnowledge>(k.payload).models.size(); }

@@ -18,10 +18,11 @@ class ModelCodec final : public KnowledgeCodec {
   size_t entries(const Knowledge& k) const override;
 };
 
-// FedMITR's distilled ViT as a head ("vit", docs/protocol.md 5.3): its spec and its parameters.
+// FedMITR's heads (docs/protocol.md 5.3): the distilled ViT ("vit": its spec and parameters) and
+// the received models' ensemble ("vit-ensemble": its rule and the models with their image counts).
 class VitHeadCodec final : public HeadCodec {
  public:
-  std::vector<std::string> kinds() const override { return {"vit"}; }
+  std::vector<std::string> kinds() const override { return {"vit", "vit-ensemble"}; }
   uint32_t entries(const Head&) const override { return 2; }
   void write(const Head& head, BodyWriter& w) const override;
   std::shared_ptr<const Head> read(const std::string& kind, BodyValue& map, uint64_t dim, uint64_t classes, BodyReader& r,

@@ -68,6 +68,18 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
     r.ensemble = EnsembleRule::WeightedProbabilities;
   else
     throw UsageError("--ensemble: '" + rule + "' (expected weighted-probabilities or mean-logits)");
+  const std::string head = a.str("receiver-head", to_string(o.receiver_head));
+  if (head == "ensemble")
+    o.receiver_head = ReceiverHead::Ensemble;
+  else if (head == "student")
+    o.receiver_head = ReceiverHead::Student;
+  else if (head == "best")
+    o.receiver_head = ReceiverHead::Best;
+  else
+    throw UsageError("--receiver-head: '" + head + "' (expected ensemble, student or best)");
+  o.validation_fraction = a.real("head-validation", o.validation_fraction, 0.01, 0.5);
+  if (a.has("head-validation") && o.receiver_head != ReceiverHead::Best)
+    throw UsageError("--head-validation applies to --receiver-head best only (the others hold nothing out)");
   r.images_per_stage = whole("images-per-stage", r.images_per_stage, 1, 1 << 20);
   r.inversion.iterations = whole("inversion-iterations", r.inversion.iterations, 0, 100000);
   r.inversion.lr = a.real("inversion-lr", r.inversion.lr, 1e-8, 100.0);
@@ -107,8 +119,12 @@ std::string fedmitr_options_help() {
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
-    << "  receiver: --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
-    << ": the teacher; mean-logits is the paper's)\n"
+    << "  receiver: --receiver-head ensemble|student|best (" << to_string(o.receiver_head)
+    << ": the received models themselves; student: distilled into one ViT, the paper's;\n"
+    << "    best: of ensemble, student and FedAvg on --head-validation (" << o.validation_fraction
+    << ") of each class of the node's images, held out of its client's training)\n"
+    << "    --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
+    << ": the teacher, and the ensemble head; mean-logits is the paper's)\n"
     << "    --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
     << ") --inversion-iterations (" << r.inversion.iterations << ") --inversion-lr (" << r.inversion.lr << ")\n"
     << "    --tv-weight (" << r.inversion.tv_weight << ") --l2-weight (" << r.inversion.l2_weight << ") --js-weight ("
@@ -144,6 +160,8 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.end_object();
   w.key("model_precision").value(o.half_precision ? "float16" : "float32");
   w.key("receiver").begin_object();
+  w.key("head").value(to_string(o.receiver_head));
+  if (o.receiver_head == ReceiverHead::Best) w.key("validation_fraction").value(o.validation_fraction);
   w.key("stages").value(r.stages);
   w.key("ensemble").value(to_string(r.ensemble));
   w.key("images_per_stage").value(r.images_per_stage);

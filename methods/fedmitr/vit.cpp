@@ -160,6 +160,13 @@ VitSpec load_vit_script(const std::string& path) {
   return spec;
 }
 
+std::string vit_script_file(const VitModel& model) {
+  model.spec.validate("ViT script");
+  std::string bytes;
+  torch_function<decltype(fednode_torch_vit_write_script)>("fednode_torch_vit_write_script")(model, &bytes);
+  return bytes;
+}
+
 VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped) {
   const VitSpec& s = model.spec;
   check_model(model, images);

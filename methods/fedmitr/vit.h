@@ -79,6 +79,11 @@ VitModel vit_init(const VitSpec& spec, uint64_t seed);
 // shapes.
 VitSpec load_vit_script(const std::string& path);
 
+// The bytes of a TorchScript file in that interface that computes `model`'s built-in ViT, its
+// parameters the file's (in vit.h's flat order): a pretrained model as a federation's shared
+// start (`fednode train-vit`). No file is written here. Throws InputError for a scripted model.
+std::string vit_script_file(const VitModel& model);
+
 struct VitOutput {
   MatrixF logits;         // [B, classes], from the CLS token
   MatrixF token_logits;   // [B * tokens, classes]: row b * tokens + t is patch token t of image b

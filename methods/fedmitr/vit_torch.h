@@ -9,6 +9,9 @@
 // process's table of scripted ViTs and fills `spec` (classes included). Throws InputError.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_load_script(const std::string& path, const std::string& digest,
                                                         fednode::VitSpec* spec);
+// The TorchScript file's bytes of `model` (the built-in architecture) in the script interface, its
+// parameters the file's. Throws InputError for a scripted model.
+FEDNODE_TORCH_EXPORT void fednode_torch_vit_write_script(const fednode::VitModel& model, std::string* bytes);
 // The parameters of a loaded script's file, flat in named_parameters() order.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_script_start(const std::string& digest, std::vector<float>* out);
 // `keep`: empty, or B * tokens flags. Fills `out`; throws std::exception on a LibTorch failure.

@@ -138,9 +138,10 @@ struct HeadKind {
 
 class EveryHeadKind : public ::testing::TestWithParam<HeadKind> {};
 
-// Acceptance 3: FedTC's adapter, FedCGS's LDA head and personal head, FGL's CNN, FedMITR's ViT, and a
-// linear head through a backbone and a feature expansion: simulate saves them, predict gives the
-// report's accuracy, the export gives predict's logits in PyTorch.
+// Acceptance 3: FedTC's adapter, FedCGS's LDA head and personal head, FGL's CNN, FedMITR's ViT and
+// ensemble of ViTs (both rules), and a linear head through a backbone and a feature expansion:
+// simulate saves them, predict gives the report's accuracy, the export gives predict's logits in
+// PyTorch.
 TEST_P(EveryHeadKind, PredictsTheSimulatedAccuracyAndExportsToPyTorch) {
   const HeadKind& k = GetParam();
   const fs::path dir = test_dir("use_model");
@@ -202,9 +203,12 @@ INSTANTIATE_TEST_SUITE_P(
         HeadKind{"fgl", "--method fgl --images-per-sample 0.3 --cnn-width 4 --cnn-hidden 16 --cnn-epochs 1 --cnn-min-steps 40", "cnn",
                  1e-4},
         HeadKind{"fedmitr",
-                 "--method fedmitr --client-epochs 1 --client-min-steps 0 --distill-stages 1 --images-per-stage 16"
-                 " --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1",
+                 "--method fedmitr --client-epochs 1 --client-min-steps 0 --receiver-head student --distill-stages 1"
+                 " --images-per-stage 16 --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1",
                  "vit", 1e-4},
+        HeadKind{"fedmitr_ensemble", "--method fedmitr --client-epochs 1 --client-min-steps 0", "vit-ensemble", 1e-4},
+        HeadKind{"fedmitr_ensemble_mean_logits", "--method fedmitr --client-epochs 1 --client-min-steps 0 --ensemble mean-logits",
+                 "vit-ensemble", 1e-4},
         HeadKind{"backbone", "--method fedpft --components 2 --covariance diag --backbone default --input-size 32 --feature-expansion 300",
                  "linear", 1e-4}),
     [](const ::testing::TestParamInfo<HeadKind>& info) { return std::string(info.param.name); });

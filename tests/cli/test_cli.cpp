@@ -406,6 +406,37 @@ TEST_F(Cli, FglTrainsAGeneratorAndSimulatesWithItDirectlyAndAsACommand) {
   EXPECT_NE(unnamed.output.find("knows no class 'a'"), std::string::npos) << unnamed.output;
 }
 
+// FedMITR's pretrained start: `train-vit` writes a file `--vit-script` accepts, the same seeds
+// give the same model (two files, one report), and what does not fit is refused by name.
+TEST_F(Cli, FedMitrStartsFromAViTThatTrainVitPretrained) {
+  const std::string train = "train-vit --dataset fashion-mnist --from 59000 --to 60000 --epochs 1 --vit-dim 16"
+                            " --vit-depth 1 --vit-heads 2 --vit-mlp-dim 16 --seed 3 --threads 1 --quiet --out ";
+  const CliRun a = run_cli(train + (dir_ / "a.pt").string());
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_NE(a.output.find("2986 parameters, 10 classes"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("trained on: fashion-mnist training images 59000 to 59999"), std::string::npos) << a.output;
+  ASSERT_EQ(run_cli(train + (dir_ / "b.pt").string()).code, 0);
+  const std::string common = "simulate --method fedmitr --dataset fashion-mnist --train-limit 600 --test-limit 200"
+                             " --topology star --nodes 3 --client-epochs 1 --client-min-steps 0 --no-baselines --quiet";
+  for (const char* file : {"a", "b"}) {
+    const CliRun run = run_cli(common + " --vit-script " + (dir_ / (std::string(file) + ".pt")).string() + " --report " +
+                               (dir_ / (std::string(file) + ".json")).string());
+    ASSERT_EQ(run.code, 0) << run.output;
+  }
+  EXPECT_GT(hub_accuracy(dir_ / "a.json"), 0.0);
+  EXPECT_EQ(hub_accuracy(dir_ / "a.json"), hub_accuracy(dir_ / "b.json"));
+  // A file for another number of classes is the federation's error; a patch must divide the image.
+  ASSERT_EQ(run_cli(train + (dir_ / "five.pt").string() + " --classes 5").code, 0);
+  const CliRun five = run_cli(common + " --vit-script " + (dir_ / "five.pt").string());
+  EXPECT_NE(five.code, 0);
+  EXPECT_NE(five.output.find("has 5 classes, the federation 10"), std::string::npos) << five.output;
+  const CliRun patch = run_cli(train + (dir_ / "c.pt").string() + " --vit-patch 5");
+  EXPECT_NE(patch.code, 0);
+  EXPECT_NE(patch.output.find("patch"), std::string::npos) << patch.output;
+  EXPECT_EQ(run_cli("train-vit --out " + (dir_ / "d.pt").string()).code, 2);  // no images named
+  EXPECT_FALSE(fs::exists(dir_ / "c.pt"));
+}
+
 // The text-conditioned kind: trained by fednode, it draws from the prompts in process and in
 // PyTorch behind the command contract (its encode() is TorchScript too); and the linear receiver
 // reads the synthetic images through the backbone the nodes' features came from.

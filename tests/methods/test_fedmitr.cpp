@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "core/torch_library.h"
 #include "methods/fedmitr/fedmitr.h"
+#include "methods/fedmitr/ensemble_head.h"
 #include "methods/fedmitr/receiver.h"
 #include "methods/fedmitr/vit_head.h"
 #include "vit_samples.h"
@@ -209,7 +210,8 @@ FedMitrOptions small_options() {
 }
 
 TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
-  const FedMitrOptions options = small_options();
+  FedMitrOptions options = small_options();
+  options.receiver_head = ReceiverHead::Student;
   const auto method = make_fedmitr(options);
   const Features a = brightness_images(60, 1), b = brightness_images(50, 2), c = brightness_images(40, 3);
   const NodeContext c0 = test::node_context(0, 4, 144, 5), c1 = test::node_context(1, 4, 144, 5),
@@ -245,6 +247,100 @@ TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
   EXPECT_EQ(loaded->kind(), "vit");
   const Features test = brightness_images(30, 9);
   EXPECT_EQ(loaded->scores(test.X), head->scores(test.X));
+}
+
+// The default head is the received models themselves: it scores what the teacher (and the
+// simulator's "ensemble" baseline, ensemble_logits) scores, is the same from the same inputs,
+// survives its file, and a corrupt file is refused by name.
+TEST_F(FedMitr, TheDefaultHeadIsTheEnsembleAndScoresAsTheTeacher) {
+  const FedMitrOptions options = small_options();
+  ASSERT_EQ(options.receiver_head, ReceiverHead::Ensemble);
+  const auto method = make_fedmitr(options);
+  const Features a = brightness_images(60, 1), b = brightness_images(50, 2), c = brightness_images(40, 3);
+  const NodeContext c0 = test::node_context(0, 4, 144, 5);
+  const Knowledge k12 = method->merge({method->summarize(b, test::node_context(1, 4, 144, 5))}, &c,
+                                      test::node_context(2, 4, 144, 5));
+  const auto head = method->fit_head({k12}, &a, c0);
+  ASSERT_EQ(head->kind(), "vit-ensemble");
+  const auto& ensemble = dynamic_cast<const EnsembleHead&>(*head);
+  ASSERT_EQ(ensemble.models().size(), 3u);
+  EXPECT_EQ(ensemble.mix().samples, (std::vector<double>{60, 50, 40}));  // by owner: 0, 1, 2
+  EXPECT_EQ(ensemble.models()[0].parameters, train_client_model(options, a, 5, 0).parameters);
+  const std::vector<VitModel> models = ensemble.models();
+  const Features test = brightness_images(30, 9);
+  const MatrixF teacher = ensemble_logits(models, test.X, EnsembleMix{EnsembleRule::WeightedProbabilities, {60, 50, 40}});
+  EXPECT_EQ(head->scores(test.X), teacher);
+  int64_t correct = 0;
+  for (Eigen::Index r = 0; r < teacher.rows(); ++r) {
+    Eigen::Index best = 0;
+    teacher.row(r).maxCoeff(&best);
+    correct += best == test.y[static_cast<size_t>(r)];
+  }
+  EXPECT_DOUBLE_EQ(head->accuracy(test), static_cast<double>(correct) / 30.0);
+  EXPECT_EQ(method->fit_head({k12}, &a, c0)->scores(test.X), teacher);  // deterministic
+
+  std::stringstream file;
+  head->save(file);
+  const std::string bytes = file.str();
+  std::stringstream in(bytes);
+  const auto loaded = Head::load(in, "head file");
+  EXPECT_EQ(loaded->kind(), "vit-ensemble");
+  EXPECT_EQ(loaded->scores(test.X), teacher);
+  // The rule, then the count, follow the kind; a bad one of each, and a file cut short.
+  const size_t body = bytes.find("vit-ensemble") + std::string("vit-ensemble").size();
+  for (const auto& [offset, value, says] : std::vector<std::tuple<size_t, char, std::string>>{
+           {0, 7, "ensemble rule 7"}, {8, 0, "0 models"}}) {
+    std::string bad = bytes;
+    bad[body + offset] = value;
+    std::stringstream bad_in(bad);
+    try {
+      Head::load(bad_in, "bad.head");
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  std::stringstream cut(bytes.substr(0, bytes.size() - 100));
+  EXPECT_THROW(Head::load(cut, "cut.head"), InputError);
+}
+
+// --receiver-head best: the client trains on all but a held-out split of each class, which then
+// chooses among the ensemble, the student and FedAvg; with no images of its own the node keeps
+// the ensemble.
+TEST_F(FedMitr, TheBestHeadIsChosenOnImagesTheNodesOwnModelNeverSaw) {
+  FedMitrOptions options = small_options();
+  options.receiver_head = ReceiverHead::Best;
+  options.validation_fraction = 0.2;
+  const auto method = make_fedmitr(options);
+  const Features a = brightness_images(60, 1), b = brightness_images(50, 2);
+  NodeContext c0 = test::node_context(0, 4, 144, 5);
+  Features validation;
+  Features labelled = a;
+  labelled.num_classes = 4;
+  const Features fit = client_training_images(options, labelled, 5, 0, &validation);
+  EXPECT_EQ(fit.size() + validation.size(), 60);
+  EXPECT_GE(validation.size(), 8);
+  EXPECT_LE(validation.size(), 16);
+  const Knowledge k0 = method->summarize(a, c0);
+  EXPECT_EQ(body_of<ModelKnowledge>(k0.payload).models[0].count, fit.size());
+  EXPECT_EQ(body_of<ModelKnowledge>(k0.payload).models[0].model.parameters,
+            train_client_model(options, fit, 5, 0).parameters);
+
+  std::vector<std::string> said;
+  c0.progress = [&said](const std::string& line) { said.push_back(line); };
+  const Knowledge k1 = method->summarize(b, test::node_context(1, 4, 144, 5));
+  const auto head = method->fit_head({k1}, &a, c0);
+  ASSERT_FALSE(said.empty());
+  const std::string& choice = said.back();
+  ASSERT_NE(choice.find("fedmitr: the head is the "), std::string::npos) << choice;
+  EXPECT_NE(choice.find(std::to_string(validation.size()) + " of its own images"), std::string::npos) << choice;
+  const std::string kind = choice.find("the ensemble (") != std::string::npos ? "vit-ensemble" : "vit";
+  EXPECT_EQ(head->kind(), kind) << choice;
+
+  // A pure receiver has nothing to validate on.
+  said.clear();
+  const auto alone = method->fit_head({k0, k1}, nullptr, test::node_context(2, 4, 144, 5));
+  EXPECT_EQ(alone->kind(), "vit-ensemble");
 }
 
 TEST_F(FedMitr, AModelOfAnotherArchitectureOrOwnerIsRefused) {

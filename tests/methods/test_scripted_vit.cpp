@@ -42,6 +42,21 @@ void expect_near(const MatrixF& a, const MatrixF& b, float tolerance, const char
   EXPECT_LE((a - b).cwiseAbs().maxCoeff(), tolerance * std::max(1.0f, b.cwiseAbs().maxCoeff())) << what;
 }
 
+// `scripted` and `builtin` give the same outputs on `images` (three of 16 patches each), whole and
+// with the patches `stopped` (indices into the three images' 48) dropped, which get no attention.
+void expect_same_forward(const VitModel& scripted, const VitModel& builtin, const MatrixF& images,
+                         const std::vector<int>& stopped) {
+  std::vector<uint8_t> keep(3 * 16, 1);
+  for (int t : stopped) keep[static_cast<size_t>(t)] = 0;
+  for (const std::vector<uint8_t>& k : {std::vector<uint8_t>{}, keep}) {
+    const VitOutput a = vit_forward(scripted, images, k), b = vit_forward(builtin, images, k);
+    expect_near(a.logits, b.logits, 1e-5f, "logits");
+    expect_near(a.token_logits, b.token_logits, 1e-5f, "token logits");
+    expect_near(a.cls_attention, b.cls_attention, 1e-5f, "CLS attention");
+  }
+  EXPECT_EQ(vit_forward(scripted, images, keep).cls_attention(0, stopped[0]), 0.0f);
+}
+
 TEST_F(ScriptedVit, LoadsItsSpecAndStartsFromItsFilesWeights) {
   const VitSpec s = load_vit_script(kTinyVit);
   EXPECT_TRUE(s.scripted());
@@ -64,16 +79,30 @@ TEST_F(ScriptedVit, ComputesWhatTheBuiltInComputesOnTheSameParameters) {
   VitModel scripted = vit_init(s, 0);
   for (float& p : scripted.parameters) p *= 20.0f;  // attention far from uniform
   const VitModel builtin{builtin_twin(), scripted.parameters};
-  const MatrixF images = random_images(s, 3, 21);
-  std::vector<uint8_t> keep(3 * 16, 1);
-  for (int t : {2, 5, 16 + 1, 16 + 9, 32 + 0, 32 + 15}) keep[static_cast<size_t>(t)] = 0;
-  for (const std::vector<uint8_t>& k : {std::vector<uint8_t>{}, keep}) {
-    const VitOutput a = vit_forward(scripted, images, k), b = vit_forward(builtin, images, k);
-    expect_near(a.logits, b.logits, 1e-5f, "logits");
-    expect_near(a.token_logits, b.token_logits, 1e-5f, "token logits");
-    expect_near(a.cls_attention, b.cls_attention, 1e-5f, "CLS attention");
+  expect_same_forward(scripted, builtin, random_images(s, 3, 21), {2, 5, 16 + 1, 16 + 9, 32 + 0, 32 + 15});
+}
+
+// `fednode train-vit`'s file: the built-in model written in the script interface
+// (vit_script_file) loads, starts from the model's parameters, and computes what the built-in
+// computes, keep-mask included; a scripted model cannot be written again.
+TEST_F(ScriptedVit, AWrittenBuiltInModelLoadsAndComputesAsTheBuiltIn) {
+  VitModel builtin = vit_init(builtin_twin(), 3);
+  for (float& p : builtin.parameters) p *= 20.0f;  // attention far from uniform
+  const std::string path = ::testing::TempDir() + "/written_vit.pt";
+  {
+    const std::string bytes = vit_script_file(builtin);
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
-  EXPECT_EQ(vit_forward(scripted, images, keep).cls_attention(0, 2), 0.0f);
+  const VitSpec s = load_vit_script(path);
+  EXPECT_TRUE(s.scripted());
+  EXPECT_EQ(s.parameter_count(), builtin.spec.parameter_count());
+  EXPECT_EQ(s.classes, builtin.spec.classes);
+  const VitModel start = vit_init(s, 99);
+  EXPECT_EQ(start.parameters, builtin.parameters);
+  expect_same_forward(start, builtin, random_images(s, 3, 22), {0, 7, 16 + 3, 16 + 12, 32 + 5, 32 + 6});
+  EXPECT_THROW(vit_script_file(start), InputError);
+  std::filesystem::remove(path);
 }
 
 TEST_F(ScriptedVit, TrainsAndInvertsAsTheBuiltInDoes) {
@@ -120,6 +149,7 @@ TEST_F(ScriptedVit, IsFedMitrsModelWhenANodeNamesIt) {
   o.receiver.inversion.iterations = 4;
   o.receiver.inversion.mask_at = {2};
   o.receiver.distill.epochs = 1;
+  o.receiver_head = ReceiverHead::Student;
   const auto method = make_fedmitr(o);
   const VitSpec s = load_vit_script(kTinyVit);
   Features data;
@@ -137,6 +167,13 @@ TEST_F(ScriptedVit, IsFedMitrsModelWhenANodeNamesIt) {
   const auto loaded = Head::load(file, "head file");
   EXPECT_TRUE(dynamic_cast<const VitHead&>(*loaded).model().spec == s);
   EXPECT_EQ(loaded->scores(data.X), head->scores(data.X));
+  // The ensemble head of scripted models scores as its teacher; its export needs the script.
+  FedMitrOptions ensemble = o;
+  ensemble.receiver_head = ReceiverHead::Ensemble;
+  const auto mixed = make_fedmitr(ensemble)->fit_head({k1}, &data, c0);
+  ASSERT_EQ(mixed->kind(), "vit-ensemble");
+  EXPECT_EQ(mixed->scores(data.X).rows(), 40);
+  EXPECT_THROW(mixed->script(), InputError);
   // A node of the built-in ViT refuses the scripted one, and says which it is.
   FedMitrOptions builtin = o;
   builtin.vit_script.clear();

@@ -691,6 +691,62 @@ TEST(ProtocolErrors, CnnHeads) {
   expect(ProtocolErrorCode::MissingField, v, "hidden");
 }
 
+// FedMITR's ensemble head: its rule is one of two, its models are 1 to kMaxEnsembleModels of one
+// spec that describes the message's images, each with a count, bounded before any is read.
+TEST(ProtocolErrors, EnsembleHeads) {
+  // 4 x 4 x 1 images, patch 2, dim 2, depth 1, 1 head, MLP 2, 2 classes: 76 parameters.
+  const auto member = [](uint64_t count) {
+    return Value(Map{{"count", count},
+                     {"spec", Map{{"image_size", 4}, {"channels", 1}, {"patch", 2}, {"dim", 2}, {"depth", 1}, {"heads", 1},
+                                  {"mlp_dim", 2}}},
+                     {"parameters", tensor("f32", Array{76}, "dense", f32_bytes(std::vector<float>(76, 0.1f)))}});
+  };
+  const auto ensemble_head = [&] {
+    return Value(Map{{"kind", "vit-ensemble"},
+                     {"contributors", Array{0, 1}},
+                     {"backbone", "pixels"},
+                     {"dim", 16},
+                     {"classes", 2},
+                     {"rule", "weighted-probabilities"},
+                     {"models", Array{member(30), member(10)}}});
+  };
+  const auto decode_head = [](const Value& v) { return decode(MessageType::Head, pack(v)); };
+  EXPECT_EQ(std::get<HeadMessage>(decode_head(ensemble_head())).head->kind(), "vit-ensemble");
+  const auto expect = [&](ProtocolErrorCode code, const Value& v, const std::string& mentions) {
+    expect_code(code, [&] { decode_head(v); }, mentions);
+  };
+  Value v = ensemble_head();
+  v["rule"] = "median";
+  expect(ProtocolErrorCode::InvalidValue, v, "head.rule");
+  v = ensemble_head();
+  v["models"] = Array{};
+  expect(ProtocolErrorCode::InvalidValue, v, "0 models");
+  v = ensemble_head();
+  v["models"] = Array(4097, member(1));
+  expect(ProtocolErrorCode::TooLarge, v, "4097 models");
+  v = ensemble_head();
+  v["models"][1]["count"] = 0;
+  expect(ProtocolErrorCode::InvalidValue, v, "models[1].count");
+  v = ensemble_head();
+  v["models"][1]["count"] = uint64_t{1} << 50;
+  expect(ProtocolErrorCode::TooLarge, v, "max_samples");
+  v = ensemble_head();
+  v["models"][1]["spec"]["mlp_dim"] = 4;
+  expect(ProtocolErrorCode::InvalidValue, v, "not the spec of models[0]");
+  v = ensemble_head();
+  v["dim"] = 64;
+  expect(ProtocolErrorCode::DimensionMismatch, v, "16 pixels");
+  v = ensemble_head();
+  v["models"][0]["parameters"] = tensor("f32", Array{75}, "dense", f32_bytes(std::vector<float>(75, 0.1f)));
+  expect(ProtocolErrorCode::DimensionMismatch, v, "parameters");
+  v = ensemble_head();
+  v["models"][0].add("owner", 3);
+  expect(ProtocolErrorCode::UnknownField, v, "owner");
+  v = ensemble_head();
+  v.erase("rule");
+  expect(ProtocolErrorCode::MissingField, v, "rule");
+}
+
 TEST(ProtocolErrors, EnvelopeHeader) {
   const EnvelopeHeader h = test::header_for(MessageType::Ack);
   Bin run;

@@ -5,6 +5,7 @@
 #include "core/float16.h"
 
 #include "methods/fgl/cnn.h"
+#include "methods/fedmitr/ensemble_head.h"
 #include "methods/fedmitr/model_knowledge.h"
 #include "methods/fgl/prompt_knowledge.h"
 
@@ -423,6 +424,22 @@ TEST(ProtocolRoundTrip, Heads) {
   EXPECT_EQ(dynamic_cast<const VitHead&>(*vit_back.head).model().parameters,
             dynamic_cast<const VitHead&>(*v.head).model().parameters);
   EXPECT_TRUE(dynamic_cast<const VitHead&>(*vit_back.head).model().spec == s);
+
+  // Its ensemble head: the rule, each model's count, spec and parameters, float32 on the wire.
+  for (EnsembleRule rule : {EnsembleRule::WeightedProbabilities, EnsembleRule::MeanLogits}) {
+    HeadMessage e = v;
+    e.head = std::make_shared<EnsembleHead>(std::vector<VitModel>{vit_init(s, 4), vit_init(s, 5)}, EnsembleMix{rule, {30, 12}});
+    const HeadMessage e_back = std::get<HeadMessage>(roundtrip(e));
+    ASSERT_EQ(e_back.head->kind(), "vit-ensemble");
+    const auto& sent = dynamic_cast<const EnsembleHead&>(*e.head);
+    const auto& got = dynamic_cast<const EnsembleHead&>(*e_back.head);
+    EXPECT_EQ(got.mix().rule, rule);
+    EXPECT_EQ(got.mix().samples, sent.mix().samples);
+    ASSERT_EQ(got.models().size(), 2u);
+    EXPECT_EQ(got.models()[1].parameters, sent.models()[1].parameters);
+    const MatrixF images = MatrixF::Constant(3, s.pixels(), 0.25f);
+    EXPECT_EQ(got.scores(images), sent.scores(images));
+  }
 
   // FGL's head is its CNN, float32 on the wire.
   CnnSpec cs;
