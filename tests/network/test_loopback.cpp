@@ -143,9 +143,10 @@ TEST(LoopbackPersonalization, AStarsLeavesAndARingsNodesTrainTheSimulatorsPerson
 }
 
 // FedMITR over real processes (paper 004): a star's leaves send their ViTs to the hub, which
-// distils them by sparse inversion and token relabelling and sends the distilled ViT back as its
-// head; a chain forwards the growing ensemble, here as float16 models. Every node's head equals
-// the simulator's; so does a star running a user's TorchScript ViT. Ports 23950-23958.
+// sends the ensemble of them back as its head (vit-ensemble on the wire); a chain forwards the
+// growing ensemble, here as float16 models, and each node distils it by sparse inversion and
+// token relabelling (--receiver-head student). Every node's head equals the simulator's; so does a
+// star running a user's TorchScript ViT. Ports 23950-23958.
 TEST(LoopbackFedMitr, AStarAChainOfFloat16ModelsAndAScriptedStarMatchTheSimulator) {
   const auto dir = test_dir("loopback_fedmitr");
   OptionMap options = {{"client-epochs", "1"},         {"client-min-steps", "0"}, {"distill-stages", "1"},
@@ -153,7 +154,9 @@ TEST(LoopbackFedMitr, AStarAChainOfFloat16ModelsAndAScriptedStarMatchTheSimulato
                        {"distill-epochs", "1"}};
   launch_and_expect_simulate(make_federation(dir / "star", TopologyMode::Star, 3, "fedmitr", 23950, options, small_data()));
   options["model-precision"] = "float16";
+  options["receiver-head"] = "student";
   launch_and_expect_simulate(make_federation(dir / "chain", TopologyMode::Linear, 3, "fedmitr", 23953, options, small_data()));
+  options.erase("receiver-head");
   // A user's TorchScript ViT (scripts/export_vit.py): every node loads the same file, and its
   // models travel as the file's SHA-256 and their parameters.
   options["vit-script"] = std::string(FEDNODE_SOURCE_DIR) + "/tests/data/tiny_vit.pt";
