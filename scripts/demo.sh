@@ -13,9 +13,10 @@
 #   DEMO_OUT     where features and reports go                       default ./demo-out
 #   DEMO_PORT    first TCP port of the nodes (loopback)              default 7400
 #   DEMO_METHODS the methods, in order                               default "fedpft fedcgs"
-#                (fedmitr too: it trains a ViT per node on the pixels and inverts the chain's
-#                models at every hop, so it takes minutes, not seconds: docs/methods/fedmitr.md)
-#   DEMO_FEDMITR options for fedmitr's runs (its receiver's budget)  default a small one
+#                (fedmitr too: it trains a ViT per node on the pixels, minutes not seconds; each
+#                node's head is the ensemble of the models it holds, and `simulate` adds the
+#                distilled student and the paper's baselines with their times: docs/methods/fedmitr.md)
+#   DEMO_FEDMITR options for fedmitr's runs (the student's budget)   default a small one
 #                (fgl too: the demo first trains its generator on training images 50000-59999,
 #                which the federation does not hold, then each node synthesises from the prompts
 #                it holds and trains a CNN: minutes per node; docs/methods/fgl.md)
