@@ -263,6 +263,7 @@ std::string head_info_text(const HeadFile& f) {
   std::ostringstream s;
   s << "head file version " << f.version << "\n";
   s << "kind: " << f.head->kind() << (c.personal ? " (personal head)" : "") << "\n";
+  if (const std::string made_of = f.head->composition(); !made_of.empty()) s << "made of: " << made_of << "\n";
   s << "classes: " << f.head->num_classes();
   if (!c.class_names.empty()) {
     s << " (";
@@ -298,6 +299,7 @@ std::string head_info_json(const HeadFile& f) {
   w.begin_object();
   w.key("version").value(static_cast<int64_t>(f.version));
   w.key("kind").value(f.head->kind());
+  if (const std::string made_of = f.head->composition(); !made_of.empty()) w.key("made_of").value(made_of);
   w.key("personal").value(c.personal);
   w.key("classes").value(static_cast<int64_t>(f.head->num_classes()));
   w.key("class_names").begin_array();

@@ -71,6 +71,15 @@ ScriptPart EnsembleHead::script() const {
   return out;
 }
 
+std::string EnsembleHead::composition() const {
+  std::string images;
+  for (size_t i = 0; i < mix_.samples.size(); ++i)
+    images += (i ? ", " : "") + std::to_string(static_cast<long long>(std::llround(mix_.samples[i])));
+  const std::string n = std::to_string(models_.size());
+  return n + " ViTs (" + std::to_string(models_.front().parameters.size()) + " parameters each) mixed as " +
+         to_string(mix_.rule) + ", trained on " + images + " images: " + n + " forward passes per image";
+}
+
 void EnsembleHead::save_body(std::ostream& out) const {
   head_format::write_u64(out, mix_.probabilities() ? 1 : 0);
   head_format::write_u64(out, models_.size());

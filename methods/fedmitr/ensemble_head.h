@@ -27,6 +27,9 @@ class EnsembleHead : public Head {
   // mixture of the models' probabilities.
   MatrixF scores(const MatrixF& X) const override;
   ScriptPart script() const override;
+  // "10 ViTs (139018 parameters each) mixed as weighted-probabilities, trained on 500, ... images:
+  // 10 forward passes per image".
+  std::string composition() const override;
   const std::vector<VitModel>& models() const { return models_; }
   const EnsembleMix& mix() const { return mix_; }
 

@@ -30,6 +30,9 @@ class Head {
   // float rows to [n, C] scores, over tensors named head_* (`fednode export`). Throws InputError
   // for a head that cannot be written so (a ViT from a user's script).
   virtual ScriptPart script() const = 0;
+  // What the head is made of, beyond its kind, in one line for `fednode head info` (an ensemble's
+  // members and what running it costs); empty when the kind says it all.
+  virtual std::string composition() const { return ""; }
 
   Labels predict(const MatrixF& X) const;
   double accuracy(const Features& test) const;

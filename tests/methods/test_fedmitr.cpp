@@ -265,6 +265,9 @@ TEST_F(FedMitr, TheDefaultHeadIsTheEnsembleAndScoresAsTheTeacher) {
   const auto& ensemble = dynamic_cast<const EnsembleHead&>(*head);
   ASSERT_EQ(ensemble.models().size(), 3u);
   EXPECT_EQ(ensemble.mix().samples, (std::vector<double>{60, 50, 40}));  // by owner: 0, 1, 2
+  EXPECT_NE(head->composition().find("3 ViTs"), std::string::npos) << head->composition();
+  EXPECT_NE(head->composition().find("trained on 60, 50, 40 images: 3 forward passes per image"), std::string::npos)
+      << head->composition();
   EXPECT_EQ(ensemble.models()[0].parameters, train_client_model(options, a, 5, 0).parameters);
   const std::vector<VitModel> models = ensemble.models();
   const Features test = brightness_images(30, 9);
