@@ -47,8 +47,9 @@ void score_result(NodeResult& result, const MachineOutcome& o, const std::vector
   result.status = finish_status == NodeStatus::Finished && short_of_plan ? NodeStatus::Incomplete : finish_status;
   result.head = o.head;
   if (o.head && test) {
-    result.accuracy = o.head->accuracy(*test);
-    result.per_class = o.head->per_class_accuracy(*test);
+    TestScore score = o.head->score(*test);
+    result.accuracy = score.accuracy;
+    result.per_class = std::move(score.per_class);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 namespace fednode {
@@ -187,14 +188,18 @@ FederationHeads run_federation(const std::vector<Features>& local, const Feature
                                 say);
   federation.run();
   FederationHeads heads;
+  // A star's leaves hold the hub's head itself: scored once.
+  std::map<const Head*, TestScore> scored;
   for (int i = 0; i < N; ++i) {
     const MachineOutcome& o = federation.machine(i).outcome();
     if (!o.head) throw InputError("node " + std::to_string(i) + " ended without a head in this topology");
     heads.heads.push_back(o.head);
     heads.personal.push_back(federation.personal_head(i));
     auto& r = report.nodes[i];
-    r.accuracy = o.head->accuracy(test);
-    r.per_class = o.head->per_class_accuracy(test);
+    auto score = scored.find(o.head.get());
+    if (score == scored.end()) score = scored.emplace(o.head.get(), o.head->score(test)).first;
+    r.accuracy = score->second.accuracy;
+    r.per_class = score->second.per_class;
     r.contributors = o.contributors;
     if (options.on_head) options.on_head(static_cast<NodeId>(i), *o.head, heads.personal.back().get(), o.contributors);
     if (!say) continue;

@@ -152,6 +152,15 @@ double Head::accuracy(const Features& test) const {
   return static_cast<double>(correct) / static_cast<double>(p.size());
 }
 
+TestScore Head::score(const Features& test) const {
+  TestScore s;
+  s.per_class = per_class_accuracy(test);
+  int64_t correct = 0;
+  for (const ClassAccuracy& c : s.per_class) correct += c.correct;
+  s.accuracy = test.size() ? static_cast<double>(correct) / static_cast<double>(test.size()) : 0.0;
+  return s;
+}
+
 std::vector<ClassAccuracy> Head::per_class_accuracy(const Features& test) const {
   const int classes = std::max(num_classes(), test.num_classes);
   check_test_set(test, classes);

@@ -18,6 +18,12 @@ struct ClassAccuracy {
   double value() const { return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0; }
 };
 
+// A head's accuracy on a test set, overall and per class, from one pass of predictions.
+struct TestScore {
+  double accuracy = 0;  // as Head::accuracy
+  std::vector<ClassAccuracy> per_class;  // as Head::per_class_accuracy
+};
+
 class Head {
  public:
   virtual ~Head() = default;
@@ -37,6 +43,8 @@ class Head {
   Labels predict(const MatrixF& X) const;
   double accuracy(const Features& test) const;
   std::vector<ClassAccuracy> per_class_accuracy(const Features& test) const;
+  // Both at the price of one: a head that runs ten ViTs per image takes seconds per test set.
+  TestScore score(const Features& test) const;
 
   // Binary format "FNHEAD1\0", documented in docs/methods/heads.md. Streams only: methods/ does
   // no file I/O; a head in a file of its own is node/head_io.h's.
