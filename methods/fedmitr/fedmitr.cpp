@@ -155,11 +155,17 @@ class FedMitr final : public Method {
       return teacher;
     }
     const VitModel fedavg = average_models(ensemble, weights);
-    say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
-    auto student = std::make_unique<VitHead>(distil_ensemble(ensemble, weights, fedavg, options_.receiver,
-                                                             ReceiverVariant::FedMitr,
-                                                             fedmitr_receiver_seed(ctx.seed, ctx.node), say, ctx.stop,
-                                                             nullptr, ctx.progress ? ctx.watch : nullptr));
+    if (options_.receiver_head == ReceiverHead::Fedavg) {
+      say("fedmitr: the head is the one-shot FedAvg of " + std::to_string(ensemble.size()) + " models");
+      return std::make_unique<VitHead>(fedavg);
+    }
+    std::unique_ptr<Head> student;
+    if (options_.receiver_head == ReceiverHead::Student || options_.receiver.stages > 0) {
+      say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
+      student = std::make_unique<VitHead>(distil_ensemble(ensemble, weights, fedavg, options_.receiver,
+                                                          ReceiverVariant::FedMitr, fedmitr_receiver_seed(ctx.seed, ctx.node),
+                                                          say, ctx.stop, nullptr, ctx.progress ? ctx.watch : nullptr));
+    }
     if (options_.receiver_head == ReceiverHead::Student) return student;
     return best_of(std::move(teacher), std::move(student), std::make_unique<VitHead>(fedavg), validation, say);
   }
@@ -167,22 +173,28 @@ class FedMitr final : public Method {
  private:
   // The candidate of highest accuracy on `validation`; a tie goes to the one named first (the
   // ensemble, then the student): a small split's tie is no evidence that the cheaper one is as good.
+  // No student (no distillation stages): the ensemble or FedAvg, at no receiver cost.
   static std::unique_ptr<Head> best_of(std::unique_ptr<Head> ensemble, std::unique_ptr<Head> student,
                                        std::unique_ptr<Head> fedavg, const Features& validation,
                                        const std::function<void(const std::string&)>& say) {
     std::unique_ptr<Head> candidates[] = {std::move(ensemble), std::move(student), std::move(fedavg)};
     const char* names[] = {"ensemble", "student", "fedavg"};
-    double scores[3];
     size_t best = 0;
+    double best_score = -1;
+    std::string scores;
     for (size_t i = 0; i < 3; ++i) {
-      scores[i] = candidates[i]->accuracy(validation);
-      if (scores[i] > scores[best]) best = i;
+      if (!candidates[i]) continue;
+      const double score = candidates[i]->accuracy(validation);
+      char one[64];
+      std::snprintf(one, sizeof one, "%s%s %.4f", scores.empty() ? "" : ", ", names[i], score);
+      scores += one;
+      if (score > best_score) {
+        best = i;
+        best_score = score;
+      }
     }
-    char line[200];
-    std::snprintf(line, sizeof line, "fedmitr: the head is the %s (validation, %lld of its own images: ensemble %.4f, "
-                  "student %.4f, fedavg %.4f)", names[best], static_cast<long long>(validation.size()), scores[0],
-                  scores[1], scores[2]);
-    say(line);
+    say(std::string("fedmitr: the head is the ") + names[best] + " (validation, " + std::to_string(validation.size()) +
+        " of its own images: " + scores + ")");
     return std::move(candidates[best]);
   }
 
@@ -247,6 +259,7 @@ const char* to_string(ReceiverHead h) {
   switch (h) {
     case ReceiverHead::Ensemble: return "ensemble";
     case ReceiverHead::Student: return "student";
+    case ReceiverHead::Fedavg: return "fedavg";
     case ReceiverHead::Best: return "best";
   }
   return "?";

@@ -12,15 +12,17 @@
 namespace fednode {
 
 // What a receiver keeps as its head (`--receiver-head`). The ensemble of the models it holds is
-// the teacher the student learns from, and scored above every student, FedAvg and the nodes' own
-// models in all nine runs of the kept table (docs/methods/fedmitr.md); the student is one ViT,
-// M times cheaper to run, after hours of distillation.
+// the teacher the student learns from; from the shared seeded start it scored above every
+// student, FedAvg and the nodes' own models in all twelve measured runs, while from a pretrained
+// start (`fednode train-vit`) one-shot FedAvg scored above it (docs/methods/fedmitr.md, "A
+// pretrained start"). The student is one ViT, M times cheaper to run, after the distillation.
 enum class ReceiverHead {
   Ensemble,  // the models themselves, weighted as the teacher; no distillation
   Student,   // the paper's: the ensemble distilled into one ViT
-  Best,      // of ensemble, student and FedAvg, the best on a validation split of the node's own images
+  Fedavg,    // one-shot FedAvg of the models (their shared start's fine-tunings); no distillation
+  Best,      // of ensemble, student (with distillation stages) and FedAvg, the best on a held-out split of the node's own images
 };
-const char* to_string(ReceiverHead h);  // "ensemble" | "student" | "best"
+const char* to_string(ReceiverHead h);  // "ensemble" | "student" | "fedavg" | "best"
 
 // FedMITR (methods/fedmitr/, docs/methods/fedmitr.md): clients train a ViT from the federation's
 // shared initialisation and send it; receivers distil the ensemble of what they hold.

@@ -73,10 +73,12 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
     o.receiver_head = ReceiverHead::Ensemble;
   else if (head == "student")
     o.receiver_head = ReceiverHead::Student;
+  else if (head == "fedavg")
+    o.receiver_head = ReceiverHead::Fedavg;
   else if (head == "best")
     o.receiver_head = ReceiverHead::Best;
   else
-    throw UsageError("--receiver-head: '" + head + "' (expected ensemble, student or best)");
+    throw UsageError("--receiver-head: '" + head + "' (expected ensemble, student, fedavg or best)");
   o.validation_fraction = a.real("head-validation", o.validation_fraction, 0.01, 0.5);
   if (a.has("head-validation") && o.receiver_head != ReceiverHead::Best)
     throw UsageError("--head-validation applies to --receiver-head best only (the others hold nothing out)");
@@ -119,10 +121,10 @@ std::string fedmitr_options_help() {
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
-    << "  receiver: --receiver-head ensemble|student|best (" << to_string(o.receiver_head)
+    << "  receiver: --receiver-head ensemble|student|fedavg|best (" << to_string(o.receiver_head)
     << ": the received models themselves; student: distilled into one ViT, the paper's;\n"
-    << "    best: of ensemble, student and FedAvg on --head-validation (" << o.validation_fraction
-    << ") of each class of the node's images, held out of its client's training)\n"
+    << "    fedavg: their one-shot average; best: of ensemble, student (when --distill-stages > 0) and FedAvg on\n"
+    << "    --head-validation (" << o.validation_fraction << ") of each class of the node's images, held out of its client's training)\n"
     << "    --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
     << ": the teacher, and the ensemble head; mean-logits is the paper's)\n"
     << "    --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage

@@ -344,6 +344,27 @@ TEST_F(FedMitr, TheBestHeadIsChosenOnImagesTheNodesOwnModelNeverSaw) {
   said.clear();
   const auto alone = method->fit_head({k0, k1}, nullptr, test::node_context(2, 4, 144, 5));
   EXPECT_EQ(alone->kind(), "vit-ensemble");
+
+  // Without distillation stages there is no student to weigh: the ensemble or FedAvg, at no cost.
+  FedMitrOptions cheap = options;
+  cheap.receiver.stages = 0;
+  said.clear();
+  make_fedmitr(cheap)->fit_head({k1}, &a, c0);
+  ASSERT_FALSE(said.empty());
+  EXPECT_EQ(said.back().find("student"), std::string::npos) << said.back();
+  EXPECT_NE(said.back().find("fedavg "), std::string::npos) << said.back();
+  for (const std::string& line : said) EXPECT_EQ(line.find("distilling"), std::string::npos) << line;
+
+  // --receiver-head fedavg: the models' one-shot average, weighted by their images.
+  FedMitrOptions averaged = small_options();
+  averaged.receiver_head = ReceiverHead::Fedavg;
+  const auto fedavg = make_fedmitr(averaged)->fit_head({k1}, &b, test::node_context(3, 4, 144, 5));
+  ASSERT_EQ(fedavg->kind(), "vit");
+  const Knowledge k3 = make_fedmitr(averaged)->summarize(b, test::node_context(3, 4, 144, 5));
+  const ClientModel& m1 = body_of<ModelKnowledge>(k1.payload).models[0];  // trained by a node holding out images
+  const ClientModel& m3 = body_of<ModelKnowledge>(k3.payload).models[0];
+  const VitModel expected = average_models({m1.model, m3.model}, {static_cast<double>(m1.count), static_cast<double>(m3.count)});
+  EXPECT_EQ(dynamic_cast<const VitHead&>(*fedavg).model().parameters, expected.parameters);
 }
 
 TEST_F(FedMitr, AModelOfAnotherArchitectureOrOwnerIsRefused) {
