@@ -19,6 +19,7 @@
 #include "methods/registry.h"
 #include "methods/fedmitr/model_knowledge.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -152,28 +153,33 @@ class FedMitr final : public Method {
     }
     if (options_.receiver_head == ReceiverHead::Best && validation.size() == 0) {
       say("fedmitr: no images of its own to choose the head on: the head is the ensemble");
-      return teacher;
+      return teacher;  // the stronger of the two in more of the measured runs
     }
     const VitModel fedavg = average_models(ensemble, weights);
     if (options_.receiver_head == ReceiverHead::Fedavg) {
       say("fedmitr: the head is the one-shot FedAvg of " + std::to_string(ensemble.size()) + " models");
       return std::make_unique<VitHead>(fedavg);
     }
+    const auto wanted = [this](ReceiverHead h) {
+      return options_.receiver_head == h ||
+             std::find(options_.head_candidates.begin(), options_.head_candidates.end(), h) != options_.head_candidates.end();
+    };
     std::unique_ptr<Head> student;
-    if (options_.receiver_head == ReceiverHead::Student || options_.receiver.stages > 0) {
+    if (wanted(ReceiverHead::Student)) {
       say("fedmitr: distilling an ensemble of " + std::to_string(ensemble.size()) + " models");
       student = std::make_unique<VitHead>(distil_ensemble(ensemble, weights, fedavg, options_.receiver,
                                                           ReceiverVariant::FedMitr, fedmitr_receiver_seed(ctx.seed, ctx.node),
                                                           say, ctx.stop, nullptr, ctx.progress ? ctx.watch : nullptr));
     }
     if (options_.receiver_head == ReceiverHead::Student) return student;
-    return best_of(std::move(teacher), std::move(student), std::make_unique<VitHead>(fedavg), validation, say);
+    return best_of(wanted(ReceiverHead::Ensemble) ? std::move(teacher) : nullptr, std::move(student),
+                   wanted(ReceiverHead::Fedavg) ? std::make_unique<VitHead>(fedavg) : nullptr, validation, say);
   }
 
  private:
   // The candidate of highest accuracy on `validation`; a tie goes to the one named first (the
   // ensemble, then the student): a small split's tie is no evidence that the cheaper one is as good.
-  // No student (no distillation stages): the ensemble or FedAvg, at no receiver cost.
+  // Absent candidates (null) are not weighed.
   static std::unique_ptr<Head> best_of(std::unique_ptr<Head> ensemble, std::unique_ptr<Head> student,
                                        std::unique_ptr<Head> fedavg, const Features& validation,
                                        const std::function<void(const std::string&)>& say) {
@@ -328,7 +334,7 @@ MethodDescriptor fedmitr_descriptor() {
                "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
-               "high-token-weight", "low-token-weight", "receiver-head", "head-validation"};
+               "high-token-weight", "low-token-weight", "receiver-head", "head-validation", "head-candidates"};
   d.path_options = {"vit-script"};
   d.parse_options = parse_fedmitr_options;
   d.help = fedmitr_options_help;

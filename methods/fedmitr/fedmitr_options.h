@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fednode {
 
@@ -20,7 +21,7 @@ enum class ReceiverHead {
   Ensemble,  // the models themselves, weighted as the teacher; no distillation
   Student,   // the paper's: the ensemble distilled into one ViT
   Fedavg,    // one-shot FedAvg of the models (their shared start's fine-tunings); no distillation
-  Best,      // of ensemble, student (with distillation stages) and FedAvg, the best on a held-out split of the node's own images
+  Best,      // of `head_candidates`, the best on a held-out split of the node's own images
 };
 const char* to_string(ReceiverHead h);  // "ensemble" | "student" | "fedavg" | "best"
 
@@ -41,7 +42,12 @@ struct FedMitrOptions final : OwnOptions {
   }();
   bool half_precision = false;     // send the parameters as float16 (rounded where they are made)
   ReceiverOptions receiver;        // seeds: per node, from the run's seed
-  ReceiverHead receiver_head = ReceiverHead::Ensemble;
+  // Best of the ensemble and FedAvg by default: each won by far in one of the two regimes measured
+  // (from the seeded start the ensemble, from a pretrained one FedAvg), and the held-out split
+  // chose the winner in both; the student won in neither and costs the distillation, so it is a
+  // candidate only when asked for.
+  ReceiverHead receiver_head = ReceiverHead::Best;
+  std::vector<ReceiverHead> head_candidates = {ReceiverHead::Ensemble, ReceiverHead::Fedavg};
   // With ReceiverHead::Best: the share of each class of a node's images held out of its client's
   // training to choose the head on (methods/heads/train_common.h, split_for_validation).
   double validation_fraction = 0.1;

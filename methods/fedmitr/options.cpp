@@ -3,6 +3,7 @@
 #include "core/json_writer.h"
 #include "methods/method_options.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -25,6 +26,12 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
     }
   }
   return out;
+}
+
+std::string candidate_list(const std::vector<ReceiverHead>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += std::string(i ? "," : "") + to_string(v[i]);
+  return s;
 }
 
 std::string int_list(const std::vector<int>& v) {
@@ -82,6 +89,24 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
   o.validation_fraction = a.real("head-validation", o.validation_fraction, 0.01, 0.5);
   if (a.has("head-validation") && o.receiver_head != ReceiverHead::Best)
     throw UsageError("--head-validation applies to --receiver-head best only (the others hold nothing out)");
+  if (a.has("head-candidates")) {
+    if (o.receiver_head != ReceiverHead::Best)
+      throw UsageError("--head-candidates applies to --receiver-head best only");
+    o.head_candidates.clear();
+    std::stringstream in(a.str("head-candidates", ""));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      ReceiverHead h;
+      if (item == "ensemble") h = ReceiverHead::Ensemble;
+      else if (item == "fedavg") h = ReceiverHead::Fedavg;
+      else if (item == "student") h = ReceiverHead::Student;
+      else throw UsageError("--head-candidates: '" + item + "' (a comma-separated list of ensemble, fedavg, student)");
+      if (std::find(o.head_candidates.begin(), o.head_candidates.end(), h) != o.head_candidates.end())
+        throw UsageError("--head-candidates: '" + item + "' twice");
+      o.head_candidates.push_back(h);
+    }
+    if (o.head_candidates.empty()) throw UsageError("--head-candidates: empty (name at least one of ensemble, fedavg, student)");
+  }
   r.images_per_stage = whole("images-per-stage", r.images_per_stage, 1, 1 << 20);
   r.inversion.iterations = whole("inversion-iterations", r.inversion.iterations, 0, 100000);
   r.inversion.lr = a.real("inversion-lr", r.inversion.lr, 1e-8, 100.0);
@@ -123,8 +148,9 @@ std::string fedmitr_options_help() {
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
     << "  receiver: --receiver-head ensemble|student|fedavg|best (" << to_string(o.receiver_head)
     << ": the received models themselves; student: distilled into one ViT, the paper's;\n"
-    << "    fedavg: their one-shot average; best: of ensemble, student (when --distill-stages > 0) and FedAvg on\n"
-    << "    --head-validation (" << o.validation_fraction << ") of each class of the node's images, held out of its client's training)\n"
+    << "    fedavg: their one-shot average; best: of --head-candidates (" << candidate_list(o.head_candidates)
+    << "; student too costs its distillation)\n"
+    << "    on --head-validation (" << o.validation_fraction << ") of each class of the node's images, held out of its client's training)\n"
     << "    --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
     << ": the teacher, and the ensemble head; mean-logits is the paper's)\n"
     << "    --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
@@ -163,7 +189,10 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.key("model_precision").value(o.half_precision ? "float16" : "float32");
   w.key("receiver").begin_object();
   w.key("head").value(to_string(o.receiver_head));
-  if (o.receiver_head == ReceiverHead::Best) w.key("validation_fraction").value(o.validation_fraction);
+  if (o.receiver_head == ReceiverHead::Best) {
+    w.key("head_candidates").value(candidate_list(o.head_candidates));
+    w.key("validation_fraction").value(o.validation_fraction);
+  }
   w.key("stages").value(r.stages);
   w.key("ensemble").value(to_string(r.ensemble));
   w.key("images_per_stage").value(r.images_per_stage);

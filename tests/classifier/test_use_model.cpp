@@ -206,8 +206,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "--method fedmitr --client-epochs 1 --client-min-steps 0 --receiver-head student --distill-stages 1"
                  " --images-per-stage 16 --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1",
                  "vit", 1e-4},
-        HeadKind{"fedmitr_ensemble", "--method fedmitr --client-epochs 1 --client-min-steps 0", "vit-ensemble", 1e-4},
-        HeadKind{"fedmitr_ensemble_mean_logits", "--method fedmitr --client-epochs 1 --client-min-steps 0 --ensemble mean-logits",
+        HeadKind{"fedmitr_ensemble", "--method fedmitr --client-epochs 1 --client-min-steps 0 --receiver-head ensemble",
+                 "vit-ensemble", 1e-4},
+        HeadKind{"fedmitr_ensemble_mean_logits",
+                 "--method fedmitr --client-epochs 1 --client-min-steps 0 --receiver-head ensemble --ensemble mean-logits",
                  "vit-ensemble", 1e-4},
         HeadKind{"backbone", "--method fedpft --components 2 --covariance diag --backbone default --input-size 32 --feature-expansion 300",
                  "linear", 1e-4}),

@@ -249,12 +249,15 @@ TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
   EXPECT_EQ(loaded->scores(test.X), head->scores(test.X));
 }
 
-// The default head is the received models themselves: it scores what the teacher (and the
+// The ensemble head is the received models themselves: it scores what the teacher (and the
 // simulator's "ensemble" baseline, ensemble_logits) scores, is the same from the same inputs,
 // survives its file, and a corrupt file is refused by name.
-TEST_F(FedMitr, TheDefaultHeadIsTheEnsembleAndScoresAsTheTeacher) {
-  const FedMitrOptions options = small_options();
-  ASSERT_EQ(options.receiver_head, ReceiverHead::Ensemble);
+TEST_F(FedMitr, TheEnsembleHeadScoresAsTheTeacher) {
+  FedMitrOptions options = small_options();
+  // The default chooses between it and FedAvg on the node's own held-out images.
+  ASSERT_EQ(options.receiver_head, ReceiverHead::Best);
+  ASSERT_EQ(options.head_candidates, (std::vector<ReceiverHead>{ReceiverHead::Ensemble, ReceiverHead::Fedavg}));
+  options.receiver_head = ReceiverHead::Ensemble;
   const auto method = make_fedmitr(options);
   const Features a = brightness_images(60, 1), b = brightness_images(50, 2), c = brightness_images(40, 3);
   const NodeContext c0 = test::node_context(0, 4, 144, 5);
@@ -311,8 +314,7 @@ TEST_F(FedMitr, TheDefaultHeadIsTheEnsembleAndScoresAsTheTeacher) {
 // chooses among the ensemble, the student and FedAvg; with no images of its own the node keeps
 // the ensemble.
 TEST_F(FedMitr, TheBestHeadIsChosenOnImagesTheNodesOwnModelNeverSaw) {
-  FedMitrOptions options = small_options();
-  options.receiver_head = ReceiverHead::Best;
+  FedMitrOptions options = small_options();  // best of the ensemble and FedAvg, the default
   options.validation_fraction = 0.2;
   const auto method = make_fedmitr(options);
   const Features a = brightness_images(60, 1), b = brightness_images(50, 2);
@@ -334,26 +336,26 @@ TEST_F(FedMitr, TheBestHeadIsChosenOnImagesTheNodesOwnModelNeverSaw) {
   const Knowledge k1 = method->summarize(b, test::node_context(1, 4, 144, 5));
   const auto head = method->fit_head({k1}, &a, c0);
   ASSERT_FALSE(said.empty());
-  const std::string& choice = said.back();
+  const std::string choice = said.back();
   ASSERT_NE(choice.find("fedmitr: the head is the "), std::string::npos) << choice;
   EXPECT_NE(choice.find(std::to_string(validation.size()) + " of its own images"), std::string::npos) << choice;
   const std::string kind = choice.find("the ensemble (") != std::string::npos ? "vit-ensemble" : "vit";
   EXPECT_EQ(head->kind(), kind) << choice;
 
   // A pure receiver has nothing to validate on.
-  said.clear();
   const auto alone = method->fit_head({k0, k1}, nullptr, test::node_context(2, 4, 144, 5));
   EXPECT_EQ(alone->kind(), "vit-ensemble");
 
-  // Without distillation stages there is no student to weigh: the ensemble or FedAvg, at no cost.
-  FedMitrOptions cheap = options;
-  cheap.receiver.stages = 0;
-  said.clear();
-  make_fedmitr(cheap)->fit_head({k1}, &a, c0);
-  ASSERT_FALSE(said.empty());
-  EXPECT_EQ(said.back().find("student"), std::string::npos) << said.back();
-  EXPECT_NE(said.back().find("fedavg "), std::string::npos) << said.back();
+  // By default the student is no candidate, and nothing is distilled; named, it is.
   for (const std::string& line : said) EXPECT_EQ(line.find("distilling"), std::string::npos) << line;
+  EXPECT_EQ(choice.find("student"), std::string::npos) << choice;
+  FedMitrOptions with_student = options;
+  with_student.head_candidates = {ReceiverHead::Ensemble, ReceiverHead::Student, ReceiverHead::Fedavg};
+  said.clear();
+  make_fedmitr(with_student)->fit_head({k1}, &a, c0);
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said.back().find("student "), std::string::npos) << said.back();
+  EXPECT_NE(said.front().find("distilling"), std::string::npos) << said.front();
 
   // --receiver-head fedavg: the models' one-shot average, weighted by their images.
   FedMitrOptions averaged = small_options();
