@@ -146,11 +146,12 @@ std::string fedmitr_options_help() {
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
-    << "  receiver: --receiver-head ensemble|student|fedavg|best (" << to_string(o.receiver_head)
-    << ": the received models themselves; student: distilled into one ViT, the paper's;\n"
-    << "    fedavg: their one-shot average; best: of --head-candidates (" << candidate_list(o.head_candidates)
-    << "; student too costs its distillation)\n"
-    << "    on --head-validation (" << o.validation_fraction << ") of each class of the node's images, held out of its client's training)\n"
+    << "  receiver: --receiver-head best|ensemble|fedavg|student (" << to_string(o.receiver_head)
+    << "; ensemble: the received models themselves; fedavg: their one-shot\n"
+    << "    average; student: distilled into one ViT, the paper's; best: of --head-candidates (" << candidate_list(o.head_candidates)
+    << "; student too costs its\n"
+    << "    distillation) on --head-validation (" << o.validation_fraction
+    << ") of each class of the node's images, held out of its client's training)\n"
     << "    --ensemble weighted-probabilities|mean-logits (" << to_string(r.ensemble)
     << ": the teacher, and the ensemble head; mean-logits is the paper's)\n"
     << "    --distill-stages (" << r.stages << ") --images-per-stage (" << r.images_per_stage
