@@ -15,7 +15,7 @@
 #                                       moving them changes nothing): fedcgs-secagg-<topology>
 #                                       (secure aggregation, all four topologies), fedcgs-personalize,
 #                                       fedcgs-dp and fedpft-dp (star), fedmitr (its student head,
-#                                       fedmitr-ensemble, fedmitr-best the default) and fgl (small stars;
+#                                       fedmitr-ensemble the default, fedmitr-best) and fgl (small stars;
 #                                       FGL's generator trained here with a fixed seed)
 #   launch-secagg-dropout.json          a star of 5 under secure aggregation whose last leaf never
 #                                       starts: the unmasking round recovers (nodes run one by one,
@@ -286,7 +286,7 @@ else
     --images-per-stage 16 --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1 --topology star --nodes 3
   simulate_case fedmitr-ensemble --method fedmitr --receiver-head ensemble --client-epochs 1 --client-min-steps 0 \
     --distill-stages 1 --images-per-stage 16 --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1 --topology star --nodes 3
-  simulate_case fedmitr-best --method fedmitr --client-epochs 1 --client-min-steps 0 --distill-stages 1 \
+  simulate_case fedmitr-best --method fedmitr --receiver-head best --client-epochs 1 --client-min-steps 0 --distill-stages 1 \
     --images-per-stage 16 --inversion-iterations 6 --mask-at 2,4 --distill-epochs 1 --topology star --nodes 3
   log "train FGL's generator"
   if "$FEDNODE" train-generator --dataset fashion-mnist --from 59000 --to 60000 --epochs 1 --width 8 --latent 8 --seed 2 \

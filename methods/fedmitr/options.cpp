@@ -146,7 +146,7 @@ std::string fedmitr_options_help() {
     << "  clients: --client-epochs (" << o.client.epochs << ") --client-min-steps (" << o.client.min_steps
     << ": fewer images, more epochs) --client-lr (" << o.client.lr << ") --client-batch-size ("
     << o.client.batch_size << ") --model-precision float16|float32 (" << (o.half_precision ? "float16" : "float32") << ")\n"
-    << "  receiver: --receiver-head best|ensemble|fedavg|student (" << to_string(o.receiver_head)
+    << "  receiver: --receiver-head ensemble|best|fedavg|student (" << to_string(o.receiver_head)
     << "; ensemble: the received models themselves; fedavg: their one-shot\n"
     << "    average; student: distilled into one ViT, the paper's; best: of --head-candidates (" << candidate_list(o.head_candidates)
     << "; student too costs its\n"

@@ -253,11 +253,10 @@ TEST_F(FedMitr, KnowledgeIsTheUnionOfModelsAndTheHeadTheDistilledVit) {
 // simulator's "ensemble" baseline, ensemble_logits) scores, is the same from the same inputs,
 // survives its file, and a corrupt file is refused by name.
 TEST_F(FedMitr, TheEnsembleHeadScoresAsTheTeacher) {
-  FedMitrOptions options = small_options();
-  // The default chooses between it and FedAvg on the node's own held-out images.
-  ASSERT_EQ(options.receiver_head, ReceiverHead::Best);
+  const FedMitrOptions options = small_options();
+  ASSERT_EQ(options.receiver_head, ReceiverHead::Ensemble);  // the default
+  // `best` weighs it and FedAvg unless told otherwise.
   ASSERT_EQ(options.head_candidates, (std::vector<ReceiverHead>{ReceiverHead::Ensemble, ReceiverHead::Fedavg}));
-  options.receiver_head = ReceiverHead::Ensemble;
   const auto method = make_fedmitr(options);
   const Features a = brightness_images(60, 1), b = brightness_images(50, 2), c = brightness_images(40, 3);
   const NodeContext c0 = test::node_context(0, 4, 144, 5);
@@ -314,7 +313,8 @@ TEST_F(FedMitr, TheEnsembleHeadScoresAsTheTeacher) {
 // chooses among the ensemble, the student and FedAvg; with no images of its own the node keeps
 // the ensemble.
 TEST_F(FedMitr, TheBestHeadIsChosenOnImagesTheNodesOwnModelNeverSaw) {
-  FedMitrOptions options = small_options();  // best of the ensemble and FedAvg, the default
+  FedMitrOptions options = small_options();
+  options.receiver_head = ReceiverHead::Best;  // of the ensemble and FedAvg, its default candidates
   options.validation_fraction = 0.2;
   const auto method = make_fedmitr(options);
   const Features a = brightness_images(60, 1), b = brightness_images(50, 2);
