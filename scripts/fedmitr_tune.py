@@ -8,7 +8,7 @@ docs/methods/fedmitr.md ("Choosing the settings"); the numbers of record come fr
     python3 scripts/fedmitr_tune.py [--alpha 0.1] [--seed 1] [--start fedavg|init] [--loss tr|kd|pl]
         [--dense] [--stages 4] [--ipp 256] [--iters 40] [--depochs 5] [--dlr 0.01] [--work DIR]
         [--device cpu|cuda] [--fashion DIR] [--partition-from REPORT.json] [--ensemble probs|mean|samples]
-        [--init torch|timm] [--teacher-temp 1] [--ema 0.5]
+        [--init torch|timm] [--teacher-temp 1] [--ema 0.5] [--augment shift,flip,mixup]
     python3 scripts/fedmitr_tune.py --write-split DIR
 
 --write-split writes the split below as .npy files for `fednode simulate` (X.npy, y.npy: the
@@ -27,7 +27,9 @@ where the 2-core machine needs hours; the numbers differ from a CPU run's in flo
 The split: Debian's Fashion-MNIST training set, permuted by numpy's default_rng(0); the first 5 000
 are the validation images, the other 55 000 the federation's. The ten clients' models are trained
 once per alpha and seed and kept in --work; each run appends one JSON line to --work/results.jsonl.
-Each stage prints the student's validation accuracy and, read beside it (never trained), that of the
+--augment distils on random views of the synthetic images (fednode's --distill-views: shifts of up
+to 2 pixels, mirror images; mixup too), the ensemble asked on each view for its targets and its 7
+most attended tokens. Each stage prints the student's validation accuracy and, read beside it (never trained), that of the
 mean of the students after stages 1..k and of their EMA (--ema, the decay).
 """
 import argparse
@@ -77,6 +79,7 @@ p.add_argument('--ensemble', default='probs')  # probs: their probabilities weig
 p.add_argument('--write-split', default='')
 p.add_argument('--teacher-temp', type=float, default=1.0)  # the ensemble's targets divided by it before distillation (< 1 sharpens)
 p.add_argument('--ema', type=float, default=0.5)  # the decay of the students' EMA (read beside the curve)
+p.add_argument('--augment', default='')  # e.g. shift,flip,mixup: distil on random views, the teacher asked on each view
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 X, y, Xv, yv = split(a.fashion)
@@ -190,6 +193,33 @@ def dloss(student, xb, teacher, pseudo, high):
     hi = high.float(); lo = 1 - hi
     return kd + 0.5 * (ce * hi).sum() / hi.sum().clamp_min(1) + 0.5 * (kl * lo).sum() / lo.sum().clamp_min(1)
 
+AUG = set(filter(None, a.augment.split(',')))
+def view(xb, gen):
+    # A random view of synthetic images, so that a few hundred of them teach more than their own
+    # pixels: shifts of up to 2 pixels, mirror images, mixtures of two images.
+    B = xb.shape[0]; img = xb.view(B, 1, 28, 28)
+    if 'shift' in AUG:
+        padded = F.pad(img, (2, 2, 2, 2)); dx, dy = torch.randint(0, 5, (2, B), generator=gen, device='cpu').tolist()
+        img = torch.stack([padded[i, :, dy[i]:dy[i] + 28, dx[i]:dx[i] + 28] for i in range(B)])
+    if 'flip' in AUG:
+        flip = (torch.rand(B, generator=gen, device='cpu') < 0.5).to(a.device).view(B, 1, 1, 1)
+        img = torch.where(flip, img.flip(3), img)
+    x = img.reshape(B, 784)
+    if 'mixup' in AUG:
+        lam = torch.distributions.Beta(1.0, 1.0).sample((B, 1)).to(a.device)
+        x = lam * x + (1 - lam) * x[torch.randperm(B, generator=gen, device='cpu').to(a.device)]
+    return x
+
+def teach(xb):
+    # The ensemble's targets on a view: class scores, pseudo-label, and the 7 tokens its CLS attends most.
+    with torch.no_grad():
+        outs, att = [], 0
+        for i, m in enumerate(models):
+            o, aa = m(xb); outs.append(o); att = att + weights[i] * aa
+        te = ensemble_logits(torch.stack(outs)) / a.teacher_temp
+        high = torch.zeros_like(att, dtype=torch.bool).scatter_(1, att.topk(7, 1).indices, True)
+    return te, te.argmax(1), high
+
 student = Vit(); student.load_state_dict((fedavg if a.start == 'fedavg' else init).state_dict())
 gen = torch.Generator(device='cpu').manual_seed(a.seed * 1000 + 7)
 pool, T_, P_, H_ = [], [], [], []
@@ -215,7 +245,12 @@ for st in range(a.stages):
     for e in range(a.depochs):
         perm = torch.randperm(len(Xp), generator=gen, device='cpu').to(a.device)
         for f in range(0, len(Xp), 64):
-            b = perm[f:f+64]; l = dloss(student, Xp[b], Tp[b], Pp[b], Hp[b]); sgd.zero_grad(); l.backward(); sgd.step()
+            b = perm[f:f+64]
+            if AUG:
+                xb = view(Xp[b], gen); l = dloss(student, xb, *teach(xb))
+            else:
+                l = dloss(student, Xp[b], Tp[b], Pp[b], Hp[b])
+            sgd.zero_grad(); l.backward(); sgd.step()
     r = acc(student); rows.append(r)
     with torch.no_grad():
         for k, v in student.state_dict().items():

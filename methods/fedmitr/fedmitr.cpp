@@ -334,7 +334,7 @@ MethodDescriptor fedmitr_descriptor() {
                "client-lr", "client-batch-size", "model-precision", "ensemble", "distill-stages", "images-per-stage",
                "inversion-iterations", "inversion-lr", "tv-weight", "l2-weight", "js-weight", "mask-ratio", "mask-at",
                "distill-epochs", "distill-lr", "distill-batch-size", "distill-temperature", "token-weight",
-               "high-token-weight", "low-token-weight", "receiver-head", "head-validation", "head-candidates"};
+               "high-token-weight", "low-token-weight", "distill-views", "receiver-head", "head-validation", "head-candidates"};
   d.path_options = {"vit-script"};
   d.parse_options = parse_fedmitr_options;
   d.help = fedmitr_options_help;

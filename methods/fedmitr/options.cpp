@@ -133,6 +133,7 @@ void parse_fedmitr_options(const Args& a, MethodOptions& m) {
   r.distill.token_weight = a.real("token-weight", r.distill.token_weight, 0.0, 1e6);
   r.distill.high_weight = a.real("high-token-weight", r.distill.high_weight, 0.0, 1e6);
   r.distill.low_weight = a.real("low-token-weight", r.distill.low_weight, 0.0, 1e6);
+  r.views = parse_view_options(a.str("distill-views", to_string(r.views)), "distill-views");
 }
 
 std::string fedmitr_options_help() {
@@ -162,7 +163,10 @@ std::string fedmitr_options_help() {
     << "    --distill-epochs (" << r.distill.epochs << ") --distill-lr (" << r.distill.lr << ") --distill-batch-size ("
     << r.distill.batch_size << ") --distill-temperature (" << r.distill.temperature << ")\n"
     << "    --token-weight (" << r.distill.token_weight << ") --high-token-weight (" << r.distill.high_weight
-    << ") --low-token-weight (" << r.distill.low_weight << ")\n";
+    << ") --low-token-weight (" << r.distill.low_weight << ")\n"
+    << "    --distill-views none|shift|flip|shift,flip (" << to_string(r.views)
+    << "): each epoch, a random view of every synthetic image (moved up to 2 pixels, mirrored),\n"
+    << "    labelled by the ensemble on that view\n";
   return h.str();
 }
 
@@ -214,6 +218,7 @@ void write_fedmitr_options(JsonWriter& w, const MethodOptions& m) {
   w.key("token_weight").value(r.distill.token_weight);
   w.key("high_token_weight").value(r.distill.high_weight);
   w.key("low_token_weight").value(r.distill.low_weight);
+  w.key("views").value(to_string(r.views));
   w.end_object();
   w.end_object();
   w.end_object();

@@ -43,6 +43,32 @@ VitModel average_models(const std::vector<VitModel>& models, const std::vector<d
   return out;
 }
 
+namespace {
+
+// One stage's distillation on the pool: on its images, or each epoch on a random view of every
+// image, labelled by the ensemble on that view, its high tokens as many as the image kept.
+VitModel distil_pool(const VitModel& student, const MatrixF& pool, const DistillTargets& targets, DistillOptions distill,
+                     const std::vector<VitModel>& ensemble, const EnsembleMix& mix, const ViewOptions& views,
+                     uint64_t views_seed) {
+  if (!views.any()) return vit_distill(student, pool, targets, distill);
+  const size_t T = static_cast<size_t>(student.spec.tokens());
+  std::vector<int> high_counts(static_cast<size_t>(pool.rows()), 0);
+  for (size_t b = 0; b < high_counts.size(); ++b)
+    for (size_t t = 0; t < T; ++t) high_counts[b] += targets.high[b * T + t];
+  Rng rng(views_seed);
+  VitModel out = student;
+  const int epochs = distill.epochs;
+  distill.epochs = 1;
+  for (int e = 0; e < epochs; ++e) {
+    const MatrixF seen = random_views(pool, student.spec, views, rng);
+    distill.seed = rng.next();
+    out = vit_distill(out, seen, ensemble_view_targets(ensemble, seen, high_counts, mix), distill);
+  }
+  return out;
+}
+
+}  // namespace
+
 VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const std::vector<double>& samples,
                          const VitModel& start, const ReceiverOptions& o,
                          ReceiverVariant variant, uint64_t seed, const std::function<void(const std::string&)>& progress,
@@ -86,7 +112,9 @@ VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const std::vecto
     targets.pseudo.insert(targets.pseudo.end(), batch.pseudo.begin(), batch.pseudo.end());
     targets.high.insert(targets.high.end(), batch.high.begin(), batch.high.end());
     distill.seed = rng.next();
-    student = vit_distill(student, pool, targets, distill);
+    // Drawn only with views, so that a receiver without them keeps its stream (and results).
+    const uint64_t views_seed = o.views.any() ? rng.next() : 0;
+    student = distil_pool(student, pool, targets, distill, ensemble, mix, o.views, views_seed);
     const double t_distillation = seconds_since(t1);
     if (times) {
       times->inversion += t_inversion;

@@ -290,17 +290,14 @@ std::vector<double> EnsembleMix::shares(size_t models) const {
   return out;
 }
 
-MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix) {
-  if (ensemble.empty()) throw InputError("ViT ensemble: no model");
-  const std::vector<double> shares = mix.shares(ensemble.size());
-  const Eigen::Index B = images.rows(), C = ensemble[0].spec.classes;
-  std::vector<MatrixF> each;
-  for (const VitModel& m : ensemble) {
-    if (!(m.spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
-    each.push_back(vit_forward(m, images).logits);
-  }
+namespace {
+
+// The models' class scores combined: the share-weighted logits, or (probabilities) the log of the
+// share-weighted mixture of their softmaxes.
+MatrixF mixed_logits(const std::vector<MatrixF>& each, const std::vector<double>& shares, bool probabilities) {
+  const Eigen::Index B = each[0].rows(), C = each[0].cols();
   MatrixF out = MatrixF::Zero(B, C);
-  if (!mix.probabilities()) {
+  if (!probabilities) {
     for (size_t k = 0; k < each.size(); ++k) out += static_cast<float>(shares[k]) * each[k];
     return out;
   }
@@ -324,6 +321,28 @@ MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& im
     }
   }
   return out;
+}
+
+}  // namespace
+
+EnsembleOutput ensemble_forward(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix) {
+  if (ensemble.empty()) throw InputError("ViT ensemble: no model");
+  const std::vector<double> shares = mix.shares(ensemble.size());
+  std::vector<MatrixF> each;
+  EnsembleOutput out;
+  out.cls_attention = MatrixF::Zero(images.rows(), ensemble[0].spec.tokens());
+  for (size_t k = 0; k < ensemble.size(); ++k) {
+    if (!(ensemble[k].spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
+    VitOutput o = vit_forward(ensemble[k], images);
+    each.push_back(std::move(o.logits));
+    out.cls_attention += static_cast<float>(shares[k]) * o.cls_attention;
+  }
+  out.logits = mixed_logits(each, shares, mix.probabilities());
+  return out;
+}
+
+MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix) {
+  return ensemble_forward(ensemble, images, mix).logits;
 }
 
 DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high,

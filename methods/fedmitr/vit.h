@@ -218,6 +218,13 @@ struct DistillOptions {
 // different specs, or a mix that does not fit them.
 MatrixF ensemble_logits(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix = {});
 
+// ensemble_logits, and the models' CLS attention weighted by their shares (as inversion weighs it).
+struct EnsembleOutput {
+  MatrixF logits;         // [B, classes]
+  MatrixF cls_attention;  // [B, tokens]
+};
+EnsembleOutput ensemble_forward(const std::vector<VitModel>& ensemble, const MatrixF& images, const EnsembleMix& mix = {});
+
 // The ensemble's targets for `images`: its class scores on the whole image, their argmax, and
 // `high` as given (B * tokens flags, or empty for every token high).
 DistillTargets ensemble_targets(const std::vector<VitModel>& ensemble, const MatrixF& images, std::vector<uint8_t> high,
