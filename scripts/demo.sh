@@ -14,8 +14,10 @@
 #   DEMO_PORT    first TCP port of the nodes (loopback)              default 7400
 #   DEMO_METHODS the methods, in order                               default "fedpft fedcgs"
 #                (fedmitr too: it trains a ViT per node on the pixels, minutes not seconds; each
-#                node's head is the ensemble of the models it holds, and `simulate` adds the
-#                distilled student and the paper's baselines with their times: docs/methods/fedmitr.md)
+#                node's head is the ensemble of the models it holds, and `simulate` prints one
+#                line per head a node could use instead (FedAvg, the distilled student, the
+#                paper's inversion baselines) with its accuracy and the seconds it took; the same
+#                at the demo's and two larger budgets: docs/methods/fedmitr.md, "What each head gives")
 #   DEMO_FEDMITR options for fedmitr's runs (the student's budget)   default a small one
 #                (fgl too: the demo first trains its generator on training images 50000-59999,
 #                which the federation does not hold, then each node synthesises from the prompts
