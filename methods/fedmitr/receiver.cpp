@@ -99,7 +99,9 @@ VitModel distil_ensemble(const std::vector<VitModel>& ensemble, const std::vecto
     inversion.seed = rng.next();
     const Inversion inv = vit_invert(ensemble, &student, wanted, inversion, mix);
     // The patches sparse inversion kept inverting to the end are the ones the ensemble attends
-    // to: the high-attention tokens, relabelled with the pseudo-label.
+    // to: the high-attention tokens, relabelled with the pseudo-label. With views only their
+    // counts are used (each view is labelled anew), but the scores on the images themselves cost
+    // one pass over the stage's images where the views cost one over the whole pool each epoch.
     DistillTargets batch = ensemble_targets(ensemble, inv.images, inv.keep, mix);
     const double t_inversion = seconds_since(t0);
 

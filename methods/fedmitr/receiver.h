@@ -43,7 +43,7 @@ struct ReceiverOptions {
   // images themselves. Views raised the student on the validation split in fednode (alpha 0.05:
   // 0.347 against 0.246 after 12 stages; alpha 0.1: 0.292 against 0.313, but 0.275 against 0.200
   // over the last four stages) and in the PyTorch mirror (0.357 against 0.305, 0.427 against 0.323).
-  ViewOptions views{2, true};
+  ViewOptions views{kViewShiftPixels, true};
 };
 
 enum class ReceiverVariant {

@@ -8,10 +8,6 @@
 
 namespace fednode {
 
-namespace {
-constexpr int kShiftPixels = 2;  // of 28: a shift the classes survive; the mirror's choice
-}  // namespace
-
 std::string to_string(const ViewOptions& o) {
   if (!o.any()) return "none";
   if (o.max_shift > 0 && o.flip) return "shift,flip";
@@ -29,7 +25,7 @@ ViewOptions parse_view_options(const std::string& text, const std::string& optio
   std::string item;
   while (std::getline(in, item, ',')) {
     if (item == "shift" && o.max_shift == 0)
-      o.max_shift = kShiftPixels;
+      o.max_shift = kViewShiftPixels;
     else if (item == "flip" && !o.flip)
       o.flip = true;
     else

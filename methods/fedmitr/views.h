@@ -15,6 +15,10 @@
 
 namespace fednode {
 
+// How far "shift" moves a view, each way: of 28 pixels, a shift the classes survive (the
+// mirror's choice on the validation split).
+constexpr int kViewShiftPixels = 2;
+
 struct ViewOptions {
   int max_shift = 0;  // pixels, each way, drawn per view and axis; the uncovered border is 0
   bool flip = false;  // mirrored left to right with probability one half
