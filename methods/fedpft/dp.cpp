@@ -28,7 +28,7 @@ int64_t clip_rows_to_unit_norm(MatrixD& X) {
 }
 
 GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, double eigen_floor,
-                            SecretRng& noise, EigenArithmetic arithmetic) {
+                            SecretRng& noise, EigenArithmetic arithmetic, MatrixD* at_floor, int max_at_floor) {
   validate_dp_parameters(epsilon, delta, "DP-FedPFT");
   const Eigen::Index n = X.rows(), d = X.cols();
   if (n <= 0 || d <= 0) throw InputError("DP-FedPFT: no data to summarise");
@@ -53,7 +53,7 @@ GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, doub
 
   // Projection onto the PSD cone (post-processing, so privacy is kept), with a positive floor
   // so that the result is a usable, positive definite covariance.
-  const MatrixD projected = psd_projection(cov, eigen_floor, arithmetic);
+  const MatrixD projected = psd_projection(cov, eigen_floor, arithmetic, at_floor, max_at_floor);
   GaussianMixture g;
   g.type = CovarianceType::Full;
   g.weights = VectorD::Ones(1);

@@ -28,7 +28,10 @@ int64_t clip_rows_to_unit_norm(MatrixD& X);
 // then eigenvalues clamped at `eigen_floor` (> 0) so the covariance is positive definite. The
 // eigen-decomposition's arithmetic follows the release's precision (methods/gmm/lapack.h): single
 // for a float16 release, whose rounding is a thousand times coarser than its errors.
+// `at_floor`, if given, receives up to `max_at_floor` directions along which the covariance was
+// raised to the floor (psd_projection): the probes round_mixture_to_half can use.
 GaussianMixture dp_gaussian(const MatrixF& X, double epsilon, double delta, double eigen_floor,
-                            SecretRng& noise, EigenArithmetic arithmetic = EigenArithmetic::Double);
+                            SecretRng& noise, EigenArithmetic arithmetic = EigenArithmetic::Double,
+                            MatrixD* at_floor = nullptr, int max_at_floor = 0);
 
 }  // namespace fednode

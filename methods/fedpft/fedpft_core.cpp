@@ -85,6 +85,12 @@ std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const F
   cm.label = label;
   cm.count = X.rows();
   const std::string where = "fedpft class " + std::to_string(label);
+  // A DP covariance is noise projected onto the PSD cone: about half its eigenvalues sit at the
+  // floor, far below float16's rounding, so the rounded matrix is almost never positive definite.
+  // Each of these directions shows that with probability about one half, for one pass over the
+  // matrix, where the factorisation that would find it out is about a tenth of the release.
+  constexpr int kFloorProbes = 8;
+  MatrixD at_floor;
   if (o.dp) {
     if (o.dp_delta_per_class && X.rows() < 2) {
       if (ctx.progress) ctx.progress(where + ": one sample, not released (delta = 1/n would be 1)");
@@ -93,7 +99,8 @@ std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const F
     const double delta = o.dp_delta_per_class ? 1.0 / static_cast<double>(X.rows()) : o.dp_delta;
     SecretRng noise(ctx.secret_noise_key("DP-FedPFT"), Purpose::DpNoise, ctx.node, static_cast<uint64_t>(label));
     cm.mixture = dp_gaussian(X, o.dp_epsilon, delta, variance_floor(o), noise,
-                             o.half_precision ? EigenArithmetic::Single : EigenArithmetic::Double);
+                             o.half_precision ? EigenArithmetic::Single : EigenArithmetic::Double, &at_floor,
+                             kFloorProbes);
     if (ctx.progress)
       ctx.progress(where + ": DP Gaussian of " + std::to_string(X.rows()) + " samples, delta " +
                    std::to_string(delta) + ", noise sigma " +
@@ -109,7 +116,7 @@ std::optional<ClassMixture> summarize_class(const MatrixF& X, int label, const F
                    std::to_string(info.components) + ", " + std::to_string(info.iterations) +
                    " EM iterations, log-likelihood " + std::to_string(info.lower_bound));
   }
-  if (o.half_precision) cm.mixture = round_mixture_to_half(cm.mixture, variance_floor(o), where);
+  if (o.half_precision) cm.mixture = round_mixture_to_half(cm.mixture, variance_floor(o), where, &at_floor);
   ctx.interruption_point();  // a class's EM at a time
   return cm;
 }

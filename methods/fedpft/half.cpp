@@ -52,15 +52,10 @@ double positive_variance(double v, double floor, const std::string& where) {
   return h >= f ? h : f;
 }
 
-bool positive_definite(const MatrixD& S) {
-  MatrixD L;
-  return lapack_cholesky(S, L);
-}
-
 }  // namespace
 
 GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_floor,
-                                      const std::string& where) {
+                                      const std::string& where, const MatrixD* probes) {
   g.validate(where);
   GaussianMixture out = g;
   const Eigen::Index K = g.components(), d = g.dim();
@@ -102,16 +97,22 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
           for (Eigen::Index i = 0; i < d; ++i) J(i, i) = to_half(R(i, i) + jitter, where, "variance");
           return J;
         };
+        MatrixD at_hi;  // step hi's matrix, kept so that it is not formed again
         const auto ends_search = [&](int t) {
+          MatrixD candidate;
           try {
-            return positive_definite(jittered(t));
+            candidate = jittered(t);
           } catch (const InputError&) {
+            at_hi.resize(0, 0);  // formed again below, to report the overflow
             return true;
           }
+          if (!lapack_positive_definite(candidate)) return false;
+          at_hi = std::move(candidate);
+          return true;
         };
         MatrixD J;
-        if (positive_definite(R)) {
-          J = R;
+        if (!(K == 1 && probes && shown_not_positive_definite(R, *probes)) && lapack_positive_definite(R)) {
+          J = std::move(R);
         } else {
           int lo = -1, hi = 40;  // step lo does not end the search; hi does, or is past the last
           for (int t = 0, stride = 1; t < 40; t = lo + (stride *= 2)) {
@@ -126,7 +127,7 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
             (ends_search(mid) ? hi : lo) = mid;
           }
           if (hi < 40) {
-            J = jittered(hi);
+            J = at_hi.size() ? std::move(at_hi) : jittered(hi);
           } else {
             J = MatrixD::Zero(d, d);
             J.diagonal() = R.diagonal();

@@ -15,8 +15,14 @@ namespace fednode {
 // (their sum may differ from 1 by float16 rounding; sampling normalises them).
 // Throws InputError, naming `where`, if a value is beyond float16's range, or if the means or
 // variances are so small that float16 keeps less than 99 % of them (relative to their norm).
+//
+// `probes`, for a one-component full mixture, are unit directions (rows) along which its
+// covariance may have lost definiteness in the rounding (DP-FedPFT's eigenvectors at the floor,
+// psd_projection): where the rounded covariance's quadratic form is clearly negative along one,
+// it is not positive definite, and the factorisation that would say so is skipped. The result is
+// the same with or without them.
 GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_floor,
-                                      const std::string& where);
+                                      const std::string& where, const MatrixD* probes = nullptr);
 
 // A covariance sketch rounded through float16, as a receiver of a 16-bit transfer sees it.
 // Throws InputError, naming `where`, if a value is beyond float16's range.

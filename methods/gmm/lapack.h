@@ -15,6 +15,12 @@ namespace fednode {
 // The lower Cholesky factor L (L L^T = S) of symmetric S; false, L unspecified, if S is not
 // numerically positive definite.
 bool lapack_cholesky(const MatrixD& S, MatrixD& L);
+// Whether lapack_cholesky would succeed on S, without forming the factor's zeros or checks.
+bool lapack_positive_definite(const MatrixD& S);
+// True if a row v of `probes` (of S's width) proves symmetric S indefinite, v^T S v below what
+// dpotrf's rounding can absorb: then lapack_positive_definite(S) is false. False proves nothing.
+// One pass over S for all the probes, where the factorisation is d^3 / 3.
+bool shown_not_positive_definite(const MatrixD& S, const MatrixD& probes);
 
 // How precisely psd_projection finds the eigenpairs. The result is always formed in double as
 // floor I + B B^T, so it is symmetric and its eigenvalues are at least `floor` either way.
@@ -25,7 +31,11 @@ enum class EigenArithmetic {
 };
 
 // The nearest positive semi-definite matrix to symmetric S with every eigenvalue at least
-// `floor`: V diag(max(lambda, floor)) V^T, exactly symmetric.
-MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmetic = EigenArithmetic::Double);
+// `floor`: V diag(max(lambda, floor)) V^T, exactly symmetric. If `at_floor` is given, it receives
+// as its rows up to `max_at_floor` of the eigenvectors that were raised to the floor, the lowest
+// first: directions along which the result is only `floor` (float16 rounding can make it
+// negative there, see round_mixture_to_half).
+MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmetic = EigenArithmetic::Double,
+                       MatrixD* at_floor = nullptr, int max_at_floor = 0);
 
 }  // namespace fednode

@@ -127,6 +127,19 @@ TEST(FedPft, HalfPrecisionKnowledgeIsExactlyFloat16AndValid) {
   }
 }
 
+// A covariance whose repair needs a diagonal beyond float16's range is refused, naming it; the
+// steps the search tried below that range do not stand in for it.
+TEST(FedPft, HalfRoundingRefusesAJitterBeyondFloat16) {
+  GaussianMixture g;
+  g.type = CovarianceType::Full;
+  g.weights = VectorD::Ones(1);
+  g.means = MatrixD::Zero(1, 2);
+  g.covariances.resize(2, 2);
+  g.covariances << 50000.0, 65504.0, 65504.0, 50000.0;  // eigenvalues 115504 and -15504
+  test::expect_input_error([&] { round_mixture_to_half(g, 1e-6, "the test class"); },
+                           {"the test class", "variance", "cannot travel as float16"});
+}
+
 TEST(FedPft, HalfRoundingRepairsLostPositiveDefiniteness) {
   // Correlation 1 - 1e-6: positive definite in double, not after 11-bit rounding.
   GaussianMixture g;
@@ -553,6 +566,43 @@ TEST(DpFedPft, NoiseHasTheTheoremsScaleAndResultIsPositiveDefinite) {
   SecretRng noise2(simulation_noise_key(103), Purpose::DpNoise);
   const GaussianMixture small = dp_gaussian(X.topRows(5), eps, delta, floor, noise2);
   EXPECT_EQ(Eigen::LLT<MatrixD>(small.covariances).info(), Eigen::Success);
+}
+
+// A noisy covariance of few samples sits at the floor in about half its directions, so float16
+// rounding leaves it indefinite; its directions at the floor show that without a factorisation,
+// and the rounding with them is the rounding without them, bit for bit, jitter search included.
+TEST(DpFedPft, TheFloorsDirectionsProveTheRoundedCovarianceIndefiniteAndChangeNothing) {
+  Rng rng(131);
+  MatrixF X(12, 96);
+  for (Eigen::Index i = 0; i < X.size(); ++i) X.data()[i] = static_cast<float>(0.05 * rng.normal());
+  int shown = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    SecretRng noise(simulation_noise_key(132 + seed), Purpose::DpNoise);
+    MatrixD at_floor;
+    const GaussianMixture g = dp_gaussian(X, 1.0, 1e-5, 1e-6, noise, EigenArithmetic::Single, &at_floor, 8);
+    ASSERT_EQ(at_floor.rows(), 8);
+    ASSERT_EQ(at_floor.cols(), 96);
+    // Each direction is one the projection raised to the floor: the released covariance is the floor there.
+    for (Eigen::Index p = 0; p < at_floor.rows(); ++p)
+      EXPECT_NEAR(at_floor.row(p).dot(g.covariances * at_floor.row(p).transpose()), 1e-6, 1e-9);
+    MatrixD rounded = g.covariances;
+    for (Eigen::Index i = 0; i < rounded.size(); ++i)
+      rounded.data()[i] = static_cast<double>(round_to_half(static_cast<float>(rounded.data()[i])));
+    if (shown_not_positive_definite(rounded, at_floor)) {
+      ++shown;
+      EXPECT_FALSE(lapack_positive_definite(rounded));
+    }
+    const GaussianMixture with = round_mixture_to_half(g, 1e-6, "dp", &at_floor);
+    const GaussianMixture without = round_mixture_to_half(g, 1e-6, "dp");
+    EXPECT_TRUE(with.covariances.cwiseEqual(without.covariances).all());
+    EXPECT_TRUE(with.means.cwiseEqual(without.means).all());
+  }
+  EXPECT_GE(shown, 3) << "the directions at the floor should almost always show the rounding's indefiniteness";
+  // A positive definite matrix is never shown otherwise, whatever the probes.
+  MatrixF many(400, 96);
+  for (Eigen::Index i = 0; i < many.size(); ++i) many.data()[i] = static_cast<float>(rng.normal());
+  const MatrixD pd = clipped_covariance(many) + 1e-3 * MatrixD::Identity(96, 96);
+  EXPECT_FALSE(shown_not_positive_definite(pd, MatrixD::Identity(96, 96)));
 }
 
 TEST(DpFedPft, SummarizeReleasesOneClippedNoisyGaussianPerClass) {
