@@ -19,8 +19,13 @@ extern "C" {
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
              const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
-void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
+void ssytrd_(const char* uplo, const int* n, float* a, const int* lda, float* d, float* e, float* tau, float* work,
+             const int* lwork, int* info, size_t uplo_len);
+void sstedc_(const char* compz, const int* n, float* d, float* e, float* z, const int* ldz, float* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t compz_len);
+void sormtr_(const char* side, const char* uplo, const char* trans, const int* m, const int* n, const float* a,
+             const int* lda, const float* tau, float* c, const int* ldc, float* work, const int* lwork, int* info,
+             size_t side_len, size_t uplo_len, size_t trans_len);
 }
 
 namespace fednode {
@@ -32,45 +37,85 @@ int checked_size(Eigen::Index d, const char* what) {
   return static_cast<int>(d);
 }
 
-void syevd(const int* n, double* a, double* w, double* work, const int* lwork, int* iwork, const int* liwork,
-           int* info) {
-  dsyevd_("V", "U", n, a, n, w, work, lwork, iwork, liwork, info, 1, 1);
-}
-void syevd(const int* n, float* a, float* w, float* work, const int* lwork, int* iwork, const int* liwork,
-           int* info) {
-  ssyevd_("V", "U", n, a, n, w, work, lwork, iwork, liwork, info, 1, 1);
+void check_info(int info, const char* routine) {
+  if (info != 0) throw std::runtime_error(std::string(routine) + " failed (info " + std::to_string(info) + ")");
 }
 
 // The eigenvalues of symmetric `a` in ascending order into w; `a` is overwritten by its
 // eigenvectors as its rows (row-major `a` read column-major is `a`; the vectors come back
-// column-major), in `a`'s own precision: the caller converts only the ones it keeps.
-template <typename Matrix>
-void symmetric_eigen(Matrix& a, std::vector<double>& w) {
-  using Scalar = typename Matrix::Scalar;
+// column-major).
+void symmetric_eigen(MatrixD& a, std::vector<double>& w) {
   const int n = static_cast<int>(a.rows());
-  std::vector<Scalar> values(static_cast<size_t>(n));
+  w.assign(static_cast<size_t>(n), 0.0);
   int info = 0, lwork = -1, liwork = -1, iwork_size = 0;
-  Scalar work_size = 0;
+  double work_size = 0;
   const BlasSingleThread single;  // the same bits whatever the core count (see lapack.h)
-  syevd(&n, a.data(), values.data(), &work_size, &lwork, &iwork_size, &liwork, &info);
-  if (info != 0) throw std::runtime_error("syevd workspace query failed (info " + std::to_string(info) + ")");
+  dsyevd_("V", "U", &n, a.data(), &n, w.data(), &work_size, &lwork, &iwork_size, &liwork, &info, 1, 1);
+  check_info(info, "dsyevd workspace query");
   lwork = static_cast<int>(work_size);
   liwork = iwork_size;
-  std::vector<Scalar> work(static_cast<size_t>(lwork));
+  std::vector<double> work(static_cast<size_t>(lwork));
   std::vector<int> iwork(static_cast<size_t>(liwork));
-  syevd(&n, a.data(), values.data(), work.data(), &lwork, iwork.data(), &liwork, &info);
-  if (info != 0) throw std::runtime_error("syevd failed to converge (info " + std::to_string(info) + ")");
-  w.assign(values.begin(), values.end());
+  dsyevd_("V", "U", &n, a.data(), &n, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
+  check_info(info, "dsyevd");
 }
 
-// B^T for floor I + B B^T: the eigenvectors (rows of `vectors`) from `first` on, each scaled by
-// sqrt(lambda - floor), in double.
+// ssyevd's steps, with the last one for the wanted eigenvectors alone: the reduction to
+// tridiagonal form (ssytrd), every eigenpair of the tridiagonal matrix (sstedc, divide and
+// conquer), and the back-transformation (sormtr) of the `low` lowest eigenvectors and of those
+// whose eigenvalues are above `floor`. The back-transformation is a third of ssyevd's time; a
+// projection onto the PSD cone of a noisy covariance keeps about half the eigenvectors. Fills w
+// with every eigenvalue, ascending, and `first` with the index of the first above the floor;
+// returns the eigenvectors as rows, the low ones first.
+MatrixF some_eigenvectors(MatrixF a, std::vector<double>& w, double floor, int low, int& first) {
+  const int n = static_cast<int>(a.rows());
+  std::vector<float> d(static_cast<size_t>(n)), e(static_cast<size_t>(std::max(n - 1, 1))), tau(e.size());
+  int info = 0, query = -1, iwork_size = 0;
+  float size = 0;
+  const BlasSingleThread single;  // the same bits whatever the core count (see lapack.h)
+  ssytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), &size, &query, &info, 1);
+  check_info(info, "ssytrd workspace query");
+  std::vector<float> work(static_cast<size_t>(std::max(size, 1.0f)));
+  int lwork = static_cast<int>(work.size());
+  ssytrd_("U", &n, a.data(), &n, d.data(), e.data(), tau.data(), work.data(), &lwork, &info, 1);
+  check_info(info, "ssytrd");
+
+  MatrixF z(n, n);  // column-major: row j is the tridiagonal matrix's eigenvector j
+  sstedc_("I", &n, d.data(), e.data(), z.data(), &n, &size, &query, &iwork_size, &query, &info, 1);
+  check_info(info, "sstedc workspace query");
+  work.resize(static_cast<size_t>(size));
+  lwork = static_cast<int>(work.size());
+  std::vector<int> iwork(static_cast<size_t>(std::max(iwork_size, 1)));
+  int liwork = static_cast<int>(iwork.size());
+  sstedc_("I", &n, d.data(), e.data(), z.data(), &n, work.data(), &lwork, iwork.data(), &liwork, &info, 1);
+  check_info(info, "sstedc");
+  w.assign(d.begin(), d.end());
+
+  first = 0;  // eigenvalues ascend
+  while (first < n && !(w[static_cast<size_t>(first)] > floor)) ++first;
+  low = std::min(std::max(low, 0), first);
+  const int k = low + (n - first);
+  MatrixF c(k, n);  // column-major n x k: the wanted vectors, transformed in place
+  c.topRows(low) = z.topRows(low);
+  c.bottomRows(n - first) = z.bottomRows(n - first);
+  if (k == 0) return c;
+  sormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), c.data(), &n, &size, &query, &info, 1, 1, 1);
+  check_info(info, "sormtr workspace query");
+  work.resize(static_cast<size_t>(size));
+  lwork = static_cast<int>(work.size());
+  sormtr_("L", "U", "N", &n, &k, a.data(), &n, tau.data(), c.data(), &n, work.data(), &lwork, &info, 1, 1, 1);
+  check_info(info, "sormtr");
+  return c;
+}
+
+// B^T for floor I + B B^T: the eigenvectors (rows of `vectors` from `from` on, eigenvalues w from
+// `first` on), each scaled by sqrt(lambda - floor), in double.
 template <typename Matrix>
-MatrixD scaled_rows(const Matrix& vectors, const std::vector<double>& w, int first, double floor) {
-  const int m = static_cast<int>(vectors.rows()) - first;
+MatrixD scaled_rows(const Matrix& vectors, int from, const std::vector<double>& w, int first, double floor) {
+  const int m = static_cast<int>(vectors.rows()) - from;
   MatrixD b(m, vectors.cols());
   for (int j = 0; j < m; ++j)
-    b.row(j) = vectors.row(first + j).template cast<double>() * std::sqrt(w[static_cast<size_t>(first + j)] - floor);
+    b.row(j) = vectors.row(from + j).template cast<double>() * std::sqrt(w[static_cast<size_t>(first + j)] - floor);
   return b;
 }
 
@@ -126,9 +171,15 @@ bool shown_not_positive_definite(const MatrixD& S, const MatrixD& probes) {
   if (probes.rows() == 0 || probes.cols() != S.rows() || S.rows() != S.cols()) return false;
   const double d = static_cast<double>(S.rows()), eps = std::numeric_limits<double>::epsilon();
   const double margin = 4.0 * (d + 1.0) * d * eps * S.diagonal().cwiseAbs().maxCoeff();
-  const MatrixD SV = S * probes.transpose();
+  // Row by row, every probe at once: one read of S in storage order. (Eigen's product packed
+  // all of S first and ran on OpenMP threads beside the caller's: half a factorisation's time.)
+  VectorD form = VectorD::Zero(probes.rows());
+  for (Eigen::Index i = 0; i < S.rows(); ++i) {
+    const auto row = S.row(i);
+    for (Eigen::Index p = 0; p < probes.rows(); ++p) form[p] += probes(p, i) * row.dot(probes.row(p));
+  }
   for (Eigen::Index p = 0; p < probes.rows(); ++p)
-    if (probes.row(p).dot(SV.col(p)) < -margin * probes.row(p).squaredNorm()) return true;
+    if (form[p] < -margin * probes.row(p).squaredNorm()) return true;
   return false;
 }
 
@@ -137,40 +188,38 @@ MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmeti
   const int n = checked_size(S.rows(), "eigen-decomposition");
   if (at_floor) at_floor->resize(0, n);
   if (n == 0) return MatrixD(0, 0);
-  // Every eigenpair by divide and conquer (dsyevd: at d = 1 280, 0.36-0.46 s, where dsyevr asked
-  // for only the eigenvalues above the floor took 0.49 s, finding them by bisection and inverse
-  // iteration; ssyevd 0.18-0.22 s). Eigenvector j comes back as row j of the row-major matrix.
-  std::vector<double> w;
-  MatrixD b;
+  // Divide and conquer (dsyevd: at d = 1 280, 0.36-0.46 s, where dsyevr asked for only the
+  // eigenvalues above the floor took 0.49 s, finding them by bisection and inverse iteration;
+  // ssyevd 0.18-0.22 s; its steps with only the kept eigenvectors transformed back, a fifth less).
   // V diag(max(lambda, floor)) V^T = floor I + B B^T, B the eigenvectors above the floor, each
   // scaled by sqrt(lambda - floor): the eigenvectors are orthonormal. Formed this way, in double,
   // the result's eigenvalues are at least `floor` even where single precision left the
-  // eigenvectors slightly off orthonormal. B^T is the rows from `first` on (eigenvalues ascend).
-  const auto above_floor = [&w, n, floor] {
-    int first = 0;
-    while (first < n && !(w[static_cast<size_t>(first)] > floor)) ++first;
-    return first;
-  };
-  const auto keep = [&](const auto& vectors) {
-    const int first = above_floor();
-    b = scaled_rows(vectors, w, first, floor);
-    if (at_floor) *at_floor = vectors.topRows(std::min(first, std::max(max_at_floor, 0))).template cast<double>();
-  };
+  // eigenvectors slightly off orthonormal.
+  std::vector<double> w;
+  MatrixD b;
+  const int low = at_floor ? std::max(max_at_floor, 0) : 0;
   if (arithmetic == EigenArithmetic::Double) {
     MatrixD vectors = S;
     symmetric_eigen(vectors, w);
-    keep(vectors);
+    int first = 0;  // eigenvalues ascend
+    while (first < n && !(w[static_cast<size_t>(first)] > floor)) ++first;
+    b = scaled_rows(vectors, first, w, first, floor);
+    if (at_floor) *at_floor = vectors.topRows(std::min(low, first));
   } else {
-    MatrixF vectors = S.cast<float>();
-    symmetric_eigen(vectors, w);
-    keep(vectors);
+    int first = 0;
+    const MatrixF vectors = some_eigenvectors(S.cast<float>(), w, floor, low, first);
+    const int kept_low = static_cast<int>(vectors.rows()) - (n - first);
+    b = scaled_rows(vectors, kept_low, w, first, floor);
+    if (at_floor) *at_floor = vectors.topRows(kept_low).cast<double>();
   }
   const int m = static_cast<int>(b.rows());
   MatrixD out(n, n);
-  if (m > 0)  // the lower triangle of out = B B^T, B^T the m x n row-major b; beta 0 reads nothing
+  if (m > 0) {  // the lower triangle of out = B B^T, B^T the m x n row-major b; beta 0 reads nothing
+    const BlasSingleThread single;  // as the factorisations: the caller runs classes side by side
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, n, m, 1.0, b.data(), n, 0.0, out.data(), n);
-  else
+  } else {
     out.setZero();
+  }
   mirror_lower(out);
   out.diagonal().array() += floor;
   return out;
