@@ -1,6 +1,7 @@
 """fednode.simulate against `fednode simulate`: the same keywords and data give the same report,
 bit for bit (only the data's description and the timings differ); errors are the documented
 classes; the training array is read in place; Ctrl-C ends a run."""
+import ctypes
 import json
 import os
 import signal
@@ -127,6 +128,13 @@ def test_the_training_array_is_read_in_place():
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
 
+    # Every block of 1 MiB or more mapped on its own and unmapped when freed, whichever thread
+    # allocates it: otherwise glibc keeps freed blocks resident in per-thread arenas, and the
+    # peak moved by 50 MB between runs (one run's leftovers absorbing the next one's copy).
+    libc = ctypes.CDLL("libc.so.6")
+    M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+    assert libc.mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1 and libc.mallopt(M_ARENA_MAX, 1) == 1
+
     rng = np.random.default_rng(0)
     y = rng.integers(0, 10, 20000)
     X = rng.standard_normal((20000, 1280), dtype=np.float32)
@@ -144,7 +152,11 @@ def test_the_training_array_is_read_in_place():
     converted = growth((X.astype(np.float64), y))
     print(f"array {X.nbytes / 2**20:.0f} MB: peak growth {in_place / 2**20:.0f} MB in place, "
           f"{converted / 2**20:.0f} MB from float64")
-    assert in_place < 1.5 * X.nbytes, in_place
+    # In place: the shares (one copy of the array, split) and the statistics, a 1 280 x 1 280
+    # Gram matrix of doubles (13 MB) at each of the five nodes and the hub: 182 MB measured.
+    # A second copy of the array would add its 98 MB, as the float64 array's conversion does.
+    statistics = 6 * 1280 * 1280 * 8
+    assert in_place < 1.3 * X.nbytes + statistics, in_place
     assert converted > in_place + 0.8 * X.nbytes  # the measurement sees a copy when there is one
 
 
