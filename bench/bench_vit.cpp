@@ -31,11 +31,6 @@ namespace {
 
 const char* kProgram = "bench_vit";
 
-double answer_seconds(const std::string& line) {
-  if (line.rfind("seconds ", 0) != 0) throw std::runtime_error("the Python reference answered '" + line + "'");
-  return std::stod(line.substr(8));
-}
-
 }  // namespace
 
 int bench_main(int argc, char** argv) {
@@ -97,16 +92,16 @@ int bench_main(int argc, char** argv) {
     const VitModel start = vit_init(spec, o.seed);
     VitModel trained;
     train_ours.push_back(bench::seconds([&] { trained = vit_train(start, X, y, o); }));
-    train_ref.push_back(answer_seconds(py.request("train")));
+    train_ref.push_back(py.request_seconds("train"));
     fwd_ours.push_back(bench::seconds([&] {
       for (int first = 0; first < n; first += 256) vit_forward(trained, X.middleRows(first, std::min(256, n - first)));
     }));
-    fwd_ref.push_back(answer_seconds(py.request("forward")));
+    fwd_ref.push_back(py.request_seconds("forward"));
     std::vector<VitModel> models;
     for (int m = 0; m < ensemble; ++m) models.push_back(vit_init(spec, o.seed * 100 + static_cast<uint64_t>(m)));
     inversion.seed = o.seed;
     inv_ours.push_back(bench::seconds([&] { vit_invert(models, &start, targets, inversion); }));
-    inv_ref.push_back(answer_seconds(py.request("invert")));
+    inv_ref.push_back(py.request_seconds("invert"));
   }
   const double images = static_cast<double>(n) * epochs;
   const double to = bench::median(train_ours), tr = bench::median(train_ref);

@@ -57,6 +57,14 @@ class PythonPeer {
     return read_line();
   }
 
+  // Sends a request whose answer is "seconds S" (the references' timed runs) and returns S.
+  double request_seconds(const std::string& line) {
+    const std::string answer = request(line);
+    if (answer.rfind("seconds ", 0) != 0)
+      throw std::runtime_error("the Python reference answered '" + answer + "' to '" + line + "'");
+    return std::stod(answer.substr(8));
+  }
+
  private:
   std::string read_line() {
     char buf[1024];
