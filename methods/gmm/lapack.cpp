@@ -10,7 +10,6 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 // Fortran LAPACK as OpenBLAS exports it; the trailing lengths are gfortran's hidden arguments for
@@ -60,6 +59,13 @@ void symmetric_eigen(MatrixD& a, std::vector<double>& w) {
   check_info(info, "dsyevd");
 }
 
+// The index of the first of the ascending eigenvalues w above `floor` (w.size() if none is).
+int first_above(const std::vector<double>& w, double floor) {
+  int first = 0;
+  while (first < static_cast<int>(w.size()) && !(w[static_cast<size_t>(first)] > floor)) ++first;
+  return first;
+}
+
 // ssyevd's steps, with the last one for the wanted eigenvectors alone: the reduction to
 // tridiagonal form (ssytrd), every eigenpair of the tridiagonal matrix (sstedc, divide and
 // conquer), and the back-transformation (sormtr) of the `low` lowest eigenvectors and of those
@@ -91,8 +97,7 @@ MatrixF some_eigenvectors(MatrixF a, std::vector<double>& w, double floor, int l
   check_info(info, "sstedc");
   w.assign(d.begin(), d.end());
 
-  first = 0;  // eigenvalues ascend
-  while (first < n && !(w[static_cast<size_t>(first)] > floor)) ++first;
+  first = first_above(w, floor);
   low = std::min(std::max(low, 0), first);
   const int k = low + (n - first);
   MatrixF c(k, n);  // column-major n x k: the wanted vectors, transformed in place
@@ -129,10 +134,6 @@ void mirror_lower(MatrixD& a) {
       for (Eigen::Index i = i0; i < std::min(i0 + kTile, n); ++i)
         for (Eigen::Index j = std::max(j0, i + 1); j < std::min(j0 + kTile, n); ++j) a(i, j) = a(j, i);
 }
-
-}  // namespace
-
-namespace {
 
 // dpotrf on L in place (S's copy): true if every pivot was positive. A pivot that is NaN, zero or
 // negative ends it with info > 0, and a non-finite entry of the factor makes a later pivot so: a
@@ -201,8 +202,7 @@ MatrixD psd_projection(const MatrixD& S, double floor, EigenArithmetic arithmeti
   if (arithmetic == EigenArithmetic::Double) {
     MatrixD vectors = S;
     symmetric_eigen(vectors, w);
-    int first = 0;  // eigenvalues ascend
-    while (first < n && !(w[static_cast<size_t>(first)] > floor)) ++first;
+    const int first = first_above(w, floor);
     b = scaled_rows(vectors, first, w, first, floor);
     if (at_floor) *at_floor = vectors.topRows(std::min(low, first));
   } else {

@@ -127,29 +127,33 @@ TEST(FedPft, HalfPrecisionKnowledgeIsExactlyFloat16AndValid) {
   }
 }
 
-// A covariance whose repair needs a diagonal beyond float16's range is refused, naming it; the
-// steps the search tried below that range do not stand in for it.
-TEST(FedPft, HalfRoundingRefusesAJitterBeyondFloat16) {
+// One full Gaussian at the origin with this covariance.
+GaussianMixture full_gaussian(const MatrixD& covariance) {
   GaussianMixture g;
   g.type = CovarianceType::Full;
   g.weights = VectorD::Ones(1);
-  g.means = MatrixD::Zero(1, 2);
-  g.covariances.resize(2, 2);
-  g.covariances << 50000.0, 65504.0, 65504.0, 50000.0;  // eigenvalues 115504 and -15504
+  g.means = MatrixD::Zero(1, covariance.cols());
+  g.covariances = covariance;
+  return g;
+}
+
+// A covariance whose repair needs a diagonal beyond float16's range is refused, naming it; the
+// steps the search tried below that range do not stand in for it.
+TEST(FedPft, HalfRoundingRefusesAJitterBeyondFloat16) {
+  MatrixD covariance(2, 2);
+  covariance << 50000.0, 65504.0, 65504.0, 50000.0;  // eigenvalues 115504 and -15504
+  const GaussianMixture g = full_gaussian(covariance);
   test::expect_input_error([&] { round_mixture_to_half(g, 1e-6, "the test class"); },
                            {"the test class", "variance", "cannot travel as float16"});
 }
 
 TEST(FedPft, HalfRoundingRepairsLostPositiveDefiniteness) {
   // Correlation 1 - 1e-6: positive definite in double, not after 11-bit rounding.
-  GaussianMixture g;
-  g.type = CovarianceType::Full;
-  g.weights = VectorD::Ones(1);
-  g.means = MatrixD::Zero(1, 3);
-  g.covariances.resize(3, 3);
   const double r = 1 - 1e-6;
-  g.covariances << 1.0, r, r * r, r, 1.0, r, r * r, r, 1.0;
-  g.covariances.diagonal().array() += 1e-7;
+  MatrixD covariance(3, 3);
+  covariance << 1.0, r, r * r, r, 1.0, r, r * r, r, 1.0;
+  covariance.diagonal().array() += 1e-7;
+  GaussianMixture g = full_gaussian(covariance);
   ASSERT_EQ(Eigen::LLT<MatrixD>(g.covariances).info(), Eigen::Success);
   const GaussianMixture h = round_mixture_to_half(g, 1e-6, "test");
   EXPECT_TRUE(is_half_exact(h));
