@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fednode::bench {
@@ -47,6 +48,32 @@ inline int parse_int(const char* program, const char* flag, const char* value, l
     std::exit(2);
   }
   return static_cast<int>(v);
+}
+
+// Reads "--flag value" pairs, each into its int (parse_int's bounds) or its string. False, after
+// saying which, for a flag that is neither.
+inline bool parse_flags(const char* program, int argc, char** argv,
+                        const std::vector<std::pair<std::string, int*>>& ints,
+                        const std::vector<std::pair<std::string, std::string*>>& strings) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    bool known = false;
+    for (const auto& [name, into] : ints)
+      if (flag == name) {
+        *into = parse_int(program, argv[i], argv[i + 1]);
+        known = true;
+      }
+    for (const auto& [name, into] : strings)
+      if (flag == name) {
+        *into = argv[i + 1];
+        known = true;
+      }
+    if (!known) {
+      std::fprintf(stderr, "%s: unknown option %s (see --help)\n", program, argv[i]);
+      return false;
+    }
+  }
+  return true;
 }
 
 // Runs a benchmark's body: an exception (a bad argument deep inside, no memory) becomes one line

@@ -42,20 +42,10 @@ int bench_main(int argc, char** argv) {
                 kProgram);
     return 0;
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], v = argv[i + 1];
-    if (flag == "--python") python = v;
-    else if (flag == "--script") script = v;
-    else {
-      int* into = flag == "--n" ? &n : flag == "--epochs" ? &epochs : flag == "--threads" ? &threads
-                : flag == "--reps" ? &reps : flag == "--seed" ? &seed : nullptr;
-      if (!into) {
-        std::fprintf(stderr, "%s: unknown option %s (see --help)\n", kProgram, flag.c_str());
-        return 2;
-      }
-      *into = bench::parse_int(kProgram, flag.c_str(), v.c_str());
-    }
-  }
+  if (!bench::parse_flags(kProgram, argc, argv,
+                          {{"--n", &n}, {"--epochs", &epochs}, {"--threads", &threads}, {"--reps", &reps}, {"--seed", &seed}},
+                          {{"--python", &python}, {"--script", &script}}))
+    return 2;
   const CnnSpec spec;  // Fashion-MNIST's geometry: 28 x 28, one channel, ten classes
   Rng rng(static_cast<uint64_t>(seed));
   MatrixF X(n, spec.pixels());

@@ -42,21 +42,11 @@ int bench_main(int argc, char** argv) {
                 kProgram);
     return 0;
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], v = argv[i + 1];
-    if (flag == "--python") python = v;
-    else if (flag == "--script") script = v;
-    else {
-      int* into = flag == "--n" ? &n : flag == "--epochs" ? &epochs : flag == "--threads" ? &threads
-                : flag == "--reps" ? &reps : flag == "--seed" ? &seed : flag == "--ensemble" ? &ensemble
-                : flag == "--invert-images" ? &invert_images : flag == "--iterations" ? &iterations : nullptr;
-      if (!into) {
-        std::fprintf(stderr, "%s: unknown option %s (see --help)\n", kProgram, flag.c_str());
-        return 2;
-      }
-      *into = bench::parse_int(kProgram, flag.c_str(), v.c_str());
-    }
-  }
+  if (!bench::parse_flags(kProgram, argc, argv,
+                          {{"--n", &n}, {"--epochs", &epochs}, {"--threads", &threads}, {"--reps", &reps}, {"--seed", &seed},
+                           {"--ensemble", &ensemble}, {"--invert-images", &invert_images}, {"--iterations", &iterations}},
+                          {{"--python", &python}, {"--script", &script}}))
+    return 2;
   const VitSpec spec;
   Rng rng(static_cast<uint64_t>(seed));
   MatrixF X(n, spec.pixels());
