@@ -140,20 +140,27 @@ void BeaconSocket::receive_all() {
     HeardBeacon h;
     h.host = dotted(from.sin_addr);
     const size_t size = std::min(static_cast<size_t>(n), sizeof buffer);
-    h.beacon = decode_beacon(std::string_view(buffer, size), &h.malformed);
+    std::string key = h.host + '/' + std::string(buffer, size);
     std::lock_guard<std::mutex> lock(mutex_);
+    if (heard_keys_.count(key)) continue;  // a copy of one not yet taken says nothing new
+    h.beacon = decode_beacon(std::string_view(buffer, size), &h.malformed);
     if (heard_.size() >= kMaxHeld) {
+      heard_keys_.erase(heard_.front().first);
       heard_.pop_front();
       ++dropped_;
     }
-    heard_.push_back(std::move(h));
+    heard_keys_.insert(key);
+    heard_.emplace_back(std::move(key), std::move(h));
   }
 }
 
 std::vector<HeardBeacon> BeaconSocket::take_heard() {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<HeardBeacon> out(std::make_move_iterator(heard_.begin()), std::make_move_iterator(heard_.end()));
+  std::vector<HeardBeacon> out;
+  out.reserve(heard_.size());
+  for (auto& [key, heard] : heard_) out.push_back(std::move(heard));
   heard_.clear();
+  heard_keys_.clear();
   return out;
 }
 

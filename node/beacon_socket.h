@@ -13,6 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,8 +43,10 @@ class BeaconSocket {
   BeaconSocket(const BeaconSocket&) = delete;
   BeaconSocket& operator=(const BeaconSocket&) = delete;
 
-  // The datagrams heard since the last call, oldest first. At most kMaxHeld are kept between two
-  // calls (the newest); the rest are counted in dropped(). A node calls this every step.
+  // The datagrams heard since the last call, oldest first, each distinct one (sender and bytes)
+  // once: a flood of copies, forged or not, cannot push a peer's beacon out while the node is busy
+  // for seconds. At most kMaxHeld distinct ones are kept between two calls (the newest); the rest
+  // are counted in dropped(). A node calls this every step.
   std::vector<HeardBeacon> take_heard();
   uint64_t dropped() const { return dropped_.load(); }
   // The broadcast addresses the last beacon went to ("10.0.0.255", "127.255.255.255").
@@ -61,7 +64,8 @@ class BeaconSocket {
   int fd_ = -1;
   int wake_[2] = {-1, -1};  // a pipe: the destructor's write ends the thread's poll at once
   mutable std::mutex mutex_;
-  std::deque<HeardBeacon> heard_;
+  std::deque<std::pair<std::string, HeardBeacon>> heard_;  // each with its sender and bytes, the key below
+  std::set<std::string> heard_keys_;
   std::vector<std::string> destinations_;
   std::atomic<uint64_t> dropped_{0};
   std::thread thread_;

@@ -139,6 +139,22 @@ TEST(PeerFinder, AFloodOfForgedAddressesHoldsAFewCandidates) {
   EXPECT_EQ(f.finder.address_for(1, true, t + milliseconds(10000)), "tcp://10.0.0.2:7300");
 }
 
+// Broadcasts `bytes` `copies` times to every socket on `port` on loopback (a unicast datagram
+// reaches only one of the sockets sharing the port).
+void broadcast_on_loopback(uint16_t port, const std::string& bytes, int copies) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof on);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(0x7fffffff);  // 127.255.255.255
+  for (int i = 0; i < copies; ++i)
+    ASSERT_EQ(sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to),
+              static_cast<ssize_t>(bytes.size()));
+  close(fd);
+}
+
 // The socket: beacons broadcast on loopback reach another socket on the same port, and a
 // datagram that is not a beacon arrives marked as such.
 TEST(BeaconSocket, HearsBeaconsOnLoopback) {
@@ -149,17 +165,7 @@ TEST(BeaconSocket, HearsBeaconsOnLoopback) {
   Beacon a{run_tag(1), 1, 7301, key_of(1)}, b{run_tag(1), 2, 7302, key_of(2)};
   BeaconSocket first(a, options), second(b, options);
   EXPECT_EQ(first.destinations(), std::vector<std::string>{"127.255.255.255"});
-  // A stranger's datagram, broadcast as beacons are (a unicast one reaches only one of the
-  // sockets sharing the port).
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  const int on = 1;
-  setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof on);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(options.port);
-  to.sin_addr.s_addr = htonl(0x7fffffff);  // 127.255.255.255
-  ASSERT_EQ(sendto(fd, "hello", 5, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), 5);
-  close(fd);
+  broadcast_on_loopback(options.port, "hello", 1);  // a stranger's datagram
   bool heard_b = false, heard_junk = false;
   for (int i = 0; i < 100 && !(heard_b && heard_junk); ++i) {
     std::this_thread::sleep_for(milliseconds(20));
@@ -174,6 +180,32 @@ TEST(BeaconSocket, HearsBeaconsOnLoopback) {
   }
   EXPECT_TRUE(heard_b);
   EXPECT_TRUE(heard_junk);
+}
+
+// A node busy for seconds takes what was heard only then: a flood of copies of one datagram
+// (20 000 of them, twenty times what is held) must not push out the peer's beacon heard before it.
+TEST(BeaconSocket, AFloodOfCopiesKeepsThePeersBeacon) {
+  BeaconSocketOptions options;
+  options.port = 23992;
+  options.interval = milliseconds(3600 * 1000);  // each socket's first beacon only
+  options.interfaces = {"lo"};
+  BeaconSocket first({run_tag(1), 1, 7301, key_of(1)}, options);
+  BeaconSocket second({run_tag(1), 2, 7302, key_of(2)}, options);
+  const std::string forged = encode_beacon(Beacon{run_tag(1), 2, 9999, key_of(2)});
+  for (int burst = 0; burst < 100; ++burst) {
+    broadcast_on_loopback(options.port, forged, 200);
+    std::this_thread::sleep_for(milliseconds(1));  // the socket's buffer drains between bursts
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  int peer = 0, copies = 0;
+  for (const HeardBeacon& h : first.take_heard()) {
+    ASSERT_TRUE(h.beacon);
+    if (h.beacon->node == 2 && h.beacon->port == 7302) ++peer;
+    if (h.beacon->port == 9999) ++copies;
+  }
+  EXPECT_EQ(peer, 1);
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(first.dropped(), 0u);
 }
 
 }  // namespace
