@@ -55,6 +55,14 @@ const char* to_string(FedPftOptions::SampleCorrelation c) {
   return "?";
 }
 
+const char* to_string(FedPftOptions::HeadFit f) {
+  switch (f) {
+    case FedPftOptions::HeadFit::Sgd: return "sgd";
+    case FedPftOptions::HeadFit::Lda: return "lda";
+  }
+  return "?";
+}
+
 Selection select_for_combination(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx, const std::string& method) {
   for (size_t i = 0; i < received.size(); ++i)

@@ -73,9 +73,16 @@ struct FedPftOptions {
   enum class SampleCorrelation { None, Local, Shared };
   SampleCorrelation sample_correlation = SampleCorrelation::None;
   int correlation_rank = 64;
+  // How the head is fitted: a linear layer trained on synthetic draws (Sgd, the paper's), or in
+  // closed form from the mixtures' own moments (Lda, a fednode option: methods/fedpft/closed_form_head.h),
+  // with `lda_shrinkage` of the shared covariance, or, unset, the one chosen on held-out mixtures.
+  enum class HeadFit { Sgd, Lda };
+  HeadFit head_fit = HeadFit::Sgd;
+  std::optional<double> lda_shrinkage;
   LinearTrainOptions head;
 };
 const char* to_string(FedPftOptions::SampleCorrelation c);  // "none" | "local" | "shared"
+const char* to_string(FedPftOptions::HeadFit f);            // "sgd" | "lda"
 
 enum class LdaCovariance { Total, Within };
 

@@ -4,6 +4,7 @@
 #include "methods/fedpft/gmm_codec.h"
 
 #include "methods/fedpft/dp.h"
+#include "methods/fedpft/closed_form_head.h"
 #include "methods/fedpft/fedpft_core.h"
 #include "core/rng.h"
 #include "core/json_writer.h"
@@ -35,10 +36,16 @@ class FedPft final : public Method {
 
   std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx) const override {
-    const Features train = fedpft_training_set(received, local, options_, ctx);
+    if (options_.head_fit == FedPftOptions::HeadFit::Lda) {
+      ShrinkageChoice chosen;
+      auto solved = fit_closed_form_head(fedpft_head_sources(received, local, ctx), options_, ctx, &chosen);
+      if (ctx.progress) ctx.progress("fedpft head: " + chosen.summary());
+      return solved;
+    }
     LinearTrainOptions head = options_.head;
     // Each node's head gets its own stream, still determined by the run seed.
     head.seed = derive_seed(ctx.seed, {static_cast<uint64_t>(Purpose::HeadInit), ctx.node, options_.head.seed});
+    const Features train = fedpft_training_set(received, local, options_, ctx);
     const EpochCallback on_epoch = [&ctx](int epoch, double loss) {
       if (ctx.progress)
         ctx.progress("fedpft head: epoch " + std::to_string(epoch) + ", loss " + std::to_string(loss));
@@ -51,6 +58,8 @@ class FedPft final : public Method {
   }
 
   std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const override {
+    // The closed-form head reads the mixtures themselves: nothing to draw as they arrive.
+    if (options_.head_fit == FedPftOptions::HeadFit::Lda) return nullptr;
     return fedpft_start_drawn_samples(options_, ctx);
   }
 
@@ -138,6 +147,22 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
   p.correlation_rank = static_cast<int>(a.integer("correlation-rank", p.correlation_rank, 1, kMaxCorrelationRank));
   if (a.has("correlation-rank") && p.sample_correlation != FedPftOptions::SampleCorrelation::Shared)
     throw UsageError("--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared");
+  const std::string fit = a.str("head-fit", to_string(p.head_fit));
+  if (fit == "sgd") p.head_fit = FedPftOptions::HeadFit::Sgd;
+  else if (fit == "lda") p.head_fit = FedPftOptions::HeadFit::Lda;
+  else throw UsageError("--head-fit must be sgd or lda, got '" + fit + "'");
+  if (a.has("lda-shrinkage") && p.head_fit != FedPftOptions::HeadFit::Lda)
+    throw UsageError("--lda-shrinkage sets the closed-form head's covariance; it needs --head-fit lda");
+  if (a.str("lda-shrinkage", "auto") != "auto") p.lda_shrinkage = a.real("lda-shrinkage", 0.0, 0.0, 1.0);
+  if (p.head_fit == FedPftOptions::HeadFit::Lda && (p.dp || p.gmm.covariance == CovarianceType::Full))
+    throw UsageError(std::string("--head-fit lda reads diagonal or spherical mixtures; ") +
+                     (p.dp ? "DP-FedPFT's full Gaussians" : "full covariances") +
+                     " are drawn from as they arrive (--head-fit sgd)");
+  if (p.head_fit == FedPftOptions::HeadFit::Lda)
+    for (const char* drawn_only : {"sample-correlation", "correlation-rank", "synthetic-multiplier"})
+      if (a.has(drawn_only))
+        throw UsageError("--" + std::string(drawn_only) + " shapes the synthetic draws, which --head-fit lda " +
+                         "never makes (it reads the mixtures' moments)");
 }
 
 std::string fedpft_options_help() {
@@ -165,6 +190,11 @@ std::string fedpft_options_help() {
     << "                                    covariance sketch adds up to (sent beside the mixtures) ("
     << to_string(p.sample_correlation) << ")\n"
     << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
+    << "  --head-fit sgd|lda                the head: a linear layer trained on synthetic draws (the\n"
+    << "                                    paper), or solved from the mixtures' moments (LDA) ("
+    << to_string(p.head_fit) << ")\n"
+    << "  --lda-shrinkage auto|S            with lda: the shared covariance's shrinkage in [0, 1];\n"
+    << "                                    auto: chosen on draws from held-out mixtures (auto)\n"
     << "  --dp --dp-epsilon E (" << p.dp_epsilon << ") --dp-delta D|per-class (" << p.dp_delta << ")\n"
     << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance); per-class:\n"
     << "                                    delta = 1/n for a class of n samples, as the paper's runs\n";
@@ -184,7 +214,7 @@ MethodDescriptor fedpft_descriptor() {
   d.codec = std::make_shared<GmmCodec>();
   d.options = {"components", "covariance", "reg-covar", "tol", "max-iter", "n-init", "gmm-init",
                "transfer-precision", "dp", "dp-epsilon", "dp-delta", "synthetic-multiplier", "component-draws",
-               "sample-correlation", "correlation-rank"};
+               "sample-correlation", "correlation-rank", "head-fit", "lda-shrinkage"};
   d.flags = {"dp"};
   d.parse_options = parse_fedpft_options;
   d.help = fedpft_options_help;
@@ -209,6 +239,12 @@ MethodDescriptor fedpft_descriptor() {
     w.key("sample_correlation").value(to_string(p.sample_correlation));
     if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
       w.key("correlation_rank").value(p.correlation_rank);
+    // Only when not the paper's: reports written before the option existed stay comparable.
+    if (p.head_fit == FedPftOptions::HeadFit::Lda) {
+      w.key("head_fit").value(to_string(p.head_fit));
+      if (p.lda_shrinkage) w.key("lda_shrinkage").value(*p.lda_shrinkage);
+      else w.key("lda_shrinkage").value("auto");
+    }
     w.key("dp").value(p.dp);
     if (p.dp) {
       w.key("dp_epsilon").value(p.dp_epsilon);

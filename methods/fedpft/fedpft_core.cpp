@@ -253,6 +253,19 @@ void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
     // would void their guarantee.
     if (o.dp) throw InputError(where + ": a shared correlation sketch is not differentially private; not with dp");
   }
+  if (o.lda_shrinkage && !(*o.lda_shrinkage >= 0.0 && *o.lda_shrinkage <= 1.0))
+    throw InputError(where + ": LDA shrinkage must lie in [0, 1], got " + std::to_string(*o.lda_shrinkage));
+  // A closed-form head holds every received piece until it is solved (its sums in arrival order
+  // would make the head depend on the order pieces came in); full covariances are 13 MB a class at
+  // d = 1 280 and a star's hub would hold them all, so they are drawn on arrival as before instead.
+  if (o.head_fit == FedPftOptions::HeadFit::Lda && (o.dp || o.gmm.covariance == CovarianceType::Full))
+    throw InputError(where + ": the closed-form head reads diagonal or spherical mixtures; " +
+                     (o.dp ? std::string("DP-FedPFT's full Gaussians") : std::string("full covariances")) +
+                     " are drawn from as they arrive (--head-fit sgd)");
+  // Both shape only the synthetic draws, which a closed-form head never makes.
+  if (o.head_fit == FedPftOptions::HeadFit::Lda && o.sample_correlation != FedPftOptions::SampleCorrelation::None)
+    throw InputError(where + ": the closed-form head reads the mixtures' moments and draws nothing; sample correlation " +
+                     to_string(o.sample_correlation) + " would change nothing");
 }
 
 void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where) {
@@ -442,6 +455,17 @@ class DrawnSamples final : public KnowledgeSum {
 std::unique_ptr<KnowledgeSum> fedpft_start_drawn_samples(const FedPftOptions& o, const NodeContext& ctx) {
   if (o.sample_correlation != FedPftOptions::SampleCorrelation::None) return nullptr;
   return std::make_unique<DrawnSamples>(o, ctx);
+}
+
+HeadSources fedpft_head_sources(const KnowledgeList& received, const Features* local, const NodeContext& ctx) {
+  const Selection sel = choose(received, local, ctx);
+  if (sel.use_folded) throw std::logic_error("fedpft: a closed-form head given pieces folded into drawn samples");
+  HeadSources out;
+  for (const Knowledge* piece : sel.pieces)
+    for (const ClassMixture& cm : std::get<GmmKnowledge>(piece->payload).classes)
+      out.mixtures.push_back({&cm, &piece->contributors});
+  if (sel.use_local) out.local = local;
+  return out;
 }
 
 Features fedpft_training_set(const KnowledgeList& received, const Features* local,

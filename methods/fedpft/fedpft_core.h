@@ -54,6 +54,20 @@ void check_piece_fits(const Knowledge& k, const FedPftOptions& options, const No
 Features fedpft_training_set(const KnowledgeList& received, const Features* local,
                              const FedPftOptions& options, const NodeContext& ctx);
 
+// What a head learns from, as the closed-form head reads it (methods/fedpft/closed_form_head.h):
+// every class mixture of the chosen pieces, with the piece's contributors, and the local real rows
+// when fedpft_training_set would add them (null otherwise). Throws std::logic_error if `received`
+// holds a folded sum of drawn samples: a closed-form head never starts one.
+struct HeadSources {
+  struct Mixture {
+    const ClassMixture* mixture;
+    const Contributors* contributors;
+  };
+  std::vector<Mixture> mixtures;
+  const Features* local = nullptr;
+};
+HeadSources fedpft_head_sources(const KnowledgeList& received, const Features* local, const NodeContext& ctx);
+
 // A star hub's running sum (Method::start_head_sum): each piece's synthetic features, drawn as
 // the piece arrives exactly as fedpft_training_set would draw them, so that the piece itself,
 // full covariances and all, need not be kept; fedpft_training_set then takes them in the order

@@ -106,6 +106,22 @@ TEST_F(Cli, SimulatePersonalizesFedCgsOnTheDominantPartition) {
   EXPECT_NE(share.output.find("--partition dominant"), std::string::npos) << share.output;
 }
 
+// --head-fit lda end to end: the hub says how it chose the shrinkage, and the report says the head
+// was solved, not trained (the paper's head, the default, leaves the report as it was).
+TEST_F(Cli, SimulateSolvesFedPftsHeadInClosedFormWhenAsked) {
+  const fs::path report = dir_ / "report.json";
+  const CliRun r = run_cli("simulate " + data_args() + " --method fedpft --head-fit lda --topology star --nodes 3"
+                           " --no-baselines --report " + report.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("fedpft head: closed form (LDA of the mixtures' moments), shrinkage "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("local rows ("), std::string::npos) << r.output;
+  const nlohmann::json json = read_json(report);
+  EXPECT_EQ(json["parameters"]["fedpft"]["head_fit"], "lda");
+  EXPECT_EQ(json["parameters"]["fedpft"]["lda_shrinkage"], "auto");
+  EXPECT_GT(json["nodes"][0]["accuracy"].get<double>(), 0.5);
+}
+
 TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
   const fs::path report = dir_ / "report.json";
   const CliRun r = run_cli("simulate " + data_args() +
@@ -588,6 +604,14 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--nodes 16385", "--nodes must be in [1, 16384]"},
            {"--sample-correlation all", "--sample-correlation must be none, local or shared, got 'all'"},
            {"--component-draws even", "--component-draws must be systematic or multinomial, got 'even'"},
+           {"--head-fit tree", "--head-fit must be sgd or lda, got 'tree'"},
+           {"--lda-shrinkage 0.5", "--lda-shrinkage sets the closed-form head's covariance; it needs --head-fit lda"},
+           {"--head-fit lda --lda-shrinkage 1.5", "--lda-shrinkage must be in [0, 1]"},
+           {"--head-fit lda --sample-correlation local", "--sample-correlation shapes the synthetic draws, which --head-fit lda never makes"},
+           {"--head-fit lda --synthetic-multiplier 3", "--synthetic-multiplier shapes the synthetic draws"},
+           {"--method fedcgs --head-fit lda", "--head-fit is a fedpft option"},
+           {"--head-fit lda --dp", "DP-FedPFT's full Gaussians are drawn from as they arrive"},
+           {"--head-fit lda --covariance full", "full covariances are drawn from as they arrive"},
            {"--method fedcgs --component-draws multinomial", "--component-draws is a fedpft option"},
            {"--dp --sample-correlation shared", "--sample-correlation shared applies to diagonal and spherical"},
            {"--correlation-rank 8", "--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared"},

@@ -210,6 +210,24 @@ TEST(LoopbackSharedCorrelation, AChainSendingCovarianceSketchesMatchesTheSimulat
   launch_and_expect_simulate(f);
 }
 
+// FedPFT's closed-form head on real processes: a star's hub keeps the leaves' mixtures (nothing is
+// drawn on arrival), chooses the shrinkage on its own rows and solves the same head as the
+// simulator, whatever order the pieces came in.
+TEST(LoopbackClosedFormHead, AStarSolvingItsHeadFromTheMixturesMatchesTheSimulator) {
+  const auto dir = test_dir("loopback");
+  OptionMap options = method_options("fedpft");
+  options["head-fit"] = "lda";
+  const Federation f = make_federation(dir, TopologyMode::Star, 4, "fedpft", 23250, options, small_data());
+
+  const CliRun launch = run_cli("launch " + f.file.string() + " --quiet --timeout 500");
+  ASSERT_EQ(launch.code, 0) << launch.output;
+  expect_every_node_equals_simulate(f);
+  const std::string hub_log = read_text(f.state_dir(f.topology.ids().front()) / "node.log");
+  EXPECT_NE(hub_log.find("fedpft head: closed form (LDA of the mixtures' moments), shrinkage"), std::string::npos)
+      << hub_log;
+  if (!::testing::Test::HasFailure()) fs::remove_all(f.dir);
+}
+
 // A node whose projection differs (here: its own expansion seed) works in another feature space.
 // The fingerprint says so, so the handshake and the knowledge are refused, and nothing is summed.
 TEST(LoopbackExpansion, ANodeWithAnotherProjectionIsRefused) {
