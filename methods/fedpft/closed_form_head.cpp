@@ -12,8 +12,8 @@ namespace fednode {
 namespace {
 
 // Mean vectors gathered before one rank update of B: a block keeps the update a matrix product
-// (OpenBLAS's dsyrk, on its threads: 4 815 means of d = 1 280 in 0.1 s, where Eigen's rank update
-// on one thread took most of the head's time).
+// (OpenBLAS's dsyrk, on its threads: some 5 000 means of d = 1 280 in 0.1 s, where Eigen's rank
+// update on one thread took most of the head's time).
 constexpr Eigen::Index kBlockRows = 512;
 // Tried in this order, a tie going to the earlier (the less shrunk); 1 is the nearest class mean.
 // None is FedCGS's default and the best where the covariance is well estimated (FedCGS, 10
@@ -107,7 +107,7 @@ std::string ShrinkageChoice::summary() const {
   std::snprintf(text, sizeof text, "%g", shrinkage);
   std::string s = std::string("closed form (LDA of the mixtures' moments), shrinkage ") + text;
   if (given) return s;
-  if (validation_samples == 0) return s + " (no local rows of this node's own to choose it on: none)";
+  if (validation_samples == 0) return s + " (not chosen: that takes rows of this node's own and knowledge of others)";
   s += " chosen on this node's " + std::to_string(validation_samples) + " local rows (";
   for (size_t i = 0; i < tried.size(); ++i) {
     std::snprintf(text, sizeof text, "%s%g: %.4f", i ? "; " : "", tried[i].shrinkage, tried[i].accuracy);
@@ -126,16 +126,18 @@ std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, con
   choice.shrinkage = options.lda_shrinkage.value_or(kShrinkages[0]);
   choice.given = options.lda_shrinkage.has_value();
   const StatsKnowledge stats = mixture_statistics(all, sources.local, ctx.num_classes, ctx.dim);
-  if (!choice.given && sources.local && sources.local->size() > 0) {
+  // Chosen only with both the node's own rows and something else to solve from.
+  if (!choice.given && sources.local && sources.local->size() > 0 && !all.empty()) {
     // The statistics add up: the rest's are all of them less the local rows' (equal up to rounding).
     StatsKnowledge rest = mixture_statistics({}, sources.local, ctx.num_classes, ctx.dim);
     rest.A = stats.A - rest.A;
     rest.B = stats.B - rest.B;
     for (size_t c = 0; c < rest.N.size(); ++c) rest.N[c] = stats.N[c] - rest.N[c];
     choice.validation_samples = sources.local->size();
+    const LdaScatter candidates(rest, lda_options(0.0), LdaScatter::Factorisation::Lapack);
     double best = -1.0;
     for (double s : kShrinkages) {
-      const double a = fit_lda_head(rest, lda_options(s))->accuracy(*sources.local);
+      const double a = candidates.head(s)->accuracy(*sources.local);
       choice.tried.push_back({s, a});
       if (a > best) {
         best = a;
@@ -143,7 +145,7 @@ std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, con
       }
     }
   }
-  auto head = fit_lda_head(stats, lda_options(choice.shrinkage));
+  auto head = LdaScatter(stats, lda_options(0.0), LdaScatter::Factorisation::Lapack).head(choice.shrinkage);
   if (chosen) *chosen = std::move(choice);
   return head;
 }

@@ -13,7 +13,8 @@
 // mixtures were tried as the held-out set first, and misled: drawn from diagonal components they
 // lack the correlations real features have, and favour shrinkage (Fashion-MNIST at alpha 0.1:
 // 0.9 chosen, test 0.778 against 0.823 with what the local rows choose). A node without local rows
-// of its own (its data already among the pieces' contributors) applies none, FedCGS's default.
+// of its own (its data already among the pieces' contributors), or with nothing but them, applies
+// none, FedCGS's default.
 #pragma once
 
 #include "methods/fedpft/fedpft_core.h"

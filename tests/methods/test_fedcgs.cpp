@@ -483,6 +483,25 @@ TEST(FedCgsLda, CovariancesFollowTheirDefinitionsAndMatchEq11) {
   EXPECT_GT(rel_diff(St, Sw), 0.01);  // the two options really are different covariances
 }
 
+// One scatter serves every shrinkage with the bits of a fit per shrinkage; LAPACK's factorisation
+// gives the same head up to rounding.
+TEST(FedCgsLda, OneScatterServesEveryShrinkage) {
+  const StatsKnowledge s = compute_stats(blobs(300, 6, 3, 3.0, 35));
+  FedCgsOptions opt;
+  const LdaScatter eigen(s, opt), lapack(s, opt, LdaScatter::Factorisation::Lapack);
+  for (double shrinkage : {0.0, 0.3, 1.0}) {
+    opt.shrinkage = shrinkage;
+    const auto fitted = fit_lda_head(s, opt);
+    EXPECT_EQ(eigen.covariance(shrinkage), lda_covariance(s, opt)) << shrinkage;
+    EXPECT_EQ(eigen.head(shrinkage)->weights(), fitted->weights()) << shrinkage;
+    EXPECT_EQ(eigen.head(shrinkage)->bias(), fitted->bias()) << shrinkage;
+    const auto other = lapack.head(shrinkage);
+    EXPECT_LT((other->weights() - fitted->weights()).cwiseAbs().maxCoeff(), 1e-5 * fitted->weights().cwiseAbs().maxCoeff());
+    EXPECT_LT((other->bias() - fitted->bias()).cwiseAbs().maxCoeff(), 1e-5 * fitted->bias().cwiseAbs().maxCoeff());
+  }
+  EXPECT_THROW(eigen.head(1.5), InputError);
+}
+
 TEST(FedCgsLda, FullShrinkageGivesScaledIdentity) {
   const StatsKnowledge s = compute_stats(blobs(300, 6, 3, 3.0, 35));
   for (LdaCovariance cov : {LdaCovariance::Total, LdaCovariance::Within}) {

@@ -158,18 +158,16 @@ TEST(FedPftClosedForm, ChoosesTheShrinkageOnTheNodesOwnRows) {
   // What was chosen, solved from the mixtures and the local rows together.
   std::vector<const ClassMixture*> all;
   for (const auto& m : sources.mixtures) all.push_back(m.mixture);
-  FedCgsOptions lda;
-  lda.shrinkage = choice.shrinkage;
-  const auto expected = fit_lda_head(mixture_statistics(all, &own, kClasses, kDim), lda);
+  const FedCgsOptions lda;
+  const auto lapack = LdaScatter::Factorisation::Lapack;
+  const auto expected = LdaScatter(mixture_statistics(all, &own, kClasses, kDim), lda, lapack).head(choice.shrinkage);
   EXPECT_EQ(head->weights(), expected->weights());
   EXPECT_EQ(head->bias(), expected->bias());
 
   // The candidates' scores are those of heads solved without the local rows.
-  const StatsKnowledge rest = mixture_statistics(all, nullptr, kClasses, kDim);
-  for (size_t i = 0; i < choice.tried.size(); ++i) {
-    lda.shrinkage = choice.tried[i].shrinkage;
-    EXPECT_EQ(choice.tried[i].accuracy, fit_lda_head(rest, lda)->accuracy(own)) << choice.tried[i].shrinkage;
-  }
+  const LdaScatter rest(mixture_statistics(all, nullptr, kClasses, kDim), lda, lapack);
+  for (const auto& tried : choice.tried)
+    EXPECT_EQ(tried.accuracy, rest.head(tried.shrinkage)->accuracy(own)) << tried.shrinkage;
 
   // Given, it is used as it is; the same inputs give the same head.
   options.lda_shrinkage = 0.5;
@@ -220,6 +218,11 @@ TEST(FedPftClosedForm, TheMethodsHeadIsTheClosedFormAndNeedsNoDrawnSamples) {
   const auto head = method->fit_head(received, &own, ctx);
   EXPECT_EQ(head->kind(), "lda");
   EXPECT_GT(head->accuracy(rows_of(100, 77)), 0.9);
+
+  // Nothing received (a chain's first node): solved from its own rows, with nothing to choose on.
+  const auto alone = method->fit_head(KnowledgeList(), &own, ctx);
+  EXPECT_EQ(alone->kind(), "lda");
+  EXPECT_GT(alone->accuracy(rows_of(100, 77)), 0.9);
 }
 
 }  // namespace
