@@ -102,6 +102,15 @@ StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtur
   return sum.finish();
 }
 
+double least_shrinkage_near_best(const std::vector<ShrinkageChoice::Tried>& tried, int64_t rows) {
+  double best = 0.0;
+  for (const auto& t : tried) best = std::max(best, t.accuracy);
+  const double standard_error = std::sqrt(best * (1.0 - best) / static_cast<double>(std::max<int64_t>(rows, 1)));
+  for (const auto& t : tried)
+    if (t.accuracy >= best - standard_error) return t.shrinkage;
+  return 0.0;  // nothing tried
+}
+
 std::string ShrinkageChoice::summary() const {
   char text[64];
   std::snprintf(text, sizeof text, "%g", shrinkage);
@@ -135,15 +144,8 @@ std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, con
     for (size_t c = 0; c < rest.N.size(); ++c) rest.N[c] = stats.N[c] - rest.N[c];
     choice.validation_samples = sources.local->size();
     const LdaScatter candidates(rest, lda_options(0.0), LdaScatter::Factorisation::Lapack);
-    double best = -1.0;
-    for (double s : kShrinkages) {
-      const double a = candidates.head(s)->accuracy(*sources.local);
-      choice.tried.push_back({s, a});
-      if (a > best) {
-        best = a;
-        choice.shrinkage = s;
-      }
-    }
+    for (double s : kShrinkages) choice.tried.push_back({s, candidates.head(s)->accuracy(*sources.local)});
+    choice.shrinkage = least_shrinkage_near_best(choice.tried, sources.local->size());
   }
   auto head = LdaScatter(stats, lda_options(0.0), LdaScatter::Factorisation::Lapack).head(choice.shrinkage);
   if (chosen) *chosen = std::move(choice);
