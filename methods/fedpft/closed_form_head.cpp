@@ -1,6 +1,7 @@
 #include "methods/fedpft/closed_form_head.h"
 
 #include "methods/fedcgs/lda.h"  // FedCGS's head: the LDA of additive statistics, which the moments are
+#include "methods/fedcgs/stats.h"
 
 #include <cblas.h>
 
@@ -22,8 +23,8 @@ constexpr Eigen::Index kBlockRows = 512;
 // docs/methods/fedpft.md, "A head in closed form".
 constexpr double kShrinkages[] = {0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0};
 
-// Sums A, N and B as mixtures and rows come; the outer products of the means (and rows) go into
-// the upper triangle a block at a time.
+// Sums A, N and B as mixtures come; the outer products of the means go into the upper triangle a
+// block at a time.
 class MomentSum {
  public:
   MomentSum(int classes, int dim) : block_(kBlockRows, dim) {
@@ -46,16 +47,6 @@ class MomentSum {
         case CovarianceType::Spherical: stats_.B.diagonal().array() += nw * g.covariances(k, 0); break;
         case CovarianceType::Full: stats_.B += nw * g.covariances.middleRows(k * d, d); break;
       }
-    }
-  }
-
-  void add(const Features& rows) {
-    for (Eigen::Index i = 0; i < rows.X.rows(); ++i) {
-      const int label = rows.y[static_cast<size_t>(i)];
-      ++stats_.N[static_cast<size_t>(label)];
-      const Eigen::RowVectorXd x = rows.X.row(i).cast<double>();
-      stats_.A.row(label) += x;
-      push(x);
     }
   }
 
@@ -98,8 +89,14 @@ StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtur
                                   int num_classes, int dim) {
   MomentSum sum(num_classes, dim);
   for (const ClassMixture* cm : mixtures) sum.add(*cm);
-  if (local) sum.add(*local);
-  return sum.finish();
+  StatsKnowledge s = sum.finish();
+  if (local && local->size() > 0) {  // real rows are FedCGS's own statistics
+    const StatsKnowledge rows = compute_stats(*local);
+    s.A += rows.A;
+    s.B += rows.B;
+    for (size_t c = 0; c < s.N.size(); ++c) s.N[c] += rows.N[c];
+  }
+  return s;
 }
 
 double least_shrinkage_near_best(const std::vector<ShrinkageChoice::Tried>& tried, int64_t rows) {
