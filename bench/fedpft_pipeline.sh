@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole FedPFT pipeline against the reference a user would write (issue 51, goal 1): `fednode
-# simulate --method fedpft` (defaults, with the fixed head recipe --head-lr 1e-4, and with the head
-# solved from the mixtures' moments, --head-fit lda) and bench/ref_fedpft_pipeline.py (scikit-learn GaussianMixture per client and class, a PyTorch linear
+# simulate --method fedpft` (defaults: the head solved from the mixtures' moments; the paper's head
+# trained on draws, --head-fit sgd; and that head with the fixed recipe --head-lr 1e-4) and
+# bench/ref_fedpft_pipeline.py (scikit-learn GaussianMixture per client and class, a PyTorch linear
 # head on the samples), on the same .npy files, the same star of N clients and Dirichlet alpha,
 # taking turns REPS times each, 2 threads each. Prints every run and the medians' ratios.
 # Usage: bench/fedpft_pipeline.sh FEDNODE PREFIX [NODES] [ALPHA] [REPS]
@@ -28,8 +29,8 @@ run_fednode() {  # label, extra options
 }
 for ((i = 0; i < reps; i++)); do
   run_fednode "fednode-defaults"
+  run_fednode "fednode-head-fit-sgd" --head-fit sgd
   run_fednode "fednode-head-lr-1e-4" --head-lr 1e-4
-  run_fednode "fednode-head-fit-lda" --head-fit lda
   echo "reference $(/usr/bin/python3 "$here/ref_fedpft_pipeline.py" --train-X "${prefix}_train_X.npy" \
     --train-y "${prefix}_train_y.npy" --test-X "${prefix}_test_X.npy" --test-y "${prefix}_test_y.npy" \
     --nodes "$nodes" --alpha "$alpha" --threads 2 --seed 1)"

@@ -57,10 +57,19 @@ const char* to_string(FedPftOptions::SampleCorrelation c) {
 
 const char* to_string(FedPftOptions::HeadFit f) {
   switch (f) {
+    case FedPftOptions::HeadFit::Auto: return "auto";
     case FedPftOptions::HeadFit::Sgd: return "sgd";
     case FedPftOptions::HeadFit::Lda: return "lda";
   }
   return "?";
+}
+
+FedPftOptions::HeadFit head_fit_used(const FedPftOptions& o) {
+  if (o.head_fit != FedPftOptions::HeadFit::Auto) return o.head_fit;
+  const bool lda_reads_these = !o.dp && o.gmm.covariance != CovarianceType::Full;
+  const bool draws_asked_for =
+      o.sample_correlation != FedPftOptions::SampleCorrelation::None || o.synthetic_multiplier != 1;
+  return lda_reads_these && !draws_asked_for ? FedPftOptions::HeadFit::Lda : FedPftOptions::HeadFit::Sgd;
 }
 
 Selection select_for_combination(const KnowledgeList& received, const Features* local,

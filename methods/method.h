@@ -74,15 +74,22 @@ struct FedPftOptions {
   SampleCorrelation sample_correlation = SampleCorrelation::None;
   int correlation_rank = 64;
   // How the head is fitted: a linear layer trained on synthetic draws (Sgd, the paper's), or in
-  // closed form from the mixtures' own moments (Lda, a fednode option: methods/fedpft/closed_form_head.h),
-  // with `lda_shrinkage` of the shared covariance, or, unset, the one chosen on held-out mixtures.
-  enum class HeadFit { Sgd, Lda };
-  HeadFit head_fit = HeadFit::Sgd;
+  // closed form from the mixtures' own moments (Lda, a fednode extension:
+  // methods/fedpft/closed_form_head.h), with `lda_shrinkage` of the shared covariance or, unset,
+  // the one the node's own rows choose. Auto, the default, is Lda wherever it applies and Sgd
+  // where it cannot or where an option asks for draws (head_fit_used): as accurate over 27 runs and
+  // three to four times faster (docs/methods/fedpft.md, "A head in closed form").
+  enum class HeadFit { Auto, Sgd, Lda };
+  HeadFit head_fit = HeadFit::Auto;
   std::optional<double> lda_shrinkage;
   LinearTrainOptions head;
 };
 const char* to_string(FedPftOptions::SampleCorrelation c);  // "none" | "local" | "shared"
-const char* to_string(FedPftOptions::HeadFit f);            // "sgd" | "lda"
+const char* to_string(FedPftOptions::HeadFit f);            // "auto" | "sgd" | "lda"
+// Sgd or Lda: what Auto means for these options. Lda needs diagonal or spherical mixtures without
+// DP (full covariances are drawn from as they arrive) and nothing that shapes draws (sample
+// correlation, a synthetic multiplier), which it would ignore.
+FedPftOptions::HeadFit head_fit_used(const FedPftOptions& o);
 
 enum class LdaCovariance { Total, Within };
 

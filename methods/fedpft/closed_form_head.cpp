@@ -22,6 +22,8 @@ constexpr Eigen::Index kBlockRows = 512;
 // stand for many dimensions (100 classes of 57 rows: 0.690 at 0, 0.720 at 0.7, 0.734 at 1).
 // docs/methods/fedpft.md, "A head in closed form".
 constexpr double kShrinkages[] = {0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0};
+// A node with nothing received scores the candidates by cross-validation over its own rows.
+constexpr int64_t kLocalFolds = 5;
 
 // Sums A, N and B as mixtures come; the outer products of the means go into the upper triangle a
 // block at a time.
@@ -113,8 +115,10 @@ std::string ShrinkageChoice::summary() const {
   std::snprintf(text, sizeof text, "%g", shrinkage);
   std::string s = std::string("closed form (LDA of the mixtures' moments), shrinkage ") + text;
   if (given) return s;
-  if (validation_samples == 0) return s + " (not chosen: that takes rows of this node's own and knowledge of others)";
-  s += " chosen on this node's " + std::to_string(validation_samples) + " local rows (";
+  if (validation_samples == 0) return s + " (not chosen: that takes two rows of this node's own)";
+  s += " chosen on this node's " + std::to_string(validation_samples) + " local rows";
+  if (folds > 1) s += " in " + std::to_string(folds) + " folds";
+  s += " (";
   for (size_t i = 0; i < tried.size(); ++i) {
     std::snprintf(text, sizeof text, "%s%g: %.4f", i ? "; " : "", tried[i].shrinkage, tried[i].accuracy);
     s += text;
@@ -122,27 +126,81 @@ std::string ShrinkageChoice::summary() const {
   return s + ")";
 }
 
+namespace {
+
+// Rows the candidates are scored on and the statistics each is solved from without them.
+struct HeldOut {
+  StatsKnowledge solve_from;
+  bool every_local_row = false;  // scored on the local rows themselves (not copied: a node may hold 20 000)
+  Features fold;                 // or on these, a fold of them
+  const Features& rows(const Features& local) const { return every_local_row ? local : fold; }
+};
+
+// all less the rows' own statistics: the statistics add up (equal up to rounding).
+StatsKnowledge without(const StatsKnowledge& all, const Features& rows) {
+  StatsKnowledge rest = compute_stats(rows);
+  rest.A = all.A - rest.A;
+  rest.B = all.B - rest.B;
+  for (size_t c = 0; c < rest.N.size(); ++c) rest.N[c] = all.N[c] - rest.N[c];
+  return rest;
+}
+
+// With knowledge received, the node's own rows, each candidate solved from everything else. With
+// none (a chain's first node, a node alone), its rows in kLocalFolds folds, row i in fold i mod
+// kLocalFolds, each scored by the candidates solved from the other folds: there the unshrunk
+// covariance of 1 396 rows of d = 1 280 scored 0.443 on Fashion-MNIST where the trained head
+// scores 0.689 (docs/methods/fedpft.md, "A head in closed form").
+std::vector<HeldOut> held_out_sets(const StatsKnowledge& all, const Features& local, bool received) {
+  std::vector<HeldOut> sets;
+  if (received) {
+    sets.push_back({without(all, local), true, {}});
+    return sets;
+  }
+  const int64_t n = local.size();
+  const int64_t folds = std::min<int64_t>(kLocalFolds, n);
+  if (folds < 2) return sets;  // one row: nothing to solve from without it
+  for (int64_t f = 0; f < folds; ++f) {
+    std::vector<int64_t> in_fold;
+    for (int64_t i = f; i < n; i += folds) in_fold.push_back(i);
+    Features rows = local.subset(in_fold);
+    StatsKnowledge rest = without(all, rows);
+    sets.push_back({std::move(rest), false, std::move(rows)});
+  }
+  return sets;
+}
+
+}  // namespace
+
 std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, const FedPftOptions& options,
                                                  const NodeContext& ctx, ShrinkageChoice* chosen) {
   std::vector<const ClassMixture*> all;
   for (const auto& m : sources.mixtures) all.push_back(m.mixture);
-  if (all.empty() && (!sources.local || sources.local->size() == 0))
-    throw InputError("fedpft: no knowledge and no local data to fit a head on");
+  const bool has_local = sources.local && sources.local->size() > 0;
+  if (all.empty() && !has_local) throw InputError("fedpft: no knowledge and no local data to fit a head on");
   ShrinkageChoice choice;
   choice.shrinkage = options.lda_shrinkage.value_or(kShrinkages[0]);
   choice.given = options.lda_shrinkage.has_value();
   const StatsKnowledge stats = mixture_statistics(all, sources.local, ctx.num_classes, ctx.dim);
-  // Chosen only with both the node's own rows and something else to solve from.
-  if (!choice.given && sources.local && sources.local->size() > 0 && !all.empty()) {
-    // The statistics add up: the rest's are all of them less the local rows' (equal up to rounding).
-    StatsKnowledge rest = mixture_statistics({}, sources.local, ctx.num_classes, ctx.dim);
-    rest.A = stats.A - rest.A;
-    rest.B = stats.B - rest.B;
-    for (size_t c = 0; c < rest.N.size(); ++c) rest.N[c] = stats.N[c] - rest.N[c];
-    choice.validation_samples = sources.local->size();
-    const LdaScatter candidates(rest, lda_options(0.0), LdaScatter::Factorisation::Lapack);
-    for (double s : kShrinkages) choice.tried.push_back({s, candidates.head(s)->accuracy(*sources.local)});
-    choice.shrinkage = least_shrinkage_near_best(choice.tried, sources.local->size());
+  if (!choice.given && has_local) {
+    const std::vector<HeldOut> sets = held_out_sets(stats, *sources.local, !all.empty());
+    std::vector<int64_t> correct(std::size(kShrinkages), 0);
+    for (const HeldOut& set : sets) {
+      if (total_count(set.solve_from) == 0) continue;  // its rows are all there is: every candidate misses them
+      const Features& rows = set.rows(*sources.local);
+      const LdaScatter candidates(set.solve_from, lda_options(0.0), LdaScatter::Factorisation::Lapack);
+      for (size_t i = 0; i < std::size(kShrinkages); ++i) {
+        const Labels predicted = candidates.head(kShrinkages[i])->predict(rows.X);
+        for (size_t r = 0; r < predicted.size(); ++r) correct[i] += predicted[r] == rows.y[r];
+      }
+      choice.validation_samples += rows.size();
+      choice.folds += 1;
+    }
+    if (choice.validation_samples > 0) {
+      for (size_t i = 0; i < std::size(kShrinkages); ++i)
+        choice.tried.push_back({kShrinkages[i], static_cast<double>(correct[i]) /
+                                                    static_cast<double>(choice.validation_samples)});
+      choice.shrinkage = least_shrinkage_near_best(choice.tried, choice.validation_samples);
+    }
   }
   auto head = LdaScatter(stats, lda_options(0.0), LdaScatter::Factorisation::Lapack).head(choice.shrinkage);
   if (chosen) *chosen = std::move(choice);

@@ -36,7 +36,7 @@ class FedPft final : public Method {
 
   std::unique_ptr<Head> fit_head(const KnowledgeList& received, const Features* local,
                                  const NodeContext& ctx) const override {
-    if (options_.head_fit == FedPftOptions::HeadFit::Lda) {
+    if (head_fit_used(options_) == FedPftOptions::HeadFit::Lda) {
       ShrinkageChoice chosen;
       auto solved = fit_closed_form_head(fedpft_head_sources(received, local, ctx), options_, ctx, &chosen);
       if (ctx.progress) ctx.progress("fedpft head: " + chosen.summary());
@@ -59,7 +59,7 @@ class FedPft final : public Method {
 
   std::unique_ptr<KnowledgeSum> start_head_sum(const NodeContext& ctx) const override {
     // The closed-form head reads the mixtures themselves: nothing to draw as they arrive.
-    if (options_.head_fit == FedPftOptions::HeadFit::Lda) return nullptr;
+    if (head_fit_used(options_) == FedPftOptions::HeadFit::Lda) return nullptr;
     return fedpft_start_drawn_samples(options_, ctx);
   }
 
@@ -148,12 +148,22 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
   if (a.has("correlation-rank") && p.sample_correlation != FedPftOptions::SampleCorrelation::Shared)
     throw UsageError("--correlation-rank sets the shared covariance sketch; it needs --sample-correlation shared");
   const std::string fit = a.str("head-fit", to_string(p.head_fit));
-  if (fit == "sgd") p.head_fit = FedPftOptions::HeadFit::Sgd;
+  if (fit == "auto") p.head_fit = FedPftOptions::HeadFit::Auto;
+  else if (fit == "sgd") p.head_fit = FedPftOptions::HeadFit::Sgd;
   else if (fit == "lda") p.head_fit = FedPftOptions::HeadFit::Lda;
-  else throw UsageError("--head-fit must be sgd or lda, got '" + fit + "'");
-  if (a.has("lda-shrinkage") && p.head_fit != FedPftOptions::HeadFit::Lda)
-    throw UsageError("--lda-shrinkage sets the closed-form head's covariance; it needs --head-fit lda");
+  else throw UsageError("--head-fit must be auto, sgd or lda, got '" + fit + "'");
   if (a.str("lda-shrinkage", "auto") != "auto") p.lda_shrinkage = a.real("lda-shrinkage", 0.0, 0.0, 1.0);
+  // Setting the trained head's recipe asks for the trained head (the regression suite's and the
+  // issue's fixed recipe, --head-lr 1e-4, meant it before auto existed).
+  if (p.head_fit == FedPftOptions::HeadFit::Auto)
+    for (const char* trained_only :
+         {"head-lr", "head-epochs", "head-batch-size", "head-weight-decay", "head-min-steps", "head-raw-inputs"})
+      if (a.has(trained_only)) p.head_fit = FedPftOptions::HeadFit::Sgd;
+  if (a.has("lda-shrinkage") && head_fit_used(p) == FedPftOptions::HeadFit::Sgd)
+    throw UsageError("--lda-shrinkage sets the closed-form head's covariance, and this head is trained on draws (" +
+                     std::string(p.head_fit == FedPftOptions::HeadFit::Sgd ? "a head option or --head-fit sgd asks for it"
+                                                                           : "these mixture options need it") +
+                     ")");
   if (p.head_fit == FedPftOptions::HeadFit::Lda && (p.dp || p.gmm.covariance == CovarianceType::Full))
     throw UsageError(std::string("--head-fit lda reads diagonal or spherical mixtures; ") +
                      (p.dp ? "DP-FedPFT's full Gaussians" : "full covariances") +
@@ -190,11 +200,13 @@ std::string fedpft_options_help() {
     << "                                    covariance sketch adds up to (sent beside the mixtures) ("
     << to_string(p.sample_correlation) << ")\n"
     << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
-    << "  --head-fit sgd|lda                the head: a linear layer trained on synthetic draws (the\n"
-    << "                                    paper), or solved from the mixtures' moments (LDA) ("
+    << "  --head-fit auto|sgd|lda           the head: a linear layer trained on synthetic draws (sgd,\n"
+    << "                                    the paper's), or solved from the mixtures' moments (lda);\n"
+    << "                                    auto: lda, unless the mixtures are full (--covariance full,\n"
+    << "                                    --dp) or an option shapes the draws or the trained head ("
     << to_string(p.head_fit) << ")\n"
     << "  --lda-shrinkage auto|S            with lda: the shared covariance's shrinkage in [0, 1];\n"
-    << "                                    auto: chosen on draws from held-out mixtures (auto)\n"
+    << "                                    auto: chosen on this node's own rows (auto)\n"
     << "  --dp --dp-epsilon E (" << p.dp_epsilon << ") --dp-delta D|per-class (" << p.dp_delta << ")\n"
     << "                                    DP-FedPFT (Theorem 4.1: K=1, full covariance); per-class:\n"
     << "                                    delta = 1/n for a class of n samples, as the paper's runs\n";
@@ -240,8 +252,8 @@ MethodDescriptor fedpft_descriptor() {
     if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
       w.key("correlation_rank").value(p.correlation_rank);
     // Only when not the paper's: reports written before the option existed stay comparable.
-    if (p.head_fit == FedPftOptions::HeadFit::Lda) {
-      w.key("head_fit").value(to_string(p.head_fit));
+    if (head_fit_used(p) == FedPftOptions::HeadFit::Lda) {
+      w.key("head_fit").value(to_string(FedPftOptions::HeadFit::Lda));
       if (p.lda_shrinkage) w.key("lda_shrinkage").value(*p.lda_shrinkage);
       else w.key("lda_shrinkage").value("auto");
     }

@@ -211,7 +211,7 @@ INSTANTIATE_TEST_SUITE_P(
         HeadKind{"fedmitr_ensemble_mean_logits",
                  "--method fedmitr --client-epochs 1 --client-min-steps 0 --receiver-head ensemble --ensemble mean-logits",
                  "vit-ensemble", 1e-4},
-        HeadKind{"backbone", "--method fedpft --components 2 --covariance diag --backbone default --input-size 32 --feature-expansion 300",
+        HeadKind{"backbone", "--method fedpft --head-fit sgd --components 2 --covariance diag --backbone default --input-size 32 --feature-expansion 300",
                  "linear", 1e-4}),
     [](const ::testing::TestParamInfo<HeadKind>& info) { return std::string(info.param.name); });
 

@@ -106,11 +106,12 @@ TEST_F(Cli, SimulatePersonalizesFedCgsOnTheDominantPartition) {
   EXPECT_NE(share.output.find("--partition dominant"), std::string::npos) << share.output;
 }
 
-// --head-fit lda end to end: the hub says how it chose the shrinkage, and the report says the head
-// was solved, not trained (the paper's head, the default, leaves the report as it was).
-TEST_F(Cli, SimulateSolvesFedPftsHeadInClosedFormWhenAsked) {
+// The closed-form head is the default (--head-fit auto) end to end: the hub says how it chose the
+// shrinkage, and the report says the head was solved, not trained; a trained head's option asks
+// for the paper's head, and the report is then as it always was.
+TEST_F(Cli, SimulateSolvesFedPftsHeadInClosedFormUnlessATrainedHeadIsAskedFor) {
   const fs::path report = dir_ / "report.json";
-  const CliRun r = run_cli("simulate " + data_args() + " --method fedpft --head-fit lda --topology star --nodes 3"
+  const CliRun r = run_cli("simulate " + data_args() + " --method fedpft --topology star --nodes 3"
                            " --no-baselines --report " + report.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("fedpft head: closed form (LDA of the mixtures' moments), shrinkage "), std::string::npos)
@@ -120,6 +121,12 @@ TEST_F(Cli, SimulateSolvesFedPftsHeadInClosedFormWhenAsked) {
   EXPECT_EQ(json["parameters"]["fedpft"]["head_fit"], "lda");
   EXPECT_EQ(json["parameters"]["fedpft"]["lda_shrinkage"], "auto");
   EXPECT_GT(json["nodes"][0]["accuracy"].get<double>(), 0.5);
+
+  const CliRun trained = run_cli("simulate " + data_args() + " --method fedpft --head-lr 1e-3 --topology star"
+                                 " --nodes 3 --no-baselines --report " + report.string());
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  EXPECT_EQ(trained.output.find("closed form"), std::string::npos) << trained.output;
+  EXPECT_FALSE(read_json(report)["parameters"]["fedpft"].contains("head_fit"));
 }
 
 TEST_F(Cli, SimulateWritesEachNodesPrivacyLedger) {
@@ -235,15 +242,18 @@ TEST_F(Cli, SecureAggregationChangesNoPrediction) {
 }
 
 // LibTorch is loaded only by what runs a backbone or trains a LibTorch head: a FedCGS federation
-// on given features (statistics, an LDA head) runs where the library cannot be found at all,
-// and FedPFT, which trains a linear head, says what it could not load and where it looked.
+// on given features (statistics, an LDA head) and FedPFT with its default closed-form head run
+// where the library cannot be found at all, and FedPFT training the paper's linear head says
+// what it could not load and where it looked.
 TEST_F(Cli, OnlyWhatNeedsLibTorchLoadsIt) {
   const std::string missing = (dir_ / "absent" / "libfednode_torch.so").string();
   const std::string env = "FEDNODE_TORCH_LIBRARY=" + missing;
   const std::string common = "simulate " + data_args() + " --topology star --nodes 3 --seed 3 --quiet --no-baselines";
   const CliRun fedcgs = run_cli(common + " --method fedcgs", env);
   EXPECT_EQ(fedcgs.code, 0) << fedcgs.output;
-  const CliRun fedpft = run_cli(common + " --method fedpft --components 1", env);
+  const CliRun solved = run_cli(common + " --method fedpft --components 1", env);
+  EXPECT_EQ(solved.code, 0) << solved.output;
+  const CliRun fedpft = run_cli(common + " --method fedpft --components 1 --head-fit sgd", env);
   EXPECT_NE(fedpft.code, 0) << fedpft.output;
   EXPECT_NE(fedpft.output.find(missing + ": no such file"), std::string::npos) << fedpft.output;
   EXPECT_NE(fedpft.output.find("FEDNODE_TORCH_LIBRARY"), std::string::npos) << fedpft.output;
@@ -604,8 +614,10 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--nodes 16385", "--nodes must be in [1, 16384]"},
            {"--sample-correlation all", "--sample-correlation must be none, local or shared, got 'all'"},
            {"--component-draws even", "--component-draws must be systematic or multinomial, got 'even'"},
-           {"--head-fit tree", "--head-fit must be sgd or lda, got 'tree'"},
-           {"--lda-shrinkage 0.5", "--lda-shrinkage sets the closed-form head's covariance; it needs --head-fit lda"},
+           {"--head-fit tree", "--head-fit must be auto, sgd or lda, got 'tree'"},
+           {"--head-fit sgd --lda-shrinkage 0.5", "--lda-shrinkage sets the closed-form head's covariance, and this head is trained on draws (a head option or --head-fit sgd asks for it)"},
+           {"--head-epochs 5 --lda-shrinkage 0.5", "this head is trained on draws (a head option or --head-fit sgd asks for it)"},
+           {"--covariance full --lda-shrinkage 0.5", "this head is trained on draws (these mixture options need it)"},
            {"--head-fit lda --lda-shrinkage 1.5", "--lda-shrinkage must be in [0, 1]"},
            {"--head-fit lda --sample-correlation local", "--sample-correlation shapes the synthetic draws, which --head-fit lda never makes"},
            {"--head-fit lda --synthetic-multiplier 3", "--synthetic-multiplier shapes the synthetic draws"},

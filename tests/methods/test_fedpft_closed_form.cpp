@@ -230,10 +230,88 @@ TEST(FedPftClosedForm, TheMethodsHeadIsTheClosedFormAndNeedsNoDrawnSamples) {
   EXPECT_EQ(head->kind(), "lda");
   EXPECT_GT(head->accuracy(rows_of(100, 77)), 0.9);
 
-  // Nothing received (a chain's first node): solved from its own rows, with nothing to choose on.
+  // Nothing received (a chain's first node): solved from its own rows.
   const auto alone = method->fit_head(KnowledgeList(), &own, ctx);
   EXPECT_EQ(alone->kind(), "lda");
   EXPECT_GT(alone->accuracy(rows_of(100, 77)), 0.9);
+}
+
+// A node that received nothing has no "everything else": each candidate is scored on every fifth
+// row, solved from the other four fifths, and the scores are those folds' sums. Fewer rows than
+// dimensions leave the unshrunk covariance singular; the folds see it.
+TEST(FedPftClosedForm, AloneItChoosesTheShrinkageByFoldsOverItsOwnRows) {
+  constexpr int dim = 40, per_class = 12;
+  const auto rows = [&](uint64_t seed) {
+    Rng rng(seed);
+    Features f;
+    f.num_classes = kClasses;
+    f.X.resize(per_class * kClasses, dim);
+    for (int64_t r = 0; r < f.X.rows(); ++r) {
+      const int c = static_cast<int>(r % kClasses);  // classes interleaved, as a shuffled partition leaves them
+      for (int j = 0; j < dim; ++j) f.X(r, j) = static_cast<float>((j < 3 ? 1.2 * c : 0.0) + rng.normal());
+      f.y.push_back(c);
+    }
+    return f;
+  };
+  const Features own = rows(21);
+  const NodeContext ctx = test::node_context(0, kClasses, dim, 5);
+  HeadSources sources;
+  sources.local = &own;
+  FedPftOptions options;
+  ShrinkageChoice choice;
+  const auto head = fit_closed_form_head(sources, options, ctx, &choice);
+  EXPECT_EQ(choice.folds, 5);
+  EXPECT_EQ(choice.validation_samples, own.size());
+  ASSERT_EQ(choice.tried.size(), 7u);
+  EXPECT_NE(choice.summary().find("36 local rows in 5 folds"), std::string::npos) << choice.summary();
+
+  const StatsKnowledge all = compute_stats(own);
+  std::vector<int64_t> correct(choice.tried.size(), 0);
+  for (int f = 0; f < 5; ++f) {
+    std::vector<int64_t> in_fold;
+    for (int64_t i = f; i < own.size(); i += 5) in_fold.push_back(i);
+    const Features held = own.subset(in_fold);
+    StatsKnowledge rest = compute_stats(held);
+    rest.A = all.A - rest.A;
+    rest.B = all.B - rest.B;
+    for (size_t c = 0; c < rest.N.size(); ++c) rest.N[c] = all.N[c] - rest.N[c];
+    const LdaScatter candidates(rest, FedCgsOptions{}, LdaScatter::Factorisation::Lapack);
+    for (size_t i = 0; i < choice.tried.size(); ++i)
+      correct[i] += std::lround(candidates.head(choice.tried[i].shrinkage)->accuracy(held) *
+                                static_cast<double>(held.size()));
+  }
+  for (size_t i = 0; i < choice.tried.size(); ++i)
+    EXPECT_EQ(std::lround(choice.tried[i].accuracy * static_cast<double>(own.size())), correct[i])
+        << choice.tried[i].shrinkage;
+  EXPECT_GT(choice.shrinkage, 0.0);
+
+  options.lda_shrinkage = 0.0;
+  const Features fresh = rows(99);
+  EXPECT_GT(head->accuracy(fresh), fit_closed_form_head(sources, options, ctx)->accuracy(fresh) + 0.1);
+}
+
+// Auto, the default, is the closed form wherever it reads the mixtures and nothing asks for draws.
+TEST(FedPftClosedForm, AutoIsTheClosedFormUnlessTheMixturesOrTheOptionsNeedDraws) {
+  using Fit = FedPftOptions::HeadFit;
+  const auto used = [](auto change) {
+    FedPftOptions o;
+    change(o);
+    return head_fit_used(o);
+  };
+  EXPECT_EQ(used([](FedPftOptions&) {}), Fit::Lda);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.gmm.covariance = CovarianceType::Spherical; }), Fit::Lda);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.gmm.covariance = CovarianceType::Full; }), Fit::Sgd);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.dp = true; }), Fit::Sgd);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.sample_correlation = FedPftOptions::SampleCorrelation::Local; }), Fit::Sgd);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.synthetic_multiplier = 2; }), Fit::Sgd);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.head_fit = Fit::Sgd; }), Fit::Sgd);
+  EXPECT_EQ(used([](FedPftOptions& o) { o.head_fit = Fit::Lda; }), Fit::Lda);
+
+  const NodeContext ctx = test::node_context(0, kClasses, kDim, 5);
+  EXPECT_EQ(make_fedpft(FedPftOptions{})->start_head_sum(ctx), nullptr);
+  FedPftOptions full;
+  full.gmm.covariance = CovarianceType::Full;
+  EXPECT_NE(make_fedpft(full)->start_head_sum(ctx), nullptr);  // drawn from as they arrive, as ever
 }
 
 }  // namespace

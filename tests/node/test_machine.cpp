@@ -49,6 +49,7 @@ struct Federation {
     MethodOptions o;
     o.method = method_name;
     o.fedpft.gmm.components = 2;
+    o.fedpft.head_fit = FedPftOptions::HeadFit::Sgd;  // the hub that draws on arrival (below)
     o.fedpft.head.lr = 1e-2;  // a short, fixed recipe: these tests are about the machine
     o.fedpft.head.epochs = 3;
     o.fedpft.head.min_steps = 0;

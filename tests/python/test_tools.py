@@ -32,7 +32,7 @@ def test_extract_equals_the_command(cli, tmp_path):
 
 @pytest.fixture(scope="module")
 def head_file(cli, tmp_path_factory, npy_files):
-    """A FedPFT head trained by `fednode simulate --save-heads`."""
+    """A FedPFT head (the default: solved in closed form) saved by `fednode simulate --save-heads`."""
     folder = tmp_path_factory.mktemp("heads")
     argv = [cli, "simulate", "--method", "fedpft", "--nodes", "2", "--no-baselines", "--quiet",
             "--save-heads", str(folder)]
@@ -45,7 +45,7 @@ def head_file(cli, tmp_path_factory, npy_files):
 def test_a_classifier_predicts_as_the_command_and_exports_what_torch_loads(cli, tmp_path, data, head_file):
     _, (Xt, yt) = data
     c = fednode.Classifier.from_file(str(head_file))
-    assert (c.kind, c.num_classes, c.dim, c.method) == ("linear", 6, 24, "fedpft")
+    assert (c.kind, c.num_classes, c.dim, c.method) == ("lda", 6, 24, "fedpft")
     assert c.contributors == [0, 1] and not c.reads_images
     np.save(tmp_path / "rows.npy", Xt[:50])
     subprocess.run([cli, "predict", "--head", str(head_file), "--features", str(tmp_path / "rows.npy"),
