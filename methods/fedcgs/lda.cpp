@@ -1,7 +1,10 @@
 #include "methods/fedcgs/lda.h"
 
 #include "methods/fedcgs/stats.h"
+#include "methods/blas_threads.h"
 #include "methods/gmm/lapack.h"
+
+#include <cblas.h>
 
 #include <Eigen/Cholesky>
 
@@ -47,8 +50,9 @@ class Cholesky {
   }
   Eigen::MatrixXd solve(const Eigen::MatrixXd& rhs) const {
     if (!lapack_) return llt_.solve(rhs);
-    const Eigen::MatrixXd half = lower_.triangularView<Eigen::Lower>().solve(rhs);
-    return lower_.transpose().triangularView<Eigen::Upper>().solve(half);
+    Eigen::MatrixXd x = rhs;
+    lapack_cholesky_solve(lower_, x);
+    return x;
   }
 
  private:
@@ -121,7 +125,14 @@ LdaScatter::LdaScatter(const StatsKnowledge& noisy, const FedCgsOptions& options
         Ap.row(r) = stats.A.row(static_cast<Eigen::Index>(j));
         Mu.row(r++) = stats.A.row(static_cast<Eigen::Index>(j)) / static_cast<double>(stats.N[j]);
       }
-    S.noalias() -= Ap.transpose() * Mu;
+    if (factorisation_ == Factorisation::Lapack) {
+      // OpenBLAS's product: Eigen's ran at SSE2 width, 50 ms for 100 classes at d = 1 280.
+      const BlasSingleThread single;  // the same bits whatever the core count (methods/gmm/lapack.h)
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<int>(d), static_cast<int>(d), present, -1.0,
+                  Ap.data(), present, Mu.data(), present, 1.0, S.data(), static_cast<int>(d));
+    } else {
+      S.noalias() -= Ap.transpose() * Mu;
+    }
     dof = N - present;
   }
   // One sample (or one per class) leaves a zero scatter; dividing by 1 keeps it zero and finite.

@@ -46,10 +46,10 @@ double half_at_least(double v) {
 // The least variance that travels: `floor`, rounded up to a positive float16.
 double least_variance(double floor) { return half_at_least(std::max(floor, kHalfSmallestSubnormal)); }
 
-double positive_variance(double v, double floor, const std::string& where) {
-  const double f = least_variance(floor);
+// `least` is least_variance(floor), formed once per mixture: it took three conversions a value.
+double positive_variance(double v, double floor, double least, const std::string& where) {
   const double h = to_half(std::max(v, floor), where, "variance");
-  return h >= f ? h : f;
+  return h >= least ? h : least;
 }
 
 }  // namespace
@@ -58,6 +58,7 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
                                       const std::string& where, const MatrixD* probes) {
   g.validate(where);
   GaussianMixture out = g;
+  const double least = least_variance(variance_floor);
   const Eigen::Index K = g.components(), d = g.dim();
   for (Eigen::Index k = 0; k < K; ++k) out.weights[k] = to_half(g.weights[k], where, "weight");
   if (!(out.weights.sum() > 0)) throw InputError(where + ": every weight rounds to zero in float16");
@@ -69,18 +70,18 @@ GaussianMixture round_mixture_to_half(const GaussianMixture& g, double variance_
     case CovarianceType::Spherical:
       for (Eigen::Index k = 0; k < out.covariances.rows(); ++k)
         for (Eigen::Index j = 0; j < out.covariances.cols(); ++j)
-          out.covariances(k, j) = positive_variance(g.covariances(k, j), variance_floor, where);
-      check_loss(g.covariances.cwiseMax(least_variance(variance_floor)), out.covariances, where, "variances");
+          out.covariances(k, j) = positive_variance(g.covariances(k, j), variance_floor, least, where);
+      check_loss(g.covariances.cwiseMax(least), out.covariances, where, "variances");
       break;
     case CovarianceType::Full:
       for (Eigen::Index k = 0; k < K; ++k) {
         const MatrixD S = g.covariances.block(k * d, 0, d, d);
         MatrixD R(d, d);
         for (Eigen::Index i = 0; i < d; ++i) {
-          R(i, i) = positive_variance(S(i, i), variance_floor, where);
+          R(i, i) = positive_variance(S(i, i), variance_floor, least, where);
           for (Eigen::Index j = i + 1; j < d; ++j) R(i, j) = R(j, i) = to_half(S(i, j), where, "covariance");
         }
-        check_loss(S.diagonal().cwiseMax(least_variance(variance_floor)), R.diagonal(), where, "variances");
+        check_loss(S.diagonal().cwiseMax(least), R.diagonal(), where, "variances");
         // Rounding moves each entry by up to 2^-11 relative, which can break positive
         // definiteness of an ill-conditioned matrix: add a growing diagonal jitter.
         const double base = std::max(R.diagonal().mean() * std::ldexp(1.0, -10), variance_floor);

@@ -16,6 +16,8 @@
 // the character ones.
 extern "C" {
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
+void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, double* b,
+             const int* ldb, int* info, size_t uplo_len);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
              const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
 void ssytrd_(const char* uplo, const int* n, float* a, const int* lda, float* d, float* e, float* tau, float* work,
@@ -156,6 +158,18 @@ bool lapack_cholesky(const MatrixD& S, MatrixD& L) {
   if (!factor_in_place(L)) return false;
   L.triangularView<Eigen::StrictlyUpper>().setZero();
   return all_finite(L) && (L.diagonal().array() > 0).all();
+}
+
+void lapack_cholesky_solve(const MatrixD& L, Eigen::MatrixXd& B) {
+  const int n = checked_size(L.rows(), "Cholesky solve");
+  const int m = checked_size(B.cols(), "Cholesky solve");
+  if (B.rows() != L.rows()) throw std::invalid_argument("lapack_cholesky_solve: B has the wrong number of rows");
+  if (n == 0 || m == 0) return;
+  // Row-major L read column-major is L^T = U, and S = U^T U: dpotrs's upper form.
+  int info = 0;
+  const BlasSingleThread single;  // the same bits whatever the core count (see above)
+  dpotrs_("U", &n, &m, L.data(), &n, B.data(), &n, &info, 1);
+  check_info(info, "dpotrs");
 }
 
 bool lapack_positive_definite(const MatrixD& S) {
