@@ -186,9 +186,10 @@ sys.exit(0 if ok else 1)
 EOF
 
 step "the installed fednode loads the installed LibTorch library"
-# glibc's loader names every file it opens under LD_DEBUG=files.
+# glibc's loader names every file it opens under LD_DEBUG=files. The paper's trained head (--head-fit
+# sgd) needs LibTorch; FedPFT's default closed-form head does not.
 LD_DEBUG=files "$prefix/bin/fednode" simulate --dataset fashion-mnist --train-limit 300 --test-limit 100 \
-  --method fedpft --components 1 --nodes 2 --no-baselines --quiet >"$tmp/torch.log" 2>&1 \
+  --method fedpft --head-fit sgd --components 1 --nodes 2 --no-baselines --quiet >"$tmp/torch.log" 2>&1 \
   || fail "fednode simulate --method fedpft (installed)"
 loaded="$(sed -n 's/.*file=\([^ ]*libfednode_torch[.]so\) .*/\1/p' "$tmp/torch.log" | head -n 1)"
 [[ -n "$loaded" && "$loaded" -ef "$(find "$prefix" -path '*/fednode/libfednode_torch.so' -not -path '*-packages/*' | head -n 1)" ]] \
