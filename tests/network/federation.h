@@ -201,6 +201,16 @@ inline fs::path test_dir(const std::string& suite) {
   return fs::temp_directory_path() / ("fednode_" + suite + "_" + std::to_string(::getpid()) + "_" + name);
 }
 
+// Removes a test's folder when the test ends without a failure, and keeps it for a look otherwise
+// (a NAT test's relay, keys and five state folders are 10-20 MB).
+struct RemovedUnlessFailed {
+  fs::path dir;
+  ~RemovedUnlessFailed() {
+    std::error_code ignored;
+    if (!::testing::Test::HasFailure()) fs::remove_all(dir, ignored);
+  }
+};
+
 }  // namespace fednode::testing_network
 
 namespace fednode::testing_network {

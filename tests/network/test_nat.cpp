@@ -81,6 +81,7 @@ void expect_all_exit(const Federation& f, const std::vector<int>& codes, int wan
 
 TEST(Nat, AChainOfHiddenNodesMeetsAtARelayAndEqualsSimulate) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   Federation f = make_federation(dir, TopologyMode::Linear, 5, "fedcgs", 24500, {}, nat_data());
   f.topology.federation.hop_encryption = HopEncryption::Curve;  // the relay admits the file's keys only
   // 0 -> 1 and 3 -> 4 meet at the relay; 1 dials 2; 2 answers 3 on the connection 3 dialled.
@@ -98,6 +99,7 @@ TEST(Nat, AChainOfHiddenNodesMeetsAtARelayAndEqualsSimulate) {
 
 TEST(Nat, AStarOfHiddenLeavesIsAnsweredByItsHub) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   Federation f = make_federation(dir, TopologyMode::Star, 4, "fedcgs", 24510, {}, nat_data());
   std::set<NodeId> leaves;
   for (NodeId id : f.topology.ids())
@@ -109,6 +111,7 @@ TEST(Nat, AStarOfHiddenLeavesIsAnsweredByItsHub) {
 
 TEST(Nat, ARelayKilledInTheMiddleOfATransferLosesNothing) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 24520, {}, nat_data());
   // The nodes reach the relay through a link of 1 MB/s, so that each 2.5 MB message takes seconds.
   hide(f, {0, 1, 2}, "tcp://127.0.0.1:24528", "tcp://127.0.0.1:24529");
@@ -134,6 +137,7 @@ TEST(Nat, ARelayKilledInTheMiddleOfATransferLosesNothing) {
 
 TEST(Nat, NodesMoveOnToTheNextRelayWhenTheFirstIsDown) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 24550, {}, nat_data());
   hide(f, {0, 1, 2}, "tcp://127.0.0.1:24559", "", "tcp://127.0.0.1:24558");  // r0, listed first, never runs
   const pid_t relay = spawn_relay(f);
@@ -145,6 +149,7 @@ TEST(Nat, NodesMoveOnToTheNextRelayWhenTheFirstIsDown) {
 
 TEST(Nat, EveryFrameAHostileRelayAltersIsRefusedAndChangesNothing) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   // One diagonal component per class: each knowledge message is one frame (under the 64 KiB
   // where streams begin), so that every harm meets a whole message of its own.
   Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedpft", 24530,
@@ -171,6 +176,7 @@ TEST(Nat, EveryFrameAHostileRelayAltersIsRefusedAndChangesNothing) {
 
 TEST(Nat, AStreamAHostileRelayAltersIsDroppedWholeAndSentAgain) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   // FedCGS statistics of 2.5 MB travel as streams of 256 KiB chunks: harm to any chunk ends the
   // whole stream at its recipient, which uses none of it.
   Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 24560, {}, nat_data());
@@ -186,6 +192,7 @@ TEST(Nat, AStreamAHostileRelayAltersIsDroppedWholeAndSentAgain) {
 
 TEST(Nat, ARelayThatSwallowsEverythingEndsTheRunByItsDeadlines) {
   const fs::path dir = test_dir("nat");
+  const RemovedUnlessFailed cleanup{dir};
   Federation f = make_federation(dir, TopologyMode::Linear, 3, "fedcgs", 24540, {}, nat_data());
   f.topology.federation.deadline_seconds = 4;
   f.topology.federation.ack_deadline_seconds = 4;
