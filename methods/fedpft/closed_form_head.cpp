@@ -2,6 +2,7 @@
 
 #include "methods/fedcgs/lda.h"  // FedCGS's head: the LDA of additive statistics, which the moments are
 #include "methods/fedcgs/stats.h"
+#include "methods/fedpft/correlation.h"
 
 #include <cblas.h>
 
@@ -12,9 +13,7 @@
 namespace fednode {
 namespace {
 
-// Mean vectors gathered before one rank update of B: a block keeps the update a matrix product
-// (OpenBLAS's dsyrk, on its threads: some 5 000 means of d = 1 280 in 0.1 s, where Eigen's rank
-// update on one thread took most of the head's time).
+// Rows gathered before one rank update (OuterProductSum).
 constexpr Eigen::Index kBlockRows = 512;
 // Tried in this order, a tie going to the earlier (the less shrunk); 1 is the nearest class mean.
 // None is FedCGS's default and the best where the covariance is well estimated (FedCGS, 10
@@ -25,15 +24,46 @@ constexpr double kShrinkages[] = {0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0};
 // A node with nothing received scores the candidates by cross-validation over its own rows.
 constexpr int64_t kLocalFolds = 5;
 
-// Sums A, N and B as mixtures come; the outer products of the means go into the upper triangle a
-// block at a time.
+// The sum of rows' outer products, a block of rows at a time: a block keeps the update a matrix
+// product (OpenBLAS's dsyrk, on its threads: some 5 000 means of d = 1 280 in 0.1 s, where Eigen's
+// rank update on one thread took most of the head's time).
+class OuterProductSum {
+ public:
+  explicit OuterProductSum(Eigen::Index dim) : block_(kBlockRows, dim), upper_(MatrixD::Zero(dim, dim)) {}
+  void add(const Eigen::RowVectorXd& v) {
+    block_.row(pending_++) = v;
+    if (pending_ == kBlockRows) flush();
+  }
+  MatrixD finish() {
+    flush();
+    return upper_.selfadjointView<Eigen::Upper>();
+  }
+
+ private:
+  void flush() {
+    // Row-major block_ is pending_ x d; Trans makes this upper_ += block^T block.
+    const int d = static_cast<int>(upper_.cols());
+    if (pending_ > 0)
+      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, static_cast<int>(pending_), 1.0, block_.data(), d, 1.0,
+                  upper_.data(), d);
+    pending_ = 0;
+  }
+
+  MatrixD block_;
+  MatrixD upper_;
+  Eigen::Index pending_ = 0;
+};
+
+// Sums A, N and B as mixtures come.
 class MomentSum {
  public:
-  MomentSum(int classes, int dim) : block_(kBlockRows, dim) {
+  // `correlation`, if not null, is the within-class correlation R (unit diagonal) that diagonal and
+  // spherical components are taken to have: S_k = diag(s_k) R diag(s_k), s_k their deviations.
+  MomentSum(int classes, int dim, const MatrixD* correlation = nullptr)
+      : correlation_(correlation), means_(dim), deviations_(correlation ? dim : 0) {
     stats_.A = MatrixD::Zero(classes, dim);
     stats_.N.assign(static_cast<size_t>(classes), 0);
     stats_.B = MatrixD::Zero(dim, dim);
-    outer_ = MatrixD::Zero(dim, dim);
   }
 
   void add(const ClassMixture& cm) {
@@ -43,7 +73,14 @@ class MomentSum {
     for (int k = 0; k < g.components(); ++k) {  // component k stands for n w_k samples
       const double nw = static_cast<double>(cm.count) * g.weights(k);
       stats_.A.row(cm.label) += nw * g.means.row(k);
-      push(std::sqrt(nw) * g.means.row(k));
+      means_.add(std::sqrt(nw) * g.means.row(k));
+      if (correlation_ && g.type != CovarianceType::Full) {
+        // n w_k diag(s_k) R diag(s_k) = R .* (sqrt(n w_k) s_k)^T (sqrt(n w_k) s_k): summed over
+        // components first, one product with R at the end.
+        if (g.type == CovarianceType::Diag) deviations_.add(std::sqrt(nw) * g.covariances.row(k).array().sqrt().matrix());
+        else deviations_.add(Eigen::RowVectorXd::Constant(d, std::sqrt(nw * g.covariances(k, 0))));
+        continue;
+      }
       switch (g.type) {
         case CovarianceType::Diag: stats_.B.diagonal() += nw * g.covariances.row(k).transpose(); break;
         case CovarianceType::Spherical: stats_.B.diagonal().array() += nw * g.covariances(k, 0); break;
@@ -53,29 +90,16 @@ class MomentSum {
   }
 
   StatsKnowledge finish() {
-    flush();
-    stats_.B += outer_.selfadjointView<Eigen::Upper>();
+    stats_.B += means_.finish();
+    if (correlation_) stats_.B += correlation_->cwiseProduct(deviations_.finish());
     return std::move(stats_);
   }
 
  private:
-  void push(const Eigen::RowVectorXd& v) {
-    block_.row(pending_++) = v;
-    if (pending_ == kBlockRows) flush();
-  }
-  void flush() {
-    // Row-major block_ is pending_ x d; Trans makes this outer_ += block^T block.
-    const int d = static_cast<int>(outer_.cols());
-    if (pending_ > 0)
-      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, static_cast<int>(pending_), 1.0, block_.data(), d, 1.0,
-                  outer_.data(), d);
-    pending_ = 0;
-  }
-
+  const MatrixD* correlation_;
   StatsKnowledge stats_;
-  MatrixD outer_;  // upper triangle of the sum of the pushed rows' outer products
-  MatrixD block_;
-  Eigen::Index pending_ = 0;
+  OuterProductSum means_;
+  OuterProductSum deviations_;  // with a correlation only
 };
 
 FedCgsOptions lda_options(double shrinkage) {
@@ -88,8 +112,8 @@ FedCgsOptions lda_options(double shrinkage) {
 }  // namespace
 
 StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtures, const Features* local,
-                                  int num_classes, int dim) {
-  MomentSum sum(num_classes, dim);
+                                  int num_classes, int dim, const MatrixD* correlation) {
+  MomentSum sum(num_classes, dim, correlation);
   for (const ClassMixture* cm : mixtures) sum.add(*cm);
   StatsKnowledge s = sum.finish();
   if (local && local->size() > 0) {  // real rows are FedCGS's own statistics
@@ -180,7 +204,13 @@ std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, con
   ShrinkageChoice choice;
   choice.shrinkage = options.lda_shrinkage.value_or(kShrinkages[0]);
   choice.given = options.lda_shrinkage.has_value();
-  const StatsKnowledge stats = mixture_statistics(all, sources.local, ctx.num_classes, ctx.dim);
+  MatrixD correlation;
+  if (options.sample_correlation == FedPftOptions::SampleCorrelation::Local && has_local) {
+    const WithinClassCorrelation c = within_class_correlation(*sources.local);
+    if (c.factor.size() > 0) correlation = c.factor * c.factor.transpose();
+  }
+  const StatsKnowledge stats = mixture_statistics(all, sources.local, ctx.num_classes, ctx.dim,
+                                                  correlation.size() ? &correlation : nullptr);
   if (!choice.given && has_local) {
     const std::vector<HeldOut> sets = held_out_sets(stats, *sources.local, !all.empty());
     std::vector<int64_t> correct(std::size(kShrinkages), 0);

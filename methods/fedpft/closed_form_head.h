@@ -16,6 +16,10 @@
 // have, and favour shrinkage (Fashion-MNIST at alpha 0.1: 0.9 chosen, test 0.778 against 0.823
 // with what the local rows choose). A node without local rows of its own (its data already among
 // the pieces' contributors) applies none, FedCGS's default.
+//
+// With --sample-correlation local, diagonal and spherical components take the receiver's own
+// within-class correlation (methods/fedpft/correlation.h) into their moments; the candidates
+// solved without the local rows still carry that estimate of them, a correlation, not their rows.
 #pragma once
 
 #include "methods/fedpft/fedpft_core.h"
@@ -41,9 +45,11 @@ struct ShrinkageChoice {
   std::string summary() const;  // "closed form (LDA of the mixtures' moments), shrinkage 0.5 chosen on ..."
 };
 
-// A, N and B of the mixtures (and `local`, if not null): what fit_lda_head reads.
+// A, N and B of the mixtures (and `local`, if not null): what fit_lda_head reads. With
+// `correlation` (d x d, unit diagonal), a diagonal or spherical component's covariance is taken as
+// diag(s) R diag(s) instead of diag(s^2): the within-class correlation it cannot carry.
 StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtures, const Features* local,
-                                  int num_classes, int dim);
+                                  int num_classes, int dim, const MatrixD* correlation = nullptr);
 
 // Of the candidates (in the order tried, least shrinkage first), the first whose accuracy on `rows`
 // rows is within one standard error of the best's: a node's own rows are few (83-167 on the

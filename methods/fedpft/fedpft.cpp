@@ -168,11 +168,15 @@ void parse_fedpft_options(const Args& a, MethodOptions& m) {
     throw UsageError(std::string("--head-fit lda reads diagonal or spherical mixtures; ") +
                      (p.dp ? "DP-FedPFT's full Gaussians" : "full covariances") +
                      " are drawn from as they arrive (--head-fit sgd)");
-  if (p.head_fit == FedPftOptions::HeadFit::Lda)
-    for (const char* drawn_only : {"sample-correlation", "correlation-rank", "synthetic-multiplier"})
+  if (p.head_fit == FedPftOptions::HeadFit::Lda) {
+    for (const char* drawn_only : {"correlation-rank", "synthetic-multiplier"})
       if (a.has(drawn_only))
         throw UsageError("--" + std::string(drawn_only) + " shapes the synthetic draws, which --head-fit lda " +
                          "never makes (it reads the mixtures' moments)");
+    if (p.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+      throw UsageError("--sample-correlation shared is drawn with; --head-fit lda reads the receiver's own "
+                       "correlation (--sample-correlation local) into the mixtures' moments");
+  }
 }
 
 std::string fedpft_options_help() {
@@ -197,7 +201,8 @@ std::string fedpft_options_help() {
     << "  --sample-correlation none|local|shared\n"
     << "                                    draw diag/spherical samples with no within-class correlation\n"
     << "                                    (the paper), this node's own, or the one every node's\n"
-    << "                                    covariance sketch adds up to (sent beside the mixtures) ("
+    << "                                    covariance sketch adds up to (sent beside the mixtures);\n"
+    << "                                    with --head-fit lda, local enters the mixtures' moments ("
     << to_string(p.sample_correlation) << ")\n"
     << "  --correlation-rank R              directions a shared sketch keeps (" << p.correlation_rank << ")\n"
     << "  --head-fit auto|sgd|lda           the head: a linear layer trained on synthetic draws (sgd,\n"

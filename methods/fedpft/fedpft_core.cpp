@@ -262,10 +262,11 @@ void validate_fedpft_options(const FedPftOptions& o, const std::string& where) {
     throw InputError(where + ": the closed-form head reads diagonal or spherical mixtures; " +
                      (o.dp ? std::string("DP-FedPFT's full Gaussians") : std::string("full covariances")) +
                      " are drawn from as they arrive (--head-fit sgd)");
-  // Both shape only the synthetic draws, which a closed-form head never makes.
-  if (o.head_fit == FedPftOptions::HeadFit::Lda && o.sample_correlation != FedPftOptions::SampleCorrelation::None)
-    throw InputError(where + ": the closed-form head reads the mixtures' moments and draws nothing; sample correlation " +
-                     to_string(o.sample_correlation) + " would change nothing");
+  // The closed form takes the receiver's own correlation into the moments (closed_form_head.h);
+  // the contributors' sketches are drawn with, not yet read by it.
+  if (o.head_fit == FedPftOptions::HeadFit::Lda && o.sample_correlation == FedPftOptions::SampleCorrelation::Shared)
+    throw InputError(where + ": the closed-form head reads the receiver's own correlation (local), not the "
+                     "contributors' sketches (shared); shared needs --head-fit sgd");
 }
 
 void validate_gmm_knowledge(const Knowledge& k, const NodeContext& ctx, const std::string& where) {

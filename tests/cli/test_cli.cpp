@@ -619,7 +619,7 @@ TEST_F(Cli, BadValuesAreUsageErrors) {
            {"--head-epochs 5 --lda-shrinkage 0.5", "this head is trained on draws (a head option or --head-fit sgd asks for it)"},
            {"--covariance full --lda-shrinkage 0.5", "this head is trained on draws (these mixture options need it)"},
            {"--head-fit lda --lda-shrinkage 1.5", "--lda-shrinkage must be in [0, 1]"},
-           {"--head-fit lda --sample-correlation local", "--sample-correlation shapes the synthetic draws, which --head-fit lda never makes"},
+           {"--head-fit lda --sample-correlation shared", "--sample-correlation shared is drawn with; --head-fit lda reads the receiver's own correlation"},
            {"--head-fit lda --synthetic-multiplier 3", "--synthetic-multiplier shapes the synthetic draws"},
            {"--method fedcgs --head-fit lda", "--head-fit is a fedpft option"},
            {"--head-fit lda --dp", "DP-FedPFT's full Gaussians are drawn from as they arrive"},

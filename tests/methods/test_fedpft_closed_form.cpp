@@ -95,6 +95,37 @@ TEST(FedPftClosedForm, TheMomentsAreTheStatisticsOfWhatTheMixturesStandFor) {
   EXPECT_EQ(s.B, s.B.transpose());
 }
 
+// With the receiver's correlation R, a diagonal or spherical component of deviations s stands for
+// the covariance diag(s) R diag(s): its variances unchanged, the dimensions correlated.
+TEST(FedPftClosedForm, TheReceiversCorrelationShapesTheComponentsCovariances) {
+  Rng rng(5);
+  std::vector<ClassMixture> mixtures;
+  for (int m = 0; m < 40; ++m)
+    mixtures.push_back(random_mixture(rng, m % kClasses, 2 + m % 5, 1 + m % 3,
+                                      m % 2 ? CovarianceType::Diag : CovarianceType::Spherical));
+  std::vector<const ClassMixture*> pointers;
+  for (const ClassMixture& cm : mixtures) pointers.push_back(&cm);
+  MatrixD R = MatrixD::Identity(kDim, kDim);
+  for (int i = 0; i < kDim; ++i)
+    for (int j = 0; j < i; ++j) R(i, j) = R(j, i) = 0.3 / (1 + i - j);
+  MatrixD B = MatrixD::Zero(kDim, kDim);
+  for (const ClassMixture& cm : mixtures) {
+    const GaussianMixture& g = cm.mixture;
+    for (int k = 0; k < g.components(); ++k) {
+      const double nw = static_cast<double>(cm.count) * g.weights(k);
+      VectorD sd(kDim);
+      for (int j = 0; j < kDim; ++j)
+        sd(j) = std::sqrt(g.type == CovarianceType::Diag ? g.covariances(k, j) : g.covariances(k, 0));
+      B += nw * (sd.asDiagonal() * R * sd.asDiagonal() + g.means.row(k).transpose() * g.means.row(k));
+    }
+  }
+  const StatsKnowledge with = mixture_statistics(pointers, nullptr, kClasses, kDim, &R);
+  EXPECT_LT((with.B - B).cwiseAbs().maxCoeff(), 1e-12 * B.cwiseAbs().maxCoeff());
+  const StatsKnowledge without = mixture_statistics(pointers, nullptr, kClasses, kDim);
+  EXPECT_LT((with.B.diagonal() - without.B.diagonal()).cwiseAbs().maxCoeff(), 1e-12 * B.cwiseAbs().maxCoeff());
+  EXPECT_EQ(with.A, without.A);
+}
+
 // Mixtures whose every component is one row with no spread describe exactly those rows: the head
 // is then FedCGS's on the rows' own statistics.
 TEST(FedPftClosedForm, IsTheLdaOfTheRowsWhenEveryComponentIsOneRow) {
