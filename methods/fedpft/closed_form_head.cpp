@@ -109,6 +109,14 @@ FedCgsOptions lda_options(double shrinkage) {
   return o;
 }
 
+// a + b: the statistics add up.
+StatsKnowledge plus(StatsKnowledge a, const StatsKnowledge& b) {
+  a.A += b.A;
+  a.B += b.B;
+  for (size_t c = 0; c < a.N.size(); ++c) a.N[c] += b.N[c];
+  return a;
+}
+
 }  // namespace
 
 StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtures, const Features* local,
@@ -116,13 +124,8 @@ StatsKnowledge mixture_statistics(const std::vector<const ClassMixture*>& mixtur
   MomentSum sum(num_classes, dim, correlation);
   for (const ClassMixture* cm : mixtures) sum.add(*cm);
   StatsKnowledge s = sum.finish();
-  if (local && local->size() > 0) {  // real rows are FedCGS's own statistics
-    const StatsKnowledge rows = compute_stats(*local);
-    s.A += rows.A;
-    s.B += rows.B;
-    for (size_t c = 0; c < s.N.size(); ++c) s.N[c] += rows.N[c];
-  }
-  return s;
+  // Real rows are FedCGS's own statistics.
+  return local && local->size() > 0 ? plus(std::move(s), compute_stats(*local)) : s;
 }
 
 double least_shrinkage_near_best(const std::vector<ShrinkageChoice::Tried>& tried, int64_t rows) {
@@ -169,15 +172,16 @@ StatsKnowledge without(const StatsKnowledge& all, const Features& rows) {
   return rest;
 }
 
-// With knowledge received, the node's own rows, each candidate solved from everything else. With
-// none (a chain's first node, a node alone), its rows in kLocalFolds folds, row i in fold i mod
-// kLocalFolds, each scored by the candidates solved from the other folds: there the unshrunk
-// covariance of 1 396 rows of d = 1 280 scored 0.443 on Fashion-MNIST where the trained head
-// scores 0.689 (docs/methods/fedpft.md, "A head in closed form").
-std::vector<HeldOut> held_out_sets(const StatsKnowledge& all, const Features& local, bool received) {
+// With knowledge received, the node's own rows, each candidate solved from the received moments
+// alone. With none (a chain's first node, a node alone), its rows in kLocalFolds folds, row i in
+// fold i mod kLocalFolds, each scored by the candidates solved from the other folds: there the
+// unshrunk covariance of 1 396 rows of d = 1 280 scored 0.443 on Fashion-MNIST where the trained
+// head scores 0.689 (docs/methods/fedpft.md, "A head in closed form").
+std::vector<HeldOut> held_out_sets(const StatsKnowledge& all, const StatsKnowledge& received, const Features& local,
+                                   bool any_received) {
   std::vector<HeldOut> sets;
-  if (received) {
-    sets.push_back({without(all, local), true, {}});
+  if (any_received) {
+    sets.push_back({received, true, {}});
     return sets;
   }
   const int64_t n = local.size();
@@ -209,10 +213,13 @@ std::unique_ptr<LinearHead> fit_closed_form_head(const HeadSources& sources, con
     const WithinClassCorrelation c = within_class_correlation(*sources.local);
     if (c.factor.size() > 0) correlation = c.factor * c.factor.transpose();
   }
-  const StatsKnowledge stats = mixture_statistics(all, sources.local, ctx.num_classes, ctx.dim,
-                                                  correlation.size() ? &correlation : nullptr);
+  // The received moments and the local rows' statistics, each formed once: the candidates are
+  // solved from the first, the head from their sum.
+  const StatsKnowledge received = mixture_statistics(all, nullptr, ctx.num_classes, ctx.dim,
+                                                     correlation.size() ? &correlation : nullptr);
+  const StatsKnowledge stats = has_local ? plus(received, compute_stats(*sources.local)) : received;
   if (!choice.given && has_local) {
-    const std::vector<HeldOut> sets = held_out_sets(stats, *sources.local, !all.empty());
+    const std::vector<HeldOut> sets = held_out_sets(stats, received, *sources.local, !all.empty());
     std::vector<int64_t> correct(std::size(kShrinkages), 0);
     for (const HeldOut& set : sets) {
       if (total_count(set.solve_from) == 0) continue;  // its rows are all there is: every candidate misses them

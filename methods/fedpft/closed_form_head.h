@@ -8,8 +8,8 @@
 // where the trained head takes seconds (docs/methods/fedpft.md, "A head in closed form").
 //
 // The shrinkage of the shared covariance, unless given, is chosen on the node's own real rows: the
-// head is solved for each candidate from everything else (the statistics add up, so everything
-// less the local rows) and scored on them; the least shrinkage within one standard error of the
+// head is solved for each candidate from everything else (the received mixtures' moments alone)
+// and scored on them; the least shrinkage within one standard error of the
 // best score is solved again from all. A node that received nothing scores them by 5-fold
 // cross-validation over its rows instead. Draws from the mixtures were tried as the held-out set
 // first, and misled: drawn from diagonal components they lack the correlations real features
