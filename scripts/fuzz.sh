@@ -6,8 +6,10 @@
 # memory beyond the limit fails the script and leaves the input under BUILD/findings/TARGET/.
 #
 #   scripts/fuzz.sh [--seconds S] [--jobs J] [--targets "a b"] [--build DIR] [--corpus DIR]
+#                   [--build-only]
 #
-# CI runs it with a few seconds a target (scripts/test.sh); a long run is, for example,
+# CI builds it with --build-only while the tests run, then runs it with a few seconds a target
+# (scripts/test.sh); a long run is, for example,
 # `scripts/fuzz.sh --seconds 3600 --jobs 16`. Corpora grow in the corpus folder between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,7 @@ jobs=$(nproc)
 build=build-fuzz
 corpus=
 targets=
+build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
@@ -25,7 +28,8 @@ while [ $# -gt 0 ]; do
     --targets) targets=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --corpus) corpus=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +46,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DC
   -DFEDNODE_BUILD_TESTS=OFF -DFEDNODE_BUILD_BENCH=OFF -DFEDNODE_PYTHON=OFF -DFEDNODE_BUILD_FUZZERS=ON > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" --target fuzzers > "$build/build.log" 2>&1 || { tail -50 "$build/build.log"; exit 1; }
+[ "$build_only" = 1 ] && exit 0
 
 all=$(cd "$build/fuzz" && ls fuzz_* | grep -v '^fuzz_seeds$' | sed 's/^fuzz_//')
 targets=${targets:-$all}
