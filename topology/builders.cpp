@@ -86,7 +86,12 @@ Topology build_topology(const TopologyBuildOptions& o) {
   }
 
   const int N = o.nodes;
-  auto edge = [&](int a, int b) { t.edges.push_back({NodeId(a), NodeId(b), false, 0}); };
+  auto edge = [&](int a, int b) {
+    TopologyEdge e;
+    e.from = NodeId(a);
+    e.to = NodeId(b);
+    t.edges.push_back(std::move(e));
+  };
   switch (o.mode) {
     case TopologyMode::Linear:
       for (int i = 0; i + 1 < N; ++i) edge(i, i + 1);
