@@ -1,14 +1,16 @@
-// Internal to methods/gmm: AVX-512 kernels for the diagonal and spherical EM pass.
+// Internal to methods/gmm: vector kernels for the diagonal and spherical EM pass.
 //
 // With K around 10 the pass's two products (rows x 2d by 2d x K, and its transpose) are too
-// thin for BLAS kernels to reach the FMA units' throughput; these kernels keep up to 2 x 10
-// (E-step) or 10 x 2 (M-step) vector accumulators in registers, convert the float32 rows to
-// double and compute the squares in registers (an earlier version wrote a double copy of each
-// block first: a tenth of the pass's time, and a block's worth of cache), and reduce across
-// lanes once per row and component. They are compiled for AVX-512 with
-// function target attributes and chosen at run time; without AVX-512 (or when switched off,
-// as tests do to compare both) the BLAS path runs. Results agree to rounding, and on one
-// machine the same path is always taken, so runs stay reproducible.
+// thin for BLAS kernels to reach the FMA units' throughput; these kernels keep a tile of vector
+// accumulators in registers (rows x components in the E-step, components in the M-step),
+// convert the float32 rows to double and compute the squares in registers (an earlier version
+// wrote a double copy of each block first: a tenth of the pass's time, and a block's worth of
+// cache), and reduce across lanes once per row and component. They are written once
+// (simd_kernels.inc) and compiled for AVX-512 and for AVX2 with FMA with target pragmas, the
+// best the CPU has chosen at run time; without either (or when switched off, as tests do to
+// compare) the BLAS path runs. Both instruction sets do the same arithmetic in every lane; the
+// BLAS path agrees to rounding. On one machine the same path is always taken, so runs stay
+// reproducible.
 #pragma once
 
 #include "methods/gmm/blocks.h"
@@ -17,10 +19,13 @@
 
 namespace fednode::gmm_detail {
 
-// True if the CPU has AVX-512 F+VL and the kernels are not switched off.
+// True if the CPU has AVX-512 F+VL or AVX2, with FMA, and the kernels are not switched off.
 bool simd_kernels_active();
 // For tests: force the BLAS path (false) or allow the kernels again (true).
 void set_simd_kernels_enabled(bool enabled);
+// For tests: whether the AVX-512 kernels can run here, and running the AVX2 ones instead (false).
+bool cpu_has_avx512_kernels();
+void set_avx512_kernels_allowed(bool allowed);
 
 // For tests: which M-step kernel runs, chosen by how many responsibilities are nonzero (Auto,
 // the default) or always the one named; both give the same bits.

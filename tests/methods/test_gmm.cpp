@@ -284,7 +284,7 @@ FixedFit fixed_fit(CovarianceType type, int K, int d, double spread, int64_t n, 
 
 TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   // Odd sizes on purpose: d not a multiple of 8, K above one tile of 10, rows not a multiple
-  // of anything. Without AVX-512 both runs take the BLAS path and agree trivially.
+  // of anything. Without AVX-512 or AVX2 both runs take the BLAS path and agree trivially.
   const CovarianceType type = GetParam();
   const FixedFit fit = fixed_fit(type, 13, 13, 0.4, 1301, 6, 131);
   const MatrixF& X = fit.X;
@@ -316,6 +316,26 @@ TEST_P(GmmTypes, VectorKernelsAgreeWithBlasPath) {
   const VectorD wide_blas = score_samples(wide, W);
   gmm_detail::set_simd_kernels_enabled(true);
   EXPECT_TRUE(score_samples(wide, W).isApprox(wide_blas, 1e-12));
+}
+
+// The kernels are one source compiled for AVX-512 and for AVX2: every lane sees the same
+// operations in the same order and the lanes are reduced in the same order, so a fit should
+// give the same bits with either, separated or overlapping. Checked to 1e-12 (a compiler
+// is free to contract a product and a sum differently for the two). Needs a CPU with both.
+TEST_P(GmmTypes, Avx2KernelsAgreeWithAvx512Kernels) {
+  const CovarianceType type = GetParam();
+  if (type == CovarianceType::Full) GTEST_SKIP() << "no vector kernels for full covariances";
+  if (!gmm_detail::cpu_has_avx512_kernels()) GTEST_SKIP() << "this CPU has no AVX-512";
+  for (const double spread : {1.0, 0.05}) {
+    const FixedFit fit = fixed_fit(type, 13, 137, spread, 1601, 5, 151);
+    const GaussianMixture wide = fit_gmm_from(fit.X, fit.init, fit.options);
+    gmm_detail::set_avx512_kernels_allowed(false);
+    const GaussianMixture narrow = fit_gmm_from(fit.X, fit.init, fit.options);
+    gmm_detail::set_avx512_kernels_allowed(true);
+    EXPECT_TRUE(narrow.weights.isApprox(wide.weights, 1e-12)) << "spread " << spread;
+    EXPECT_TRUE(narrow.means.isApprox(wide.means, 1e-12)) << "spread " << spread;
+    EXPECT_TRUE(narrow.covariances.isApprox(wide.covariances, 1e-12)) << "spread " << spread;
+  }
 }
 
 // The M-step that visits only nonzero responsibilities feeds the dense kernel's accumulators the
