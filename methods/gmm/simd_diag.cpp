@@ -4,8 +4,10 @@
 #include <atomic>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#ifndef __clang__
 // GCC 12 reports its own _mm512_cvtps_pd (built on _mm512_undefined_pd) as maybe-uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #define FEDNODE_HAVE_SIMD_KERNELS 1
 #endif
@@ -40,8 +42,14 @@ Isa cpu_isa() {
 
 #ifdef FEDNODE_HAVE_SIMD_KERNELS
 
+// Everything up to the matching pop is compiled for the instruction set (GCC and clang each
+// have their own pragma for it); the functions run only where cpu_isa() found it.
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,fma")
+#endif
 namespace avx512 {
 
 using V8 = __m512d;
@@ -73,10 +81,14 @@ constexpr int kEstepRows = 4, kEstepTile = 5, kMstepTile = 10, kListedGroup = 4;
 #include "methods/gmm/simd_kernels.inc"
 
 }  // namespace avx512
+#ifdef __clang__
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC pop_options
-
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 namespace avx2 {
 
 // Eight lanes in two 256-bit registers: the same lanes as AVX-512's, so the same layout of the
@@ -135,7 +147,11 @@ constexpr int kEstepRows = 1, kEstepTile = 5, kMstepTile = 5, kListedGroup = 2;
 #include "methods/gmm/simd_kernels.inc"
 
 }  // namespace avx2
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #endif  // FEDNODE_HAVE_SIMD_KERNELS
 }  // namespace
