@@ -173,20 +173,22 @@ std::vector<double> simd_pack_weights(const double* W, Index d, int K) {
 void simd_estep(const Block& block, int K, const double* wm, const double* wp, double* out, double* norms,
                 std::vector<double>& carry) {
 #ifdef FEDNODE_HAVE_SIMD_KERNELS
-  if (cpu_isa() == Isa::Avx512)
-    avx512::estep(block, K, wm, wp, out, norms, carry);
-  else if (cpu_isa() == Isa::Avx2)
-    avx2::estep(block, K, wm, wp, out, norms, carry);
+  switch (cpu_isa()) {
+    case Isa::Avx512: avx512::estep(block, K, wm, wp, out, norms, carry); break;
+    case Isa::Avx2: avx2::estep(block, K, wm, wp, out, norms, carry); break;
+    case Isa::None: break;  // callers ask simd_kernels_active() first
+  }
 #endif
 }
 
 void simd_mstep(const Block& block, const double* resp, int K, bool squares, double* S,
                 std::vector<Index>& rows) {
 #ifdef FEDNODE_HAVE_SIMD_KERNELS
-  if (cpu_isa() == Isa::Avx512)
-    avx512::mstep(block, resp, K, squares, S, rows);
-  else if (cpu_isa() == Isa::Avx2)
-    avx2::mstep(block, resp, K, squares, S, rows);
+  switch (cpu_isa()) {
+    case Isa::Avx512: avx512::mstep(block, resp, K, squares, S, rows); break;
+    case Isa::Avx2: avx2::mstep(block, resp, K, squares, S, rows); break;
+    case Isa::None: break;
+  }
 #endif
 }
 
