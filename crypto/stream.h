@@ -14,7 +14,8 @@
 // a crash.
 //
 // Two AEADs: ChaCha20-Poly1305-IETF everywhere, and AES-256-GCM where the CPU has AES-NI and
-// carry-less multiplication (libsodium's requirement), which is faster there. The cipher is named
+// carry-less multiplication (as libsodium checks), which is faster there; libcrypto (OpenSSL)
+// computes it, libsodium the rest. The cipher is named
 // in every header; a receiver states the ones it opens when it acknowledges a hello.
 #pragma once
 

@@ -11,6 +11,7 @@ packages=(
   libzmq3-dev cppzmq-dev  # transport
   libmsgpack-cxx-dev      # wire format
   libsodium-dev           # identities and authenticated encryption
+  libssl-dev              # the streams' AES-256-GCM (libcrypto), 2.4x libsodium's
   libgtest-dev            # unit and integration tests
   zlib1g-dev              # gzip IDX files
   libtomlplusplus-dev     # topology files (header-only TOML parser)
