@@ -42,6 +42,13 @@ Isa cpu_isa() {
 
 #ifdef FEDNODE_HAVE_SIMD_KERNELS
 
+// Names a vector width for the operations whose arguments do not (a splat, a mask of lanes),
+// so that a kernel can be written once for vectors of either width.
+template <int Lanes>
+struct Width {};
+// A mask with every lane on, known as such when the kernel is compiled: plain loads.
+struct AllLanes {};
+
 // Everything up to the matching pop is compiled for the instruction set (GCC and clang each
 // have their own pragma for it); the functions run only where cpu_isa() found it.
 #ifdef __clang__
@@ -57,6 +64,7 @@ using M8 = __mmask8;  // lane i is used if bit i is set
 
 // The first `count` (<= 8) lanes.
 inline M8 lanes(Index count) { return static_cast<M8>(count >= 8 ? 0xFF : (1u << count) - 1u); }
+inline M8 lanes(Width<8>, Index count) { return lanes(count); }
 inline V8 zero() { return _mm512_setzero_pd(); }
 inline V8 load(const double* p) { return _mm512_loadu_pd(p); }
 inline void store(double* p, V8 v) { _mm512_storeu_pd(p, v); }
@@ -66,17 +74,21 @@ inline V8 mul(V8 a, V8 b) { return _mm512_mul_pd(a, b); }
 inline V8 add(V8 a, V8 b) { return _mm512_add_pd(a, b); }
 inline V8 fmadd(V8 a, V8 b, V8 c) { return _mm512_fmadd_pd(a, b, c); }
 inline V8 set1(double x) { return _mm512_set1_pd(x); }
+inline V8 set1(Width<8>, double x) { return set1(x); }
 inline double reduce_add(V8 v) { return _mm512_reduce_add_pd(v); }
 // The 8 float32 values at x as doubles minus the offset o; lanes off in m are zero.
 inline V8 centred(const float* x, V8 o, M8 m) {
   return _mm512_maskz_sub_pd(m, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x)), o);
 }
+inline V8 load_masked(AllLanes, const double* p) { return load(p); }
+inline V8 centred(const float* x, V8 o, AllLanes) { return _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x)), o); }
 
 // The E-step's register tile: 4 rows x 5 components (20 of the 32 registers), so that each
 // weight loaded serves 4 rows; 2 x 10 loaded as many weights as it did FMAs, which bounded the
 // kernel by loads on cores that load one 64-byte vector a cycle (Zen 4). The M-step's tile: 10
 // components share each row loaded; its sparse form walks 4 column chunks at once.
 constexpr int kEstepRows = 4, kEstepTile = 5, kMstepTile = 10, kListedGroup = 4;
+constexpr int kMstepLanes = 8;
 
 #include "methods/gmm/simd_kernels.inc"
 
@@ -122,6 +134,7 @@ inline V8 load_masked(M8 m, const double* p) {
   return {_mm256_maskload_pd(p, m.lo), _mm256_maskload_pd(p + 4, m.hi)};
 }
 inline void store_masked(double* p, M8 m, V8 v) {
+  if (m.full) return store(p, v);
   _mm256_maskstore_pd(p, m.lo, v.lo);
   _mm256_maskstore_pd(p + 4, m.hi, v.hi);
 }
@@ -142,13 +155,46 @@ inline V8 centred(const float* x, V8 o, M8 m) {
   return {_mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), o.lo),
           _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), o.hi)};
 }
+inline V8 load_masked(AllLanes, const double* p) { return load(p); }
+inline V8 centred(const float* x, V8 o, AllLanes) {
+  const __m256 f = _mm256_loadu_ps(x);
+  return {_mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), o.lo),
+          _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), o.hi)};
+}
+
+// Four lanes in one register: the dense M-step's vector, so that 6 components' sums of x and x^2
+// (12 registers) fit beside the row; with V8 a tile of 5 spilled and one of 3 passed over the
+// rows too often (one 128-row block on a Zen 3: 0.58 us a row against 0.76 with V8 x 5).
+using V4 = __m256d;
+struct M4 {
+  __m128i floats;
+  __m256i doubles;
+  bool full;
+};
+inline M4 lanes(Width<4>, Index count) {
+  const int n = static_cast<int>(std::min<Index>(count, 4));
+  return {_mm_cmpgt_epi32(_mm_set1_epi32(n), _mm_setr_epi32(0, 1, 2, 3)),
+          _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)), n == 4};
+}
+inline V4 set1(Width<4>, double x) { return _mm256_set1_pd(x); }
+inline V4 load_masked(M4 m, const double* p) { return m.full ? _mm256_loadu_pd(p) : _mm256_maskload_pd(p, m.doubles); }
+inline void store_masked(double* p, M4 m, V4 v) {
+  if (m.full) return _mm256_storeu_pd(p, v);
+  _mm256_maskstore_pd(p, m.doubles, v);
+}
+inline V4 mul(V4 a, V4 b) { return _mm256_mul_pd(a, b); }
+inline V4 add(V4 a, V4 b) { return _mm256_add_pd(a, b); }
+inline V4 fmadd(V4 a, V4 b, V4 c) { return _mm256_fmadd_pd(a, b, c); }
+inline V4 centred(const float* x, V4 o, M4 m) {
+  return _mm256_sub_pd(_mm256_cvtps_pd(m.full ? _mm_loadu_ps(x) : _mm_maskload_ps(x, m.floats)), o);
+}
+inline V4 centred(const float* x, V4 o, AllLanes) { return _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x)), o); }
 
 // Sixteen 256-bit registers: an E-step tile of 1 row x 5 components (10 registers, the row and
-// its squares 4 more) and 2 column chunks at once in the sparse M-step. The dense M-step's tile
-// of 5 components spills some of its 20 accumulators but passes over the rows half as often as
-// the 3 that fit: on a Zen 3 (bench_em, overlapping data, CPU time) 0.52-0.59 s against
-// 0.67-0.76 s for the diagonal fit; 2 x 5 and 1 x 10 E-step tiles measured the same as 1 x 5.
-constexpr int kEstepRows = 1, kEstepTile = 5, kMstepTile = 5, kListedGroup = 2;
+// its squares 4 more; 2 x 5, 2 x 3, 1 x 4 and 1 x 10 measured slower on a Zen 3), the dense
+// M-step's 6 components of V4 above, and 2 column chunks at once in the sparse M-step.
+constexpr int kEstepRows = 1, kEstepTile = 5, kMstepTile = 6, kListedGroup = 2;
+constexpr int kMstepLanes = 4;
 
 #include "methods/gmm/simd_kernels.inc"
 
