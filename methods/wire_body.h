@@ -43,11 +43,11 @@ class BodyWriter {
   // prod(shape) values in row-major order (Upper: complete symmetric matrices, of which the upper
   // triangles are written), converted when the message's tensors are converted together. Throws
   // ProtocolError: NonFinite for NaN/Inf and values that overflow `dtype`; InvalidValue, with
-  // `nonzero` (variances), for a non-zero value float16 rounds to 0.
+  // `positive` (variances), for a value not above 0 or one that float16 rounds to 0.
   virtual void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const double* values,
-                      const std::string& path, bool nonzero = false) = 0;
+                      const std::string& path, bool positive = false) = 0;
   virtual void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const float* values,
-                      const std::string& path, bool nonzero = false) = 0;
+                      const std::string& path, bool positive = false) = 0;
   // How this message's knowledge tensors travel: F32, or F16 (FedPFT's half-precision transfer).
   virtual WireFloat floats() const = 0;
 };
@@ -95,11 +95,12 @@ class BodyReader {
   virtual void expect_shape(const BodyTensor& t, const WireShape& shape, WireLayout layout) const = 0;
   // WrongType unless `t` travels as `dtype`.
   virtual void expect_dtype(const BodyTensor& t, WireFloat dtype) const = 0;
-  // prod(t.shape) values into `out` (symmetric matrices mirrored); NonFinite on NaN/Inf. For
+  // prod(t.shape) values into `out` (symmetric matrices mirrored); NonFinite on NaN/Inf; with
+  // `positive` (variances), InvalidValue for a value not above 0, checked as it is converted. For
   // knowledge, converted once the whole body is read: `out` must stay where it is until then (a
   // moved Eigen matrix or std::vector keeps its buffer); for heads, at once.
-  virtual void unpack(const BodyTensor& t, double* out) = 0;
-  virtual void unpack(const BodyTensor& t, float* out) = 0;
+  virtual void unpack(const BodyTensor& t, double* out, bool positive = false) = 0;
+  virtual void unpack(const BodyTensor& t, float* out, bool positive = false) = 0;
 };
 
 // A kind of knowledge on the wire, named by the descriptor of the method that sends it.
@@ -107,13 +108,14 @@ class KnowledgeCodec {
  public:
   virtual ~KnowledgeCodec() = default;
   // Writes `k`'s body, whose structure check() passed (without reading values: the tensors'
-  // conversion refuses NaN and Inf).
+  // conversion refuses NaN and Inf, and variances that are not positive).
   virtual void write(const Knowledge& k, BodyWriter& w) const = 0;
   // Reads a body for `k`, whose contributors, dim and classes are read and bounded already.
   virtual KnowledgePayload read(BodyValue& body, const Knowledge& k, BodyReader& r) const = 0;
   // The payload's structure (ProtocolError naming what is wrong, under `where`): shapes against
-  // k's dim and classes, orders, counts; with `check_finite`, every value finite.
-  virtual void check(const Knowledge& k, const std::string& where, bool check_finite) const = 0;
+  // k's dim and classes, orders, counts; with `check_values`, also every value's own rule (finite;
+  // variances positive), which the tensors' conversion applies otherwise, in the same pass.
+  virtual void check(const Knowledge& k, const std::string& where, bool check_values) const = 0;
   // What the payload asks of the limits, beside the header's: its entries' sizes, and the samples
   // it claims (added with add_samples).
   virtual void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const = 0;

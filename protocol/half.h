@@ -56,12 +56,13 @@ inline float fast_half_to_float(uint16_t h) {
 // Bulk conversions for tensors, little-endian binary16 on the wire side. They use the CPU's F16C
 // instructions where it has them (same IEEE rounding, several times faster) and the functions
 // above otherwise; `portable` forces the latter, for tests that compare the two.
-// The encoders return true when some output is Inf or NaN (the input was non-finite or beyond
-// 65504) or, with `flag_zeros`, when some output is +-0; the decoders when some input is Inf/NaN.
-// The caller then finds the offending element with the scalar functions.
-bool doubles_to_halves(const double* src, char* dst, size_t n, bool flag_zeros, bool portable = false);
-bool floats_to_halves(const float* src, char* dst, size_t n, bool flag_zeros, bool portable = false);
-bool halves_to_doubles(const char* src, double* dst, size_t n, bool portable = false);
-bool halves_to_floats(const char* src, float* dst, size_t n, bool portable = false);
+// Each returns true when some binary16 value is Inf or NaN (an encoder's input was non-finite or
+// beyond 65504) or, with `flag_nonpositive` (variances), +-0 or negative: the caller then finds
+// the offending element with the scalar functions. The check rides along the conversion, so a
+// receiver needs no second pass over megabytes of variances.
+bool doubles_to_halves(const double* src, char* dst, size_t n, bool flag_nonpositive, bool portable = false);
+bool floats_to_halves(const float* src, char* dst, size_t n, bool flag_nonpositive, bool portable = false);
+bool halves_to_doubles(const char* src, double* dst, size_t n, bool flag_nonpositive, bool portable = false);
+bool halves_to_floats(const char* src, float* dst, size_t n, bool flag_nonpositive, bool portable = false);
 
 }  // namespace fednode::wire

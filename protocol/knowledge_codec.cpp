@@ -22,11 +22,11 @@ const KnowledgeCodec& codec_of(const MethodDescriptor& m) {
 }
 const KnowledgeCodec& codec_of(const Knowledge& k) { return codec_of(method_named(k.method_name())); }
 
-void check_structure(const Knowledge& k, const std::string& where, bool check_finite) {
+void check_structure(const Knowledge& k, const std::string& where, bool check_values) {
   if (k.dim < 1) wire_fail(ProtocolErrorCode::InvalidValue, where + ": dim must be at least 1");
   if (k.num_classes < 1) wire_fail(ProtocolErrorCode::InvalidValue, where + ": classes must be at least 1");
   if (k.contributors.empty()) wire_fail(ProtocolErrorCode::InvalidValue, where + ": names no contributors");
-  codec_of(k).check(k, where, check_finite);
+  codec_of(k).check(k, where, check_values);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ U load_le(const char* p) {
 bool fits_float(double v) { return std::fabs(v) <= static_cast<double>(FLT_MAX); }
 
 // Why one value cannot be encoded or decoded.
-enum class Bad { None, NonFinite, Overflow, Underflow };
+enum class Bad { None, NonFinite, Overflow, Underflow, NotPositive };
 
 struct Failure {
   size_t at = kNone;
@@ -53,20 +53,21 @@ struct Failure {
 };
 
 // Converts n source values into wire bytes. Returns the first value that cannot travel:
-// NaN/Inf, beyond the target's range, or (with `nonzero`) a non-zero value that becomes 0.
-// The checking loop runs only after the fast loop, which has no early exit so that the
-// compiler can vectorise it, has seen a problem.
+// NaN/Inf, beyond the target's range, or (with `positive`) a value not above 0 or one that
+// becomes 0. The checking loop runs only after the fast loop, which has no early exit so that
+// the compiler can vectorise it, has seen a problem.
 template <typename T>
-Failure find_encode_failure(const T* src, size_t n, DType dtype, bool nonzero) {
+Failure find_encode_failure(const T* src, size_t n, DType dtype, bool positive) {
   for (size_t i = 0; i < n; ++i) {
     const double v = static_cast<double>(src[i]);
     if (!std::isfinite(v)) return {i, Bad::NonFinite};
+    if (positive && !(v > 0)) return {i, Bad::NotPositive};
     if (dtype == DType::F64) continue;
     if (!fits_float(v)) return {i, Bad::Overflow};
     if (dtype == DType::F32) continue;
     const uint16_t h = fast_float_to_half(static_cast<float>(src[i]));
     if ((h & 0x7C00u) == 0x7C00u) return {i, Bad::Overflow};
-    if (nonzero && (h & 0x7FFFu) == 0 && v != 0) return {i, Bad::Underflow};
+    if (positive && (h & 0x7FFFu) == 0) return {i, Bad::Underflow};
   }
   return {};
 }
@@ -82,18 +83,24 @@ float clamped_float(T v) {
   }
 }
 
+// Whether v breaks the rule of its tensor: `positive` (variances) asks for v > 0 (false for NaN).
 template <typename T>
-Failure encode_run(char* dst, const T* src, size_t n, DType dtype, bool nonzero) {
+bool breaks(T v, bool positive) {
+  return positive && !(v > 0);
+}
+
+template <typename T>
+Failure encode_run(char* dst, const T* src, size_t n, DType dtype, bool positive) {
   bool bad = false;
   switch (dtype) {
     case DType::F64:
       if constexpr (std::is_same_v<T, double> && kLittleEndian) {
         std::memcpy(dst, src, 8 * n);
-        for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(src[i]);
+        for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(src[i]) || breaks(src[i], positive);
       } else {
         for (size_t i = 0; i < n; ++i) {
           const double v = static_cast<double>(src[i]);
-          bad |= !std::isfinite(v);
+          bad |= !std::isfinite(v) || breaks(v, positive);
           uint64_t u;
           std::memcpy(&u, &v, 8);
           store_le<uint64_t>(dst + 8 * i, u);
@@ -104,21 +111,21 @@ Failure encode_run(char* dst, const T* src, size_t n, DType dtype, bool nonzero)
       for (size_t i = 0; i < n; ++i) {
         const uint32_t u = float_bits(clamped_float(src[i]));
         // NaN keeps its exponent through the clamp; Inf and overflow are caught by the range test.
-        bad |= (u & 0x7F800000u) == 0x7F800000u || std::fabs(static_cast<double>(src[i])) > static_cast<double>(FLT_MAX);
+        bad |= (u & 0x7F800000u) == 0x7F800000u || std::fabs(static_cast<double>(src[i])) > static_cast<double>(FLT_MAX) ||
+               breaks(src[i], positive);
         store_le<uint32_t>(dst + 4 * i, u);
       }
       break;
     case DType::F16:
-      // A flagged zero is only a failure for a non-zero source value; find_encode_failure decides.
-      if constexpr (std::is_same_v<T, double>) bad = doubles_to_halves(src, dst, n, nonzero);
-      else bad = floats_to_halves(src, dst, n, nonzero);
+      if constexpr (std::is_same_v<T, double>) bad = doubles_to_halves(src, dst, n, positive);
+      else bad = floats_to_halves(src, dst, n, positive);
       break;
   }
-  return bad ? find_encode_failure(src, n, dtype, nonzero) : Failure{};
+  return bad ? find_encode_failure(src, n, dtype, positive) : Failure{};
 }
 
 template <typename T>
-Failure find_decode_failure(const char* src, size_t n, DType dtype) {
+Failure find_decode_failure(const char* src, size_t n, DType dtype, bool positive) {
   for (size_t i = 0; i < n; ++i) {
     double v = 0;
     switch (dtype) {
@@ -132,29 +139,31 @@ Failure find_decode_failure(const char* src, size_t n, DType dtype) {
     }
     if (!std::isfinite(v)) return {i, Bad::NonFinite};
     if (sizeof(T) < sizeof(double) && !fits_float(v)) return {i, Bad::Overflow};
+    if (positive && !(v > 0)) return {i, Bad::NotPositive};
   }
   return {};
 }
 
-// The inverse: n wire values into T. Returns the first NaN/Inf, or value beyond T's range.
+// The inverse: n wire values into T. Returns the first NaN/Inf, value beyond T's range or (with
+// `positive`) value not above 0.
 template <typename T>
-Failure decode_run(T* dst, const char* src, size_t n, DType dtype) {
+Failure decode_run(T* dst, const char* src, size_t n, DType dtype, bool positive) {
   bool bad = false;
   switch (dtype) {
     case DType::F64:
       if constexpr (std::is_same_v<T, double> && kLittleEndian) {
         std::memcpy(dst, src, 8 * n);
-        for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(dst[i]);
+        for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(dst[i]) || breaks(dst[i], positive);
       } else {
         for (size_t i = 0; i < n; ++i) {
           const uint64_t u = load_le<uint64_t>(src + 8 * i);
           double v;
           std::memcpy(&v, &u, 8);
           if constexpr (std::is_same_v<T, double>) {
-            bad |= !std::isfinite(v);
+            bad |= !std::isfinite(v) || breaks(v, positive);
             dst[i] = v;
           } else {
-            bad |= !(std::fabs(v) <= static_cast<double>(FLT_MAX));  // also true for NaN
+            bad |= !(std::fabs(v) <= static_cast<double>(FLT_MAX)) || breaks(v, positive);  // also true for NaN
             dst[i] = clamped_float(v);
           }
         }
@@ -163,16 +172,17 @@ Failure decode_run(T* dst, const char* src, size_t n, DType dtype) {
     case DType::F32:
       for (size_t i = 0; i < n; ++i) {
         const uint32_t u = load_le<uint32_t>(src + 4 * i);
-        bad |= (u & 0x7F800000u) == 0x7F800000u;
+        // As a signed integer a float's bits are above 0 exactly for the positive floats.
+        bad |= (u & 0x7F800000u) == 0x7F800000u || (positive && static_cast<int32_t>(u) <= 0);
         dst[i] = static_cast<T>(bits_float(u));
       }
       break;
     case DType::F16:
-      if constexpr (std::is_same_v<T, double>) bad = halves_to_doubles(src, dst, n);
-      else bad = halves_to_floats(src, dst, n);
+      if constexpr (std::is_same_v<T, double>) bad = halves_to_doubles(src, dst, n, positive);
+      else bad = halves_to_floats(src, dst, n, positive);
       break;
   }
-  return bad ? find_decode_failure<T>(src, n, dtype) : Failure{};
+  return bad ? find_decode_failure<T>(src, n, dtype, positive) : Failure{};
 }
 
 [[noreturn]] void refuse(const std::string& path, uint64_t index, Bad why, DType dtype, bool decoding) {
@@ -184,6 +194,8 @@ Failure decode_run(T* dst, const char* src, size_t n, DType dtype) {
     case Bad::Underflow:
       throw ProtocolError(ProtocolErrorCode::InvalidValue,
                           at + " is positive but underflows float16 to 0; transfer in float32");
+    case Bad::NotPositive:
+      throw ProtocolError(ProtocolErrorCode::InvalidValue, at + " is not positive (a variance must be)");
     default:
       throw ProtocolError(ProtocolErrorCode::NonFinite, at + " is NaN or Inf");
   }
@@ -235,7 +247,7 @@ uint64_t TensorIn::elements() const {
 
 template <typename T>
 void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const std::vector<uint64_t>& shape,
-                 const T* values, const std::string& path, bool nonzero, TensorJobs* deferred) {
+                 const T* values, const std::string& path, bool positive, TensorJobs* deferred) {
   const uint64_t count = stored_count(shape, layout, path);
   const uint64_t bytes = checked_mul(count, dtype_size(dtype), path);
   if (bytes > UINT32_MAX)
@@ -253,10 +265,10 @@ void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const
   pk.pack_bin(static_cast<uint32_t>(bytes));
   const size_t start = out.size();
   out.resize(start + bytes);
-  auto convert = [&out, start, dtype, layout, shape, values, path, nonzero, count] {
+  auto convert = [&out, start, dtype, layout, shape, values, path, positive, count] {
     char* p = out.data() + start;
     if (layout == Layout::Dense) {
-      const Failure f = encode_run(p, values, count, dtype, nonzero);
+      const Failure f = encode_run(p, values, count, dtype, positive);
       if (f.at != kNone) refuse(path, f.at, f.why, dtype, false);
       return;
     }
@@ -267,7 +279,7 @@ void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout, const
     for (uint64_t m = 0; m < matrices; ++m)
       for (uint64_t r = 0; r < n; ++r) {
         const uint64_t first = (m * n + r) * n + r;
-        const Failure f = encode_run(p, values + first, n - r, dtype, nonzero);
+        const Failure f = encode_run(p, values + first, n - r, dtype, positive);
         if (f.at != kNone) refuse(path, first + f.at, f.why, dtype, false);
         p += (n - r) * size;
       }
@@ -338,11 +350,11 @@ void expect_dtype(const TensorIn& t, DType dtype) {
 }
 
 template <typename T>
-void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred) {
-  auto convert = [t, out] {
+void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred, bool positive) {
+  auto convert = [t, out, positive] {
     const char* p = t.data.data();
     if (t.layout == Layout::Dense) {
-      const Failure f = decode_run(out, p, t.elements(), t.dtype);
+      const Failure f = decode_run(out, p, t.elements(), t.dtype, positive);
       if (f.at != kNone) refuse(t.path, f.at, f.why, t.dtype, true);
       return;
     }
@@ -352,7 +364,7 @@ void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred) {
     for (uint64_t m = 0; m < matrices; ++m) {
       T* mat = out + m * n * n;
       for (uint64_t r = 0; r < n; ++r) {
-        const Failure f = decode_run(mat + r * n + r, p, n - r, t.dtype);
+        const Failure f = decode_run(mat + r * n + r, p, n - r, t.dtype, positive);
         if (f.at != kNone) refuse(t.path, (m * n + r) * n + r + f.at, f.why, t.dtype, true);
         p += (n - r) * size;
       }
@@ -402,7 +414,7 @@ template void pack_tensor<float>(Packer&, std::string&, DType, Layout, const std
                                  const float*, const std::string&, bool, TensorJobs*);
 template void pack_tensor<double>(Packer&, std::string&, DType, Layout, const std::vector<uint64_t>&,
                                   const double*, const std::string&, bool, TensorJobs*);
-template void unpack_tensor<float>(const TensorIn&, float*, TensorJobs*);
-template void unpack_tensor<double>(const TensorIn&, double*, TensorJobs*);
+template void unpack_tensor<float>(const TensorIn&, float*, TensorJobs*, bool);
+template void unpack_tensor<double>(const TensorIn&, double*, TensorJobs*, bool);
 
 }  // namespace fednode::wire

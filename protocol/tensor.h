@@ -45,15 +45,15 @@ class TensorJobs {
 
 // `values` holds prod(shape) values in row-major order; for Layout::Upper that is complete
 // symmetric matrices, of which only the upper triangles are written. Throws ProtocolError:
-// NonFinite for NaN/Inf and for values that overflow the dtype; InvalidValue, when `nonzero`
-// is set (variances), for a non-zero value that becomes 0 in float16.
+// NonFinite for NaN/Inf and for values that overflow the dtype; InvalidValue, when `positive`
+// is set (variances), for a value not above 0 or one that becomes 0 in float16.
 // `out` is the string the packer appends to: the data is converted straight into it, at once or,
 // with `deferred`, when deferred->run() is called (`values` and `out` must live until then;
 // `out` may grow meanwhile).
 template <typename T>
 void pack_tensor(Packer& pk, std::string& out, DType dtype, Layout layout,
                  const std::vector<uint64_t>& shape, const T* values, const std::string& path,
-                 bool nonzero = false, TensorJobs* deferred = nullptr);
+                 bool positive = false, TensorJobs* deferred = nullptr);
 
 struct TensorIn {
   DType dtype = DType::F32;
@@ -72,9 +72,10 @@ void expect_shape(const TensorIn& t, const std::vector<uint64_t>& shape, Layout 
 // WrongType unless the tensor has this dtype.
 void expect_dtype(const TensorIn& t, DType dtype);
 // Writes t.elements() values into `out` (mirroring symmetric matrices); NonFinite on NaN/Inf,
-// including values that overflow T. With `deferred`, the conversion waits for deferred->run().
+// including values that overflow T; with `positive` (variances), InvalidValue for a value not
+// above 0, found in the same pass. With `deferred`, the conversion waits for deferred->run().
 template <typename T>
-void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred = nullptr);
+void unpack_tensor(const TensorIn& t, T* out, TensorJobs* deferred = nullptr, bool positive = false);
 
 std::string shape_string(const std::vector<uint64_t>& shape);
 

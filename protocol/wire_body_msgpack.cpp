@@ -24,13 +24,13 @@ WireFloat wire_float_of(DType d) {
 }
 
 void MsgpackBodyWriter::tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const double* values,
-                               const std::string& path, bool nonzero) {
-  pack_tensor(pk_, out_, dtype_of(dtype), layout_of(layout), shape, values, path, nonzero, &jobs_);
+                               const std::string& path, bool positive) {
+  pack_tensor(pk_, out_, dtype_of(dtype), layout_of(layout), shape, values, path, positive, &jobs_);
 }
 
 void MsgpackBodyWriter::tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const float* values,
-                               const std::string& path, bool nonzero) {
-  pack_tensor(pk_, out_, dtype_of(dtype), layout_of(layout), shape, values, path, nonzero, &jobs_);
+                               const std::string& path, bool positive) {
+  pack_tensor(pk_, out_, dtype_of(dtype), layout_of(layout), shape, values, path, positive, &jobs_);
 }
 
 MapReader& MsgpackBodyValue::map() {
@@ -74,11 +74,11 @@ void MsgpackBodyReader::expect_dtype(const BodyTensor& t, WireFloat dtype) const
   wire::expect_dtype(tensor_in(t), dtype_of(dtype));
 }
 
-void MsgpackBodyReader::unpack(const BodyTensor& t, double* out) {
-  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr);
+void MsgpackBodyReader::unpack(const BodyTensor& t, double* out, bool positive) {
+  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr, positive);
 }
-void MsgpackBodyReader::unpack(const BodyTensor& t, float* out) {
-  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr);
+void MsgpackBodyReader::unpack(const BodyTensor& t, float* out, bool positive) {
+  unpack_tensor(tensor_in(t), out, deferred_ ? &jobs_ : nullptr, positive);
 }
 
 }  // namespace fednode::wire

@@ -29,9 +29,9 @@ class MsgpackBodyWriter final : public BodyWriter {
   void real(double v) override { pk_.pack_double(v); }
   void bytes(std::string_view b) override { pack_bin(pk_, b); }
   void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const double* values, const std::string& path,
-              bool nonzero) override;
+              bool positive) override;
   void tensor(WireFloat dtype, WireLayout layout, const WireShape& shape, const float* values, const std::string& path,
-              bool nonzero) override;
+              bool positive) override;
   WireFloat floats() const override { return wire_float_of(floats_); }
 
  private:
@@ -77,8 +77,8 @@ class MsgpackBodyReader final : public BodyReader {
   const Limits& limits() const override { return limits_; }
   void expect_shape(const BodyTensor& t, const WireShape& shape, WireLayout layout) const override;
   void expect_dtype(const BodyTensor& t, WireFloat dtype) const override;
-  void unpack(const BodyTensor& t, double* out) override;
-  void unpack(const BodyTensor& t, float* out) override;
+  void unpack(const BodyTensor& t, double* out, bool positive) override;
+  void unpack(const BodyTensor& t, float* out, bool positive) override;
   // Converts every tensor's values, together on the worker pool.
   void run() { jobs_.run(); }
 

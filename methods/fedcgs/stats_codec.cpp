@@ -177,7 +177,7 @@ KnowledgePayload StatsCodec::read(BodyValue& body, const Knowledge& k, BodyReade
   return s;
 }
 
-void StatsCodec::check(const Knowledge& k, const std::string& where, bool check_finite) const {
+void StatsCodec::check(const Knowledge& k, const std::string& where, bool check_values) const {
   const auto& s = std::get<StatsKnowledge>(k.payload);
   expect_dims(s.A, k.num_classes, k.dim, where + ".body.A");
   expect_dims(s.B, k.dim, k.dim, where + ".body.B");
@@ -203,7 +203,7 @@ void StatsCodec::check(const Knowledge& k, const std::string& where, bool check_
     if (!plain_left_out_empty)
       wire_fail(ProtocolErrorCode::InvalidValue, where + ".body: a masked part's plain counterpart is not zero");
   }
-  if (check_finite) {
+  if (check_values) {
     expect_finite(s.A, where + ".body.A");
     expect_finite(s.B, where + ".body.B");
   }

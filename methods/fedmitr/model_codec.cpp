@@ -129,7 +129,7 @@ KnowledgePayload ModelCodec::read(BodyValue& body, const Knowledge& k, BodyReade
   return m;
 }
 
-void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_finite) const {
+void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_values) const {
   const auto& m = body_of<ModelKnowledge>(k.payload);
   check_one_per_contributor(m.models, k, where + ".body.models", "model");
   for (size_t i = 0; i < m.models.size(); ++i) {
@@ -141,7 +141,7 @@ void ModelCodec::check(const Knowledge& k, const std::string& where, bool check_
       wire_fail(ProtocolErrorCode::DimensionMismatch, at + ".parameters: " + std::to_string(c.model.parameters.size()) +
                                                           " values, the spec has " +
                                                           std::to_string(c.model.spec.parameter_count()));
-    if (check_finite)
+    if (check_values)
       for (float v : c.model.parameters)
         if (!std::isfinite(v)) wire_fail(ProtocolErrorCode::InvalidValue, at + ".parameters: NaN or Inf");
   }

@@ -24,15 +24,16 @@ Eigen::Index covariance_cols(CovarianceType t, Eigen::Index d) {
   return t == CovarianceType::Spherical ? 1 : d;
 }
 
-// The rules of GaussianMixture::validate, each with its own code. Finiteness is checked only on
-// request: tensor encoding and decoding already refuse NaN/Inf in the same pass as converting,
-// and a second pass over megabytes of parameters is what this avoids.
-void check_mixture(const GaussianMixture& g, int dim, const std::string& where, bool check_finite) {
+// The rules of GaussianMixture::validate, each with its own code. The values' own rules (finite;
+// diagonal and spherical variances positive) are checked here only on request: tensor encoding
+// and decoding apply them in the same pass as converting, and a second pass over megabytes of
+// parameters on both ends of a hop is what this avoids (docs/performance.md, goal 5).
+void check_mixture(const GaussianMixture& g, int dim, const std::string& where, bool check_values) {
   const Eigen::Index K = g.weights.size(), d = dim;
   if (K < 1) wire_fail(ProtocolErrorCode::InvalidValue, where + ": mixture has no components");
   expect_dims(g.means, K, d, where + ".means");
   expect_dims(g.covariances, covariance_rows(g.type, K, d), covariance_cols(g.type, d), where + ".covariances");
-  if (check_finite) {
+  if (check_values) {
     expect_finite(g.weights, where + ".weights");
     expect_finite(g.means, where + ".means");
     expect_finite(g.covariances, where + ".covariances");
@@ -41,21 +42,20 @@ void check_mixture(const GaussianMixture& g, int dim, const std::string& where, 
     wire_fail(ProtocolErrorCode::InvalidValue, where + ".weights: must be non-negative and sum to 1 (sum is " +
                                               std::to_string(g.weights.sum()) + ")");
   if (g.type == CovarianceType::Full) {
+    // Only the diagonal of a full covariance must be positive: d values a component, checked here.
     for (Eigen::Index k = 0; k < K; ++k)
       if ((g.covariances.block(k * d, 0, d, d).diagonal().array() <= 0).any())
         wire_fail(ProtocolErrorCode::InvalidValue, where + ".covariances: component " + std::to_string(k) +
                                                   " has a non-positive variance");
-  } else if (!(g.covariances.minCoeff<Eigen::PropagateNumbers>() > 0)) {
-    // A vectorised minimum, not (x <= 0).any(), which Eigen evaluates one value at a time: this
-    // reads every variance of a multi-megabyte message before it is sent and after it arrives.
-    // NaNs are ignored here as .any() ignored them; the conversion refuses them (check_finite).
+  } else if (check_values && !(g.covariances.minCoeff<Eigen::PropagateNumbers>() > 0)) {
+    // A vectorised minimum, not (x <= 0).any(), which Eigen evaluates one value at a time.
     wire_fail(ProtocolErrorCode::InvalidValue, where + ".covariances: variances must be positive");
   }
 }
 
 // FedPFT: classes as every per-class list, each mixture by GaussianMixture::validate's rules, and
 // the covariance sketch within the mixtures' samples.
-void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& where, bool check_finite) {
+void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& where, bool check_values) {
   int previous = -1;
   uint64_t values = 0;
   for (size_t i = 0; i < g.classes.size(); ++i) {
@@ -66,7 +66,7 @@ void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& whe
   }
   // The mixtures' checks read every parameter: on the pool for a multi-megabyte message.
   for_each_chunk_ordered(g.classes.size(), values * sizeof(double) >= kParallelCheckBytes, [&](size_t i) {
-    check_mixture(g.classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_finite);
+    check_mixture(g.classes[i].mixture, k.dim, where + ".body.classes[" + std::to_string(i) + "]", check_values);
   });
   const auto& s = g.within_class;
   if (!s) return;
@@ -81,7 +81,7 @@ void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& whe
     wire_fail(ProtocolErrorCode::DimensionMismatch, at + ".factor: is " + dims(s->factor.rows(), s->factor.cols()) +
                                                    ", expected at most " + std::to_string(k.dim) + " rows of " +
                                                    std::to_string(k.dim));
-  if (check_finite) {
+  if (check_values) {
     expect_finite(s->variances, at + ".variances");
     expect_finite(s->factor, at + ".factor");
   }
@@ -93,7 +93,7 @@ void check_gmm(const GmmKnowledge& g, const Knowledge& k, const std::string& whe
 
 // A variance that rounds to zero in float16 would make the receiver reject the whole message.
 // Diagonal and spherical variances are checked while they are converted (pack_tensor's
-// `nonzero`); for full covariances only the diagonal must stay positive.
+// `positive`); for full covariances only the diagonal must stay positive.
 void check_half_diagonals(const GaussianMixture& g, const std::string& where) {
   if (g.type != CovarianceType::Full) return;
   const Eigen::Index d = g.dim();
@@ -201,7 +201,9 @@ ClassMixture read_class_mixture(BodyValue& m, int previous, const Knowledge& k, 
   // Moving a mixture keeps its buffers where they are, so the deferred conversions can aim at them.
   r.unpack(weights, c.mixture.weights.data());
   r.unpack(means, c.mixture.means.data());
-  r.unpack(covs, c.mixture.covariances.data());
+  // Diagonal and spherical variances are checked positive as they are converted; a full
+  // covariance's diagonal by check_mixture.
+  r.unpack(covs, c.mixture.covariances.data(), c.mixture.type != CovarianceType::Full);
   return c;
 }
 
@@ -246,8 +248,8 @@ KnowledgePayload GmmCodec::read(BodyValue& body, const Knowledge& k, BodyReader&
   return g;
 }
 
-void GmmCodec::check(const Knowledge& k, const std::string& where, bool check_finite) const {
-  check_gmm(std::get<GmmKnowledge>(k.payload), k, where, check_finite);
+void GmmCodec::check(const Knowledge& k, const std::string& where, bool check_values) const {
+  check_gmm(std::get<GmmKnowledge>(k.payload), k, where, check_values);
 }
 
 void GmmCodec::bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const {

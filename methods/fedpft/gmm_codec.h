@@ -12,7 +12,7 @@ class GmmCodec final : public KnowledgeCodec {
  public:
   void write(const Knowledge& k, BodyWriter& w) const override;
   KnowledgePayload read(BodyValue& body, const Knowledge& k, BodyReader& r) const override;
-  void check(const Knowledge& k, const std::string& where, bool check_finite) const override;
+  void check(const Knowledge& k, const std::string& where, bool check_values) const override;
   void bound(const Knowledge& k, const Limits& limits, const std::string& where, uint64_t& samples) const override;
   size_t entries(const Knowledge& k) const override;
 };

@@ -49,7 +49,7 @@ KnowledgePayload PrototypeCodec::read(BodyValue& body, const Knowledge& k, BodyR
   return p;
 }
 
-void PrototypeCodec::check(const Knowledge& k, const std::string& where, bool check_finite) const {
+void PrototypeCodec::check(const Knowledge& k, const std::string& where, bool check_values) const {
   const auto& p = std::get<PrototypeKnowledge>(k.payload);
   int previous = -1;
   for (size_t i = 0; i < p.classes.size(); ++i) {
@@ -58,7 +58,7 @@ void PrototypeCodec::check(const Knowledge& k, const std::string& where, bool ch
     check_class_entry(c.label, c.count, previous, k.num_classes, at);
     if (c.prototypes.rows() < 1) wire_fail(ProtocolErrorCode::InvalidValue, at + ": no prototypes");
     expect_dims(c.prototypes, c.prototypes.rows(), k.dim, at + ".prototypes");
-    if (check_finite) expect_finite(c.prototypes, at + ".prototypes");
+    if (check_values) expect_finite(c.prototypes, at + ".prototypes");
     previous = c.label;
   }
 }

@@ -114,7 +114,7 @@ KnowledgePayload PromptCodec::read(BodyValue& body, const Knowledge& k, BodyRead
   return p;
 }
 
-void PromptCodec::check(const Knowledge& k, const std::string& where, bool /*check_finite: no numbers*/) const {
+void PromptCodec::check(const Knowledge& k, const std::string& where, bool /*check_values: no numbers*/) const {
   const auto& p = body_of<PromptKnowledge>(k.payload);
   check_one_per_contributor(p.shards, k, where + ".body.shards", "shard");
   for (size_t i = 0; i < p.shards.size(); ++i) {

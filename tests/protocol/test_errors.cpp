@@ -549,7 +549,15 @@ TEST(ProtocolErrors, Mixtures) {
   expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "sum to 1");
   v = gmm_value();
   first_class(v)["covariances"] = tensor("f32", Array{2, 2}, "dense", f32_bytes({1, -1, 2, 2}));
-  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "positive");
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "covariances: element 1 is not positive");
+  // The same rule in every dtype, found as the values are converted: a zero, a negative zero.
+  v = gmm_value();
+  first_class(v)["covariances"] = tensor("f64", Array{2, 2}, "dense", f64_bytes({1, 2, 0, 2}));
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "covariances: element 2 is not positive");
+  v = gmm_value();
+  // float16 1.0, 1.0, 1.0, -0.0, little-endian.
+  first_class(v)["covariances"] = tensor("f16", Array{2, 2}, "dense", Bin{std::string("\x00\x3c\x00\x3c\x00\x3c\x00\x80", 8)});
+  expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "covariances: element 3 is not positive");
   v = gmm_value();
   first_class(v)["covariance"] = "banana";
   expect_knowledge_error(ProtocolErrorCode::InvalidValue, v, "banana");

@@ -80,8 +80,8 @@ TEST(ProtocolHalf, BulkPathsMatchReference) {
     }
     std::vector<float> back32(0x10000);
     std::vector<double> back64(0x10000);
-    EXPECT_TRUE(wire::halves_to_floats(all.data(), back32.data(), 0x10000, portable));  // Inf/NaN are in there
-    EXPECT_TRUE(wire::halves_to_doubles(all.data(), back64.data(), 0x10000, portable));
+    EXPECT_TRUE(wire::halves_to_floats(all.data(), back32.data(), 0x10000, false, portable));  // Inf/NaN are in there
+    EXPECT_TRUE(wire::halves_to_doubles(all.data(), back64.data(), 0x10000, false, portable));
     for (uint32_t h = 0; h < 0x10000; ++h) {
       if ((h & 0x7C00u) == 0x7C00u) continue;
       ASSERT_EQ(float_bits(back32[h]), float_bits(half_to_float(static_cast<uint16_t>(h)))) << h;
@@ -107,9 +107,40 @@ TEST(ProtocolHalf, Flags) {
         std::vector<float> back(n);
         v[at] = 2.0;
         wire::doubles_to_halves(v.data(), out.data(), n, false, portable);
-        EXPECT_FALSE(wire::halves_to_floats(out.data(), back.data(), n, portable));
+        EXPECT_FALSE(wire::halves_to_floats(out.data(), back.data(), n, false, portable));
         out[2 * at + 1] = static_cast<char>(0x7C);  // Inf
-        EXPECT_TRUE(wire::halves_to_floats(out.data(), back.data(), n, portable));
+        EXPECT_TRUE(wire::halves_to_floats(out.data(), back.data(), n, false, portable));
+      }
+    }
+  }
+}
+
+// Variances: +-0 and negative values are flagged when asked, by encoders and decoders alike, at
+// any place in a run (the F16C path's blocks of 8 and the tail).
+TEST(ProtocolHalf, FlagsValuesThatAreNotPositive) {
+  for (bool portable : {true, false}) {
+    for (size_t n : {size_t{3}, size_t{8}, size_t{19}}) {
+      for (size_t at = 0; at < n; ++at) {
+        for (double bad : {-1.5, -0.0, 0.0, -1e-9, -65504.0}) {
+          std::vector<double> v(n, 1.5);
+          std::vector<char> out(2 * n);
+          v[at] = bad;
+          EXPECT_TRUE(wire::doubles_to_halves(v.data(), out.data(), n, true, portable)) << bad << " at " << at;
+          EXPECT_FALSE(wire::doubles_to_halves(v.data(), out.data(), n, false, portable)) << bad << " at " << at;
+          std::vector<float> vf(v.begin(), v.end());
+          EXPECT_TRUE(wire::floats_to_halves(vf.data(), out.data(), n, true, portable)) << bad << " at " << at;
+          std::vector<double> back(n);
+          std::vector<float> back32(n);
+          EXPECT_TRUE(wire::halves_to_doubles(out.data(), back.data(), n, true, portable)) << bad << " at " << at;
+          EXPECT_TRUE(wire::halves_to_floats(out.data(), back32.data(), n, true, portable)) << bad << " at " << at;
+          EXPECT_FALSE(wire::halves_to_doubles(out.data(), back.data(), n, false, portable)) << bad << " at " << at;
+          EXPECT_EQ(back[at], static_cast<double>(static_cast<float>(bad == -1e-9 ? -0.0 : bad)));
+        }
+        // The smallest positive half is positive.
+        std::vector<char> tiny(2 * n, 0);
+        for (size_t i = 0; i < n; ++i) tiny[2 * i] = 1;
+        std::vector<double> back(n);
+        EXPECT_FALSE(wire::halves_to_doubles(tiny.data(), back.data(), n, true, portable));
       }
     }
   }
