@@ -34,10 +34,16 @@ uint8_t* u8(char* p) { return reinterpret_cast<uint8_t*>(p); }
 // AES-256-GCM is OpenSSL's (libcrypto): the same AEAD as libsodium's, byte for byte (the tests
 // seal with one and compare with the other), at 2.4x its speed on the machines we measured
 // (docs/performance.md: 5 MiB in 256 KiB chunks, 1.18 ms against 2.79 ms). Fetched once; a
-// context per chunk, so that threads sharing a StreamKey share nothing mutable.
-const EVP_CIPHER* aes256gcm() {
+// context per chunk, so that threads sharing a StreamKey share nothing mutable. Null where
+// libcrypto's configuration leaves it out: the cipher is then not offered (stream_cipher_available).
+const EVP_CIPHER* fetched_aes256gcm() {
   static EVP_CIPHER* const cipher = EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr);
-  if (!cipher) throw std::runtime_error("OpenSSL's libcrypto has no AES-256-GCM (its default provider did not load)");
+  return cipher;
+}
+
+const EVP_CIPHER* aes256gcm() {
+  const EVP_CIPHER* cipher = fetched_aes256gcm();
+  if (!cipher) throw std::runtime_error("OpenSSL's libcrypto offers no AES-256-GCM here (its default provider did not load)");
   return cipher;
 }
 
@@ -114,7 +120,9 @@ std::optional<StreamCipher> stream_cipher_named(std::string_view name) {
 
 bool stream_cipher_available(StreamCipher cipher) {
   ensure_sodium();
-  if (cipher == StreamCipher::Aes256Gcm) return crypto_aead_aes256gcm_is_available() == 1;
+  // libsodium's test says whether the CPU accelerates AES-GCM (AES-NI and carry-less
+  // multiplication): without, ChaCha20-Poly1305 is the faster of the two.
+  if (cipher == StreamCipher::Aes256Gcm) return crypto_aead_aes256gcm_is_available() == 1 && fetched_aes256gcm();
   return cipher == StreamCipher::ChaCha20Poly1305;
 }
 

@@ -37,7 +37,7 @@ bool opens(const StreamKey& key, uint64_t index, bool last, std::string_view ad,
 class CryptoStream : public ::testing::TestWithParam<StreamCipher> {
  protected:
   void SetUp() override {
-    if (!stream_cipher_available(GetParam())) GTEST_SKIP() << to_string(GetParam()) << " needs AES-NI here";
+    if (!stream_cipher_available(GetParam())) GTEST_SKIP() << to_string(GetParam()) << " is not offered here (it needs AES-NI, and libcrypto's default provider)";
   }
   static std::array<uint8_t, 32> secret(uint8_t fill) {
     std::array<uint8_t, 32> s;
