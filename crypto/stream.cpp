@@ -92,8 +92,12 @@ bool gcm_open(const uint8_t key[32], const uint8_t nonce[12], std::string_view a
   if (EVP_DecryptInit_ex2(ctx.get(), aes256gcm(), key, nonce, nullptr) != 1 ||
       (ad_len > 0 && EVP_DecryptUpdate(ctx.get(), nullptr, &written, u8(ad.data()), ad_len) != 1) ||
       (len > 0 && EVP_DecryptUpdate(ctx.get(), u8(out), &written, u8(in), len) != 1) ||
-      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kStreamTagBytes), expected) != 1)
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kStreamTagBytes), expected) != 1) {
+    // libcrypto writes the plaintext before it checks the tag (libsodium checks first): nothing
+    // unauthenticated may stay behind, here nor when the tag fails (open_chunk wipes it then).
+    sodium_memzero(out, size);
     throw std::runtime_error("AES-256-GCM: OpenSSL failed to open a chunk");
+  }
   return EVP_DecryptFinal_ex(ctx.get(), u8(out) + (len > 0 ? written : 0), &tail) == 1;
 }
 
