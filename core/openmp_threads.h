@@ -9,9 +9,9 @@ namespace fednode {
 
 // Makes LibTorch start from OpenMP's own default (OMP_NUM_THREADS, else one thread per core),
 // once per process, unless the count was already changed (by the application, or by LibTorch's
-// first use on this thread). fednode calls it before each of its entry points into LibTorch,
-// passing at::set_num_threads: core/ holds the one process-wide decision but stays free of
-// LibTorch, which only methods/ and features/ compile against.
+// first use on this thread). fednode's loader of libfednode_torch.so calls it as the library loads
+// (and torch_threads() again), passing at::set_num_threads: core/ holds the one process-wide
+// decision but stays free of LibTorch, which only methods/ and features/ compile against.
 void adopt_openmp_thread_default(void (*set_torch_threads)(int));
 
 // OpenMP's default as the library read it while loading.

@@ -98,7 +98,14 @@ Loaded& loaded() {
 void* library() {
   const std::lock_guard<std::mutex> lock(mutex());
   // A failed load is tried again next time: the error is the caller's, not the process's.
-  if (!loaded().handle) loaded() = load();
+  if (!loaded().handle) {
+    loaded() = load();
+    // Before any entry point runs, whichever it is: an entry that did not ask for the thread count
+    // first (FedMITR's ViT, FGL's generator and CNN did not) left LibTorch on its own default, one
+    // thread on this project's 2-core machines.
+    if (void* set = dlsym(loaded().handle, "fednode_torch_set_num_threads"))
+      adopt_openmp_thread_default(reinterpret_cast<void (*)(int)>(set));
+  }
   return loaded().handle;
 }
 
