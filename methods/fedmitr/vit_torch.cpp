@@ -2,6 +2,8 @@
 // functionally on tensors viewed over its flat parameter vector: pre-norm blocks (LayerNorm,
 // multi-head self-attention, LayerNorm, GELU MLP), a CLS token read by the head.
 #include "methods/fedmitr/vit_torch.h"
+#include "methods/fedmitr/attention_torch.h"
+#include "methods/fedmitr/linear_torch.h"
 #include "core/rng.h"
 #include "methods/fedmitr/vit_graph_torch.h"
 #include "methods/fedmitr/vit_script_torch.h"
@@ -39,17 +41,6 @@ class Cursor {
   int64_t at_ = 0;
 };
 
-// x [M, ..., in] through each model's W [M, out, in] and b [M, out]: one batched matmul for the
-// M models, as ten tiny models' ops one by one cost more in dispatch than in arithmetic.
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& W, const torch::Tensor& b) {
-  const int64_t M = W.size(0);
-  if (M == 1) return (torch::matmul(x.select(0, 0), W.select(0, 0).t()) + b.select(0, 0)).unsqueeze(0);
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = W.size(1);
-  const torch::Tensor y = torch::bmm(x.reshape({M, -1, x.size(-1)}), W.transpose(1, 2));
-  return (y + b.unsqueeze(1)).view(sizes);
-}
-
 // LayerNorm over the last dimension with each model's gain g [M, D] and bias b [M, D].
 torch::Tensor layer_norm(const torch::Tensor& h, const torch::Tensor& g, const torch::Tensor& b) {
   const int64_t M = g.size(0), D = g.size(1);
@@ -65,7 +56,7 @@ torch::Tensor layer_norm(const torch::Tensor& h, const torch::Tensor& g, const t
 Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
           Stopped stopped = Stopped::Masked) {
   if (s.scripted()) return run_script(s, flats, images, keep, stopped);
-  const int64_t M = flats.size(0), B = images.size(0), T = s.tokens(), D = s.dim, H = s.heads, dh = D / H,
+  const int64_t M = flats.size(0), B = images.size(0), T = s.tokens(), D = s.dim, H = s.heads,
                 p = s.patch, g = s.grid();
   Cursor c(flats);
   const torch::Tensor pe_W = c.take({D, s.channels * p * p}), pe_b = c.take({D});
@@ -74,10 +65,10 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
   // Patches flattened channel-major, then row, then column: [B, T, C*p*p].
   const torch::Tensor x = images.view({B, s.channels, g, p, g, p});
   const torch::Tensor patches = x.permute({0, 2, 4, 1, 3, 5}).reshape({B, T, s.channels * p * p});
-  torch::Tensor tokens = linear(patches.unsqueeze(0).expand({M, B, T, s.channels * p * p}), pe_W, pe_b) +
+  torch::Tensor tokens = models_linear(patches.unsqueeze(0).expand({M, B, T, s.channels * p * p}), pe_W, pe_b) +
                          pos.narrow(1, 1, T).unsqueeze(1);  // [M, B, T, D]
   torch::Tensor kept_index;  // [B, k] when stopped patches are dropped
-  torch::Tensor bias;        // [1, B, 1, 1, N] when they are masked
+  torch::Tensor keys;        // [B, N] when they are masked: whether each token is a key
   if (keep.defined() && stopped == Stopped::Dropped) {
     const torch::Tensor counts = keep.sum(1);
     const int64_t k = counts.min().item<int64_t>();
@@ -87,9 +78,7 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
       tokens = tokens.gather(2, kept_index.view({1, B, k, 1}).expand({M, B, k, D}));
     }
   } else if (keep.defined()) {
-    const torch::Tensor keys = torch::cat({torch::ones({B, 1}, torch::kBool), keep}, 1);
-    bias = torch::zeros({1, B, 1, 1, T + 1})
-               .masked_fill(keys.logical_not().view({1, B, 1, 1, T + 1}), -std::numeric_limits<float>::infinity());
+    keys = torch::cat({torch::ones({B, 1}, torch::kBool), keep}, 1);
   }
   const torch::Tensor cls_token = (cls + pos.narrow(1, 0, 1)).unsqueeze(1).expand({M, B, 1, D});
   torch::Tensor h = torch::cat({cls_token, tokens}, 2);  // [M, B, N, D]
@@ -105,21 +94,17 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
     const torch::Tensor fc2_W = c.take({D, s.mlp_dim}), fc2_b = c.take({D});
 
     const torch::Tensor y = layer_norm(h, ln1_g, ln1_b);
-    const torch::Tensor qkv = linear(y, qkv_W, qkv_b).view({M * B, N, 3, H, dh}).permute({2, 0, 3, 1, 4});
-    torch::Tensor scores = torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    if (bias.defined()) scores = (scores.view({M, B, H, N, N}) + bias).view({M * B, H, N, N});
-    const torch::Tensor attention = torch::softmax(scores, -1);  // [M*B, H, N, N]
-    const torch::Tensor mixed = torch::matmul(attention, qkv[2]).transpose(1, 2).reshape({M, B, N, D});
-    h = h + linear(mixed, proj_W, proj_b);
+    const Attention attention = self_attention(models_linear(y, qkv_W, qkv_b).view({M * B, N, 3 * D}), H, keys);
+    h = h + models_linear(attention.mixed.view({M, B, N, D}), proj_W, proj_b);
     const torch::Tensor z = layer_norm(h, ln2_g, ln2_b);
-    h = h + linear(torch::gelu(linear(z, fc1_W, fc1_b)), fc2_W, fc2_b);
-    last_attention = attention;
+    h = h + models_linear(torch::gelu(models_linear(z, fc1_W, fc1_b)), fc2_W, fc2_b);
+    last_attention = attention.probabilities;  // [M*B, H, N, N]
   }
   const torch::Tensor lnf_g = c.take({D}), lnf_b = c.take({D});
   const torch::Tensor head_W = c.take({s.classes, D}), head_b = c.take({s.classes});
   if (c.used() != flats.size(1)) throw std::logic_error("ViT: the parameter layout does not add up");
   h = layer_norm(h, lnf_g, lnf_b);
-  const torch::Tensor scores = linear(h, head_W, head_b);  // [M, B, N, classes]
+  const torch::Tensor scores = models_linear(h, head_W, head_b);  // [M, B, N, classes]
   const torch::Tensor from_cls = last_attention.select(2, 0).narrow(2, 1, N - 1).mean(1).view({M, B, N - 1});
   Graph out;
   out.logits = scores.select(2, 0);

@@ -137,6 +137,11 @@ TEST_F(ScriptedVit, TrainsAndInvertsAsTheBuiltInDoes) {
   EXPECT_LT(a.last_loss, a.first_loss);
   EXPECT_NEAR(a.first_loss, b.first_loss, 1e-4);
   EXPECT_EQ(a.keep.size(), b.keep.size());
+  // The pixels' gradients too: TorchScript's own attention and products against the built-in's
+  // fused ones (methods/fedmitr/attention_torch.h, linear_torch.h), through Adam and the masking.
+  EXPECT_EQ(a.keep, b.keep);
+  EXPECT_NEAR(a.last_loss, b.last_loss, 1e-4);
+  EXPECT_LT((a.images - b.images).cwiseAbs().maxCoeff(), 1e-3f);
 }
 
 TEST_F(ScriptedVit, IsFedMitrsModelWhenANodeNamesIt) {

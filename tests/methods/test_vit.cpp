@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+
+#include <omp.h>
 
 namespace fednode {
 namespace {
@@ -192,25 +195,38 @@ TEST_F(VitInversion, LowersTheEnsemblesLossOnTheTargets) {
   const VitSpec s;
   const std::vector<VitModel> ensemble = {scaled_model(s, 21), scaled_model(s, 22)};
   const Labels targets = {0, 1, 2, 3, 4, 5, 6, 7};
-  InversionOptions o;
-  o.iterations = 24;
-  o.mask_at = {};
-  const Inversion dense = vit_invert(ensemble, nullptr, targets, o);
-  EXPECT_LT(dense.last_loss, 0.5 * dense.first_loss) << dense.first_loss << " -> " << dense.last_loss;
-  o.mask_at = {6, 12, 18};
-  const Inversion sparse = vit_invert(ensemble, nullptr, targets, o);
-  EXPECT_LT(sparse.last_loss, 0.5 * sparse.first_loss) << sparse.first_loss << " -> " << sparse.last_loss;
-  // 16 patches: 4 stop, then 3 of 12, then 2 of 9.
-  for (size_t b = 0; b < targets.size(); ++b) {
-    int kept = 0;
-    for (int t = 0; t < 16; ++t) kept += sparse.keep[b * 16 + static_cast<size_t>(t)];
-    EXPECT_EQ(kept, 7) << b;
-  }
   // The receiver's default teacher, the models' probabilities mixed by their images, inverts too.
   const EnsembleMix mix{EnsembleRule::WeightedProbabilities, {10, 30}};
-  const Inversion mixed = vit_invert(ensemble, nullptr, targets, o, mix);
-  EXPECT_LT(mixed.last_loss, 0.5 * mixed.first_loss) << mixed.first_loss << " -> " << mixed.last_loss;
-  EXPECT_NE(mixed.images, sparse.images);
+  // Over several seeds: the scaled models' scores are in the hundreds, so where one run ends moves
+  // with float rounding (0.01-2.0 of 5.5 for dense inversion across seeds), its mean much less.
+  constexpr int kSeeds = 6;
+  double dense_sum = 0, sparse_sum = 0, mixed_sum = 0;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    InversionOptions o;
+    o.iterations = 24;
+    o.mask_at = {};
+    o.seed = static_cast<uint64_t>(seed);
+    const Inversion dense = vit_invert(ensemble, nullptr, targets, o);
+    EXPECT_LT(dense.last_loss, 0.8 * dense.first_loss) << seed << ": " << dense.first_loss << " -> " << dense.last_loss;
+    o.mask_at = {6, 12, 18};
+    const Inversion sparse = vit_invert(ensemble, nullptr, targets, o);
+    EXPECT_LT(sparse.last_loss, 0.8 * sparse.first_loss) << seed << ": " << sparse.first_loss << " -> " << sparse.last_loss;
+    // 16 patches: 4 stop, then 3 of 12, then 2 of 9.
+    for (size_t b = 0; b < targets.size(); ++b) {
+      int kept = 0;
+      for (int t = 0; t < 16; ++t) kept += sparse.keep[b * 16 + static_cast<size_t>(t)];
+      EXPECT_EQ(kept, 7) << b;
+    }
+    const Inversion mixed = vit_invert(ensemble, nullptr, targets, o, mix);
+    EXPECT_LT(mixed.last_loss, 0.8 * mixed.first_loss) << seed << ": " << mixed.first_loss << " -> " << mixed.last_loss;
+    EXPECT_NE(mixed.images, sparse.images);
+    dense_sum += dense.last_loss / dense.first_loss;
+    sparse_sum += sparse.last_loss / sparse.first_loss;
+    mixed_sum += mixed.last_loss / mixed.first_loss;
+  }
+  EXPECT_LT(dense_sum / kSeeds, 0.5);
+  EXPECT_LT(sparse_sum / kSeeds, 0.5);
+  EXPECT_LT(mixed_sum / kSeeds, 0.5);
 }
 
 TEST_F(VitInversion, AStoppedPatchKeepsItsPixels) {
@@ -258,6 +274,20 @@ TEST_F(VitInversion, AStudentPushesTheImagesAndBadInputIsRefused) {
   VitSpec other = s;
   other.classes = 4;
   EXPECT_THROW(vit_invert({ensemble[0], vit_init(other, 1)}, nullptr, targets, InversionOptions{}), InputError);
+}
+
+// Whichever entry point makes a process's first LibTorch call, LibTorch stays on OpenMP's default
+// thread count: the ViT's entries once left it on LibTorch's own guess (one thread on this
+// project's 2-core machines), and FedMITR's clients and receiver ran on one core of two.
+TEST(VitThreads, TheFirstCallOfAProcessLeavesOpenMpsDefault) {
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";  // a fresh process, LibTorch not loaded
+  EXPECT_EXIT(
+      {
+        const VitSpec s;
+        vit_forward(vit_init(s, 1), test::random_images(s, 4, 2));
+        std::exit(omp_get_max_threads() == openmp_thread_default() && torch_threads() == openmp_thread_default() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
