@@ -167,7 +167,10 @@ std::string vit_script_file(const VitModel& model) {
   return bytes;
 }
 
-VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped) {
+namespace {
+
+VitOutput forward_checked(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep,
+                          bool drop_stopped, bool token_logits) {
   const VitSpec& s = model.spec;
   check_model(model, images);
   if (!keep.empty()) {
@@ -192,8 +195,19 @@ VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::v
     return out;
   }
   const BlasSingleThread single;  // OpenBLAS beside LibTorch: see above check_model
-  torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, drop_stopped, &out);
+  torch_function<decltype(fednode_torch_vit_forward)>("fednode_torch_vit_forward")(model, images, keep, drop_stopped,
+                                                                                   token_logits, &out);
   return out;
+}
+
+}  // namespace
+
+VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped) {
+  return forward_checked(model, images, keep, drop_stopped, /*token_logits=*/true);
+}
+
+VitOutput vit_class_scores(const VitModel& model, const MatrixF& images) {
+  return forward_checked(model, images, {}, false, /*token_logits=*/false);
 }
 
 int VitTrainOptions::epochs_for(int64_t n) const {
@@ -333,7 +347,7 @@ EnsembleOutput ensemble_forward(const std::vector<VitModel>& ensemble, const Mat
   out.cls_attention = MatrixF::Zero(images.rows(), ensemble[0].spec.tokens());
   for (size_t k = 0; k < ensemble.size(); ++k) {
     if (!(ensemble[k].spec == ensemble[0].spec)) throw InputError("ViT ensemble: the models have different specs");
-    VitOutput o = vit_forward(ensemble[k], images);
+    VitOutput o = vit_class_scores(ensemble[k], images);
     each.push_back(std::move(o.logits));
     out.cls_attention += static_cast<float>(shares[k]) * o.cls_attention;
   }

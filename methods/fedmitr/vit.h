@@ -100,6 +100,10 @@ struct VitOutput {
 // spec's, an image with every patch dropped, or unequal counts to drop.
 VitOutput vit_forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep = {},
                       bool drop_stopped = false);
+// vit_forward without the per-token scores (token_logits left empty), for whoever reads the class
+// scores and the CLS attention alone (a head, the ensemble's targets): the last block then runs
+// its projection and MLP on the CLS token only, which is all those read.
+VitOutput vit_class_scores(const VitModel& model, const MatrixF& images);
 
 // A client's training (paper 004, Section V: SGD with momentum 0.9 and weight decay 1e-4, as
 // torch.optim.SGD; batch 64) from the federation's shared initialisation. The epochs and the

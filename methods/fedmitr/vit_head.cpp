@@ -23,7 +23,7 @@ MatrixF VitHead::scores(const MatrixF& X) const {
   MatrixF out(X.rows(), num_classes());
   for (Eigen::Index first = 0; first < X.rows(); first += kBlock) {
     const Eigen::Index n = std::min(kBlock, X.rows() - first);
-    out.middleRows(first, n) = vit_forward(model_, X.middleRows(first, n)).logits;
+    out.middleRows(first, n) = vit_class_scores(model_, X.middleRows(first, n)).logits;
   }
   return out;
 }

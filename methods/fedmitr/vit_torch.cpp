@@ -52,9 +52,11 @@ torch::Tensor layer_norm(const torch::Tensor& h, const torch::Tensor& g, const t
 }
 
 // The ViT of M models (`flats` [M, P], views, so gradients reach the parameters when they require
-// them) on `images` [B, pixels]; `keep` undefined or [B, tokens] bool.
+// them) on `images` [B, pixels]; `keep` undefined or [B, tokens] bool. Without `token_scores` the
+// graph has no token_logits, and after the last attention only CLS's row goes on: the class scores
+// read it alone, and the CLS attention is the attention's own.
 Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& images, const torch::Tensor& keep,
-          Stopped stopped = Stopped::Masked) {
+          Stopped stopped = Stopped::Masked, bool token_scores = true) {
   if (s.scripted()) return run_script(s, flats, images, keep, stopped);
   const int64_t M = flats.size(0), B = images.size(0), T = s.tokens(), D = s.dim, H = s.heads,
                 p = s.patch, g = s.grid();
@@ -95,7 +97,12 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
 
     const torch::Tensor y = layer_norm(h, ln1_g, ln1_b);
     const Attention attention = self_attention(models_linear(y, qkv_W, qkv_b).view({M * B, N, 3 * D}), H, keys);
-    h = h + models_linear(attention.mixed.view({M, B, N, D}), proj_W, proj_b);
+    torch::Tensor mixed = attention.mixed.view({M, B, N, D});
+    if (!token_scores && block == s.depth - 1) {
+      h = h.narrow(2, 0, 1);
+      mixed = mixed.narrow(2, 0, 1);
+    }
+    h = h + models_linear(mixed, proj_W, proj_b);
     const torch::Tensor z = layer_norm(h, ln2_g, ln2_b);
     h = h + models_linear(torch::gelu(models_linear(z, fc1_W, fc1_b)), fc2_W, fc2_b);
     last_attention = attention.probabilities;  // [M*B, H, N, N]
@@ -104,14 +111,14 @@ Graph run(const VitSpec& s, const torch::Tensor& flats, const torch::Tensor& ima
   const torch::Tensor head_W = c.take({s.classes, D}), head_b = c.take({s.classes});
   if (c.used() != flats.size(1)) throw std::logic_error("ViT: the parameter layout does not add up");
   h = layer_norm(h, lnf_g, lnf_b);
-  const torch::Tensor scores = models_linear(h, head_W, head_b);  // [M, B, N, classes]
+  const torch::Tensor scores = models_linear(h, head_W, head_b);  // [M, B, N or 1, classes]
   const torch::Tensor from_cls = last_attention.select(2, 0).narrow(2, 1, N - 1).mean(1).view({M, B, N - 1});
   Graph out;
   out.logits = scores.select(2, 0);
   if (kept_index.defined()) {
     out.cls_attention = torch::zeros({M, B, T}).scatter(2, kept_index.unsqueeze(0).expand({M, B, N - 1}), from_cls);
   } else {
-    out.token_logits = scores.narrow(2, 1, T);
+    if (token_scores) out.token_logits = scores.narrow(2, 1, T);
     out.cls_attention = from_cls;
   }
   return out;
@@ -133,14 +140,15 @@ Graph single(const Graph& g) {
 }
 
 void forward(const VitModel& model, const MatrixF& images, const std::vector<uint8_t>& keep, bool drop_stopped,
-             VitOutput* out) {
+             bool token_logits, VitOutput* out) {
   torch::NoGradGuard no_grad;
   const VitSpec& s = model.spec;
   const int64_t B = images.rows(), T = s.tokens();
   torch::Tensor kept;
   if (!keep.empty())
     kept = torch::from_blob(const_cast<uint8_t*>(keep.data()), {B, T}, torch::kUInt8).to(torch::kBool);
-  const Graph g = single(run(s, flat_view(model), to_tensor(images), kept, drop_stopped ? Stopped::Dropped : Stopped::Masked));
+  const Graph g = single(
+      run(s, flat_view(model), to_tensor(images), kept, drop_stopped ? Stopped::Dropped : Stopped::Masked, token_logits));
   out->logits = to_matrix(g.logits);
   out->token_logits = g.token_logits.defined() ? to_matrix(g.token_logits.reshape({B * T, s.classes}))
                                                : MatrixF(0, s.classes);
@@ -165,8 +173,8 @@ void train(const VitModel& start, const MatrixF& images, const Labels& labels, c
   sgd_epochs(start, n, o.epochs_for(n), o.batch_size, o.lr, o.momentum, o.weight_decay, Rng::stream(o.seed, Purpose::HeadShuffle, 0xF3D),
              "ViT training",
              [&](const torch::Tensor& flat, const torch::Tensor& index) {
-               return F::cross_entropy(run(start.spec, flat, X.index_select(0, index), torch::Tensor()).logits.select(0, 0),
-                                       y.index_select(0, index));
+               const Graph g = run(start.spec, flat, X.index_select(0, index), torch::Tensor(), Stopped::Masked, false);
+               return F::cross_entropy(g.logits.select(0, 0), y.index_select(0, index));
              },
              out);
 }
@@ -232,7 +240,7 @@ void invert(const std::vector<VitModel>& ensemble, const VitModel* student, cons
       frozen = x.detach().clone();
     }
     // Every image keeps as many patches as the others, so the stopped ones leave the sequence.
-    const Graph gr = run(s, flats, x, keep, Stopped::Dropped);
+    const Graph gr = run(s, flats, x, keep, Stopped::Dropped, /*token_scores=*/false);
     const torch::Tensor logits = mixed(gr.logits.narrow(0, 0, M));
     attention = (w * gr.cls_attention.narrow(0, 0, M).detach()).sum(0);
     const torch::Tensor ce = F::cross_entropy(logits, y);
@@ -276,6 +284,9 @@ torch::Tensor distill_loss(const Graph& g, const torch::Tensor& teacher, const t
   return kd + o.token_weight * token_loss;
 }
 
+// Whether distill_loss reads the student's per-token scores (token relabelling does).
+bool reads_tokens(const DistillOptions& o) { return o.loss == DistillLoss::TokenRelabel && o.token_weight != 0; }
+
 struct DistillTensors {
   torch::Tensor X, teacher, pseudo, high;
 };
@@ -296,7 +307,8 @@ void distill(const VitModel& student, const MatrixF& images, const DistillTarget
   sgd_epochs(student, images.rows(), o.epochs, o.batch_size, o.lr, o.momentum, o.weight_decay,
              Rng::stream(o.seed, Purpose::HeadShuffle, 0xD157), "ViT distillation",
              [&](const torch::Tensor& flat, const torch::Tensor& index) {
-               const Graph g = single(run(student.spec, flat, d.X.index_select(0, index), torch::Tensor()));
+               const Graph g = single(
+                   run(student.spec, flat, d.X.index_select(0, index), torch::Tensor(), Stopped::Masked, reads_tokens(o)));
                return distill_loss(g, d.teacher.index_select(0, index), d.pseudo.index_select(0, index),
                                    d.high.index_select(0, index), o);
              },
@@ -307,7 +319,7 @@ void distillation_loss(const VitModel& student, const MatrixF& images, const Dis
                        double* out) {
   torch::NoGradGuard no_grad;
   const DistillTensors d = distill_tensors(student.spec, images, t);
-  const Graph g = single(run(student.spec, flat_view(student), d.X, torch::Tensor()));
+  const Graph g = single(run(student.spec, flat_view(student), d.X, torch::Tensor(), Stopped::Masked, reads_tokens(o)));
   *out = distill_loss(g, d.teacher, d.pseudo, d.high, o).item<double>();
 }
 
@@ -325,8 +337,8 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_script_start(const std::string& dige
 
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
                                                     const std::vector<uint8_t>& keep, bool drop_stopped,
-                                                    fednode::VitOutput* out) {
-  fednode::forward(model, images, keep, drop_stopped, out);
+                                                    bool token_logits, fednode::VitOutput* out) {
+  fednode::forward(model, images, keep, drop_stopped, token_logits, out);
 }
 
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,

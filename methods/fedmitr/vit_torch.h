@@ -14,10 +14,11 @@ FEDNODE_TORCH_EXPORT void fednode_torch_vit_load_script(const std::string& path,
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_write_script(const fednode::VitModel& model, std::string* bytes);
 // The parameters of a loaded script's file, flat in named_parameters() order.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_script_start(const std::string& digest, std::vector<float>* out);
-// `keep`: empty, or B * tokens flags. Fills `out`; throws std::exception on a LibTorch failure.
+// `keep`: empty, or B * tokens flags; without `token_logits`, out->token_logits stays empty (vit.h,
+// vit_class_scores). Fills `out`; throws std::exception on a LibTorch failure.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_forward(const fednode::VitModel& model, const fednode::MatrixF& images,
                                                     const std::vector<uint8_t>& keep, bool drop_stopped,
-                                                    fednode::VitOutput* out);
+                                                    bool token_logits, fednode::VitOutput* out);
 // Trains from `start` on `images` with `labels` (checked by vit.cpp); fills `out`. Throws
 // InputError when training diverges.
 FEDNODE_TORCH_EXPORT void fednode_torch_vit_train(const fednode::VitModel& start, const fednode::MatrixF& images,
